@@ -1,0 +1,294 @@
+"""Numba kernels built from a Bregman generator.
+
+Two families live here:
+
+* **Fast kernels.** For every differentiable generator the ``n x k x d`` part of the pairwise
+  divergence is a matrix product (MATH.md 1)::
+
+      D[i, j] = phi(x_i) + c_j - <x_i, g_j>,   g_j = grad phi(u_j),  c_j = <u_j, g_j> - phi(u_j)
+
+  so BLAS (dense) or a sparse-dense product (CSR) does the heavy work and numba only fuses the
+  elementwise add with the argmin (:func:`fused_argmin`), chunk by chunk so memory stays
+  ``O(chunk x k)``.
+
+* **Generic kernels** built from the scalar ``f`` and ``f'`` of a separable generator by the
+  definition ``sum_l f(x_l) - f(u_l) - (x_l - u_l) f'(u_l)``. They are slow and obvious, and
+  stay as the oracle for the fast ones (tests compare the two for every registered divergence).
+
+Kernels never validate, warn or allocate in their inner loops; the callers in
+``divergences.py`` validate and allocate.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+# One preset for built-in kernels. fastmath is deliberately off everywhere: the kernels evaluate
+# logs near the domain edge (kl, Itakura-Saito) and reassociation there changes results.
+_JIT = dict(cache=True, nogil=True)
+_PJIT = dict(cache=True, nogil=True, parallel=True)
+
+DOMAIN_CODES = {"real": 0, "nonnegative": 1, "positive": 2}
+
+
+# --------------------------------------------------------------------------- generator-free kernels
+@njit(**_PJIT)
+def fused_argmin(P, phi_x, c, labels, mins):
+    """``labels[i] = argmin_j phi_x[i] + c[j] - P[i, j]`` and the minimum (clamped at 0).
+
+    ``P`` is the GEMM block ``X G^T`` of one chunk. The clamp removes the tiny negative values
+    that cancellation in the GEMM form can produce; a Bregman divergence is never negative.
+    Rows are independent, so ``prange`` over rows writes disjoint outputs.
+    """
+    n, k = P.shape
+    for i in prange(n):
+        best = np.inf
+        bj = 0
+        for j in range(k):
+            v = c[j] - P[i, j]
+            if v < best:
+                best = v
+                bj = j
+        labels[i] = bj
+        v = phi_x[i] + best
+        mins[i] = v if v > 0.0 else 0.0
+
+
+@njit(**_PJIT)
+def fused_pairwise(P, phi_x, c):
+    """In place: ``P[i, j] <- max(phi_x[i] + c[j] - P[i, j], 0)``."""
+    n, k = P.shape
+    for i in prange(n):
+        for j in range(k):
+            v = phi_x[i] + c[j] - P[i, j]
+            P[i, j] = v if v > 0.0 else 0.0
+
+
+# --------------------------------------------------------------------------- generator factories
+def make_map(f):
+    """Elementwise ``out = f(X)`` over a 2-D array (parallel over rows)."""
+
+    @njit(nogil=True, parallel=True)
+    def _map(X, out):
+        n, d = X.shape
+        for i in prange(n):
+            for l in range(d):
+                out[i, l] = f(X[i, l])
+
+    return _map
+
+
+def make_map1(f):
+    """Elementwise ``out = f(x)`` over a 1-D array."""
+
+    @njit(nogil=True)
+    def _map1(x, out):
+        for i in range(x.shape[0]):
+            out[i] = f(x[i])
+
+    return _map1
+
+
+def make_rowsum(f):
+    """``out[i] = sum_l f(X[i, l])`` for a dense 2-D array."""
+
+    @njit(nogil=True, parallel=True)
+    def _rowsum(X, out):
+        n, d = X.shape
+        for i in prange(n):
+            s = 0.0
+            for l in range(d):
+                s += f(X[i, l])
+            out[i] = s
+
+    return _rowsum
+
+
+def make_rowsum_csr(f):
+    """Row sums of ``f`` for a CSR matrix: ``sum_stored (f(v) - f(0)) + d f(0)``.
+
+    When ``f(0) = 0`` (sqeuclidean, kl) this touches stored entries only.
+    """
+
+    @njit(nogil=True, parallel=True)
+    def _rowsum_csr(data, indptr, n_features, out):
+        f0 = f(0.0)
+        if not (abs(f0) < np.inf):
+            f0 = 0.0  # 0 is outside the domain (validated before); only stored entries exist
+        n = indptr.shape[0] - 1
+        for i in prange(n):
+            s = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                s += f(data[p]) - f0
+            out[i] = s + n_features * f0
+
+    return _rowsum_csr
+
+
+def make_generic_pairwise(f, df):
+    """The oracle: ``D[i, j] = sum_l f(x_il) - f(u_jl) - (x_il - u_jl) f'(u_jl)``.
+
+    Conventions at the domain boundary: a coordinate with ``x_l == u_l`` contributes 0, and a
+    term that evaluates to NaN (``0 * inf``) or ``+inf`` makes the divergence ``+inf``.
+    """
+
+    @njit(nogil=True)
+    def _pairwise(X, U, out):
+        n, d = X.shape
+        k = U.shape[0]
+        for i in range(n):
+            for j in range(k):
+                s = 0.0
+                for l in range(d):
+                    x = X[i, l]
+                    u = U[j, l]
+                    if x == u:
+                        continue
+                    t = f(x) - f(u) - (x - u) * df(u)
+                    if not (t < np.inf):  # NaN or +inf
+                        s = np.inf
+                        break
+                    s += t
+                out[i, j] = s if s > 0.0 else 0.0
+
+    return _pairwise
+
+
+def make_inverse(df, domain_code):
+    """A scalar inverse of an increasing ``f'`` by bracketing and bisection.
+
+    Used when a registered generator gives no ``dphi_inv``. On ``positive``/``nonnegative``
+    domains the bracket grows geometrically towards 0 and infinity; on ``real`` it grows
+    symmetrically. Bisection runs until the bracket stops shrinking (machine precision).
+    """
+
+    @njit(nogil=True)
+    def _inv(t):
+        if domain_code == 0:
+            lo, hi = -1.0, 1.0
+            for _ in range(2100):
+                if df(lo) <= t:
+                    break
+                lo *= 2.0
+            for _ in range(2100):
+                if df(hi) >= t:
+                    break
+                hi *= 2.0
+            for _ in range(2200):
+                mid = 0.5 * (lo + hi)
+                if mid <= lo or mid >= hi:
+                    break
+                if df(mid) < t:
+                    lo = mid
+                else:
+                    hi = mid
+            return 0.5 * (lo + hi)
+        lo, hi = 1.0, 1.0
+        for _ in range(2100):
+            if lo < 1e-300 or df(lo) <= t:
+                break
+            lo *= 0.5
+        for _ in range(2100):
+            if hi > 1e300 or df(hi) >= t:
+                break
+            hi *= 2.0
+        for _ in range(2200):
+            mid = math.sqrt(lo * hi) if hi / lo > 4.0 else 0.5 * (lo + hi)
+            if mid <= lo or mid >= hi:
+                break
+            if df(mid) < t:
+                lo = mid
+            else:
+                hi = mid
+        return 0.5 * (lo + hi)
+
+    return _inv
+
+
+# --------------------------------------------------------------------------- built-in scalar generators
+@njit(**_JIT)
+def sq_phi(x):
+    return x * x
+
+
+@njit(**_JIT)
+def sq_dphi(x):
+    return 2.0 * x
+
+
+@njit(**_JIT)
+def sq_dphi_inv(t):
+    return 0.5 * t
+
+
+@njit(**_JIT)
+def kl_phi(x):
+    if x > 0.0:
+        return x * math.log(x) - x
+    if x == 0.0:
+        return 0.0
+    return np.nan
+
+
+@njit(**_JIT)
+def kl_dphi(x):
+    if x > 0.0:
+        return math.log(x)
+    if x == 0.0:
+        return -np.inf
+    return np.nan
+
+
+@njit(**_JIT)
+def kl_dphi_inv(t):
+    return math.exp(t)
+
+
+@njit(**_JIT)
+def is_phi(x):
+    if x > 0.0:
+        return -math.log(x)
+    return np.inf if x == 0.0 else np.nan
+
+
+@njit(**_JIT)
+def is_dphi(x):
+    if x > 0.0:
+        return -1.0 / x
+    return -np.inf if x == 0.0 else np.nan
+
+
+@njit(**_JIT)
+def is_dphi_inv(t):
+    return -1.0 / t
+
+
+@njit(**_JIT)
+def abs_phi(x):
+    return abs(x)
+
+
+@njit(**_JIT)
+def sign_dphi(x):
+    # A subgradient of |x| (0 at 0). Only used by generic code paths; the l1 divergence has its
+    # own kernels (it is not differentiable).
+    if x > 0.0:
+        return 1.0
+    if x < 0.0:
+        return -1.0
+    return 0.0
+
+
+@njit(**_PJIT)
+def l1_pairwise_exact(X, U, out):
+    """The l1_subgradient definition: ``sum_l (0 if x_l u_l > 0 else 2 |x_l|)`` (oracle)."""
+    n, d = X.shape
+    k = U.shape[0]
+    for i in prange(n):
+        for j in range(k):
+            s = 0.0
+            for l in range(d):
+                if not (X[i, l] * U[j, l] > 0.0):
+                    s += 2.0 * abs(X[i, l])
+            out[i, j] = s

@@ -1,0 +1,429 @@
+"""Bregman hard clustering (Banerjee et al., 2005): the papers' "IND" baseline."""
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._validation import (
+    EmptyClusterWarning,
+    check_array,
+    check_finite,
+    check_n_clusters,
+    check_sample_weight,
+    check_scalar,
+)
+from .divergences import get_divergence
+
+__all__ = ["BregmanKMeans", "bregman_kmeans_plusplus", "smoothing_point"]
+
+
+def _rows(X, idx):
+    """Dense copy of the rows ``idx`` of a dense or CSR matrix."""
+    R = X[idx]
+    return R.toarray() if sp.issparse(R) else np.array(R, dtype=np.float64)
+
+
+def smoothing_point(X, divergence, sample_weight=None):
+    """The point ``z`` that smoothing mixes into centroids (Telgarsky & Dasgupta, Thm 5.2).
+
+    The weighted mean of the data, pushed into the interior of the centres' domain: for
+    divergences on non-negative/positive data, coordinates that are zero in every sample get
+    a tiny positive value (``1e-12`` times the largest mean coordinate), so ``grad phi(z)`` is
+    finite.
+    """
+    div = get_divergence(divergence)
+    w = np.ones(X.shape[0]) if sample_weight is None else sample_weight
+    z = np.asarray(w @ X).ravel() / w.sum()
+    if div.right_domain == "positive":
+        floor = 1e-12 * max(float(z.max()), 1e-300)
+        z = np.where(z > floor, z, floor)
+    return z
+
+
+def _smoothed(points, w, beta, z):
+    """Centres of clusters holding ``points`` (rows) with weights ``w`` plus ``beta`` at ``z``."""
+    if beta == 0.0:
+        return points
+    w = np.asarray(w, dtype=np.float64).reshape(-1, 1)
+    return (w * points + beta * z) / (w + beta)
+
+
+def bregman_kmeans_plusplus(X, n_clusters, divergence="sqeuclidean", *, random_state=None,
+                            sample_weight=None, smoothing=0.0, n_local_trials=None,
+                            _prepared=None, _z=None):
+    """k-means++ seeding with D-sampling by a Bregman divergence.
+
+    The first centre is a data point drawn with probability proportional to its weight; each
+    next one is the best of ``n_local_trials`` candidates drawn with probability proportional
+    to ``w_i min_j d(x_i, c_j)`` (greedy k-means++, as scikit-learn). With ``smoothing > 0`` a
+    seed ``x`` becomes ``(x + smoothing z) / (1 + smoothing)`` so centres stay inside the
+    domain (kl/Itakura-Saito on data with zeros).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    n_clusters : int
+    divergence : str or Divergence, default="sqeuclidean"
+    random_state : int, RandomState or None
+    sample_weight : array-like of shape (n_samples,), optional
+    smoothing : float, default=0.0
+    n_local_trials : int, optional
+        Default ``2 + int(log(n_clusters))``.
+
+    Returns
+    -------
+    centers : ndarray of shape (n_clusters, n_features)
+    indices : ndarray of shape (n_clusters,)
+        Rows of ``X`` that seeded each centre.
+    """
+    div = get_divergence(divergence)
+    if _prepared is None:
+        X = check_array(X, divergence=div)
+    n = X.shape[0]
+    k = check_n_clusters(n_clusters, n)
+    rng = check_random_state(random_state)
+    w = check_sample_weight(sample_weight, n)
+    beta = float(smoothing)
+    z = _z if _z is not None else (smoothing_point(X, div, w) if beta > 0 else None)
+    prepared = _prepared if _prepared is not None else div.prepare(X)
+    trials = n_local_trials or (2 + int(np.log(k)))
+
+    centers = np.empty((k, X.shape[1]))
+    idx = np.empty(k, dtype=np.int64)
+    first = int(rng.choice(n, p=w / w.sum()))
+    idx[0] = first
+    centers[0] = _smoothed(_rows(X, [first]), w[[first]], beta, z)[0]
+    _, closest = div.assign(X, centers[:1], prepared=prepared)
+    for c in range(1, k):
+        pot = w * closest
+        if not np.isfinite(pot).all():
+            # Infinite divergences (centres on the domain boundary, smoothing=0): sample among them.
+            p = (~np.isfinite(pot)).astype(float) * (w > 0)
+        else:
+            p = pot
+        total = p.sum()
+        if total <= 0:  # every point already coincides with a centre: pick uniformly
+            p = (w > 0).astype(float)
+            total = p.sum()
+        cand = np.searchsorted(np.cumsum(p), rng.uniform(size=trials) * total)
+        cand = np.minimum(cand, n - 1)
+        C = _smoothed(_rows(X, cand), w[cand], beta, z)
+        Dc = div.pairwise(X, C, prepared=prepared)
+        new = np.minimum(closest[:, None], Dc)
+        if np.isfinite(new).all():
+            scores = w @ new
+        else:  # fewer points at infinite divergence first
+            scores = (np.isinf(new) * w[:, None]).sum(axis=0)
+        best = int(np.argmin(scores))
+        idx[c] = cand[best]
+        centers[c] = C[best]
+        closest = new[:, best]
+    return centers, idx
+
+
+class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+    """Hard clustering with a Bregman divergence (Banerjee et al., 2005).
+
+    Lloyd-type alternation: assign each point to the centre with the smallest ``d(x, u)``
+    (GEMM form, see MATH.md 1), then move each centre to the (weighted) mean of its points,
+    which minimises ``sum_i w_i d(x_i, u)`` for *every* Bregman divergence. This is the
+    papers' "IND" baseline (one task clustered on its own).
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    divergence : str or Divergence, default="sqeuclidean"
+        Any registered divergence (see :func:`bregclust.list_divergences`), custom ones too.
+    divergence_params : dict, optional
+        Parameters of the divergence, e.g. ``{"A": A}`` for ``"mahalanobis"``.
+    init : {"k-means++", "random"} or ndarray of shape (n_clusters, n_features), default="k-means++"
+        ``"k-means++"``: D-sampling by the divergence (:func:`bregman_kmeans_plusplus`).
+        ``"random"``: distinct data points. An array gives the initial centres.
+    n_init : int or "auto", default="auto"
+        Restarts; the lowest objective wins. ``"auto"``: 1 for k-means++ or an array, 10 for
+        random.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        Stop when the objective decreases by less than ``tol`` times its value (and always
+        when no label changes).
+    smoothing : float or "auto", default="auto"
+        Weight ``beta`` of a pseudo-point ``z`` (the data mean pushed inside the domain) added
+        to every cluster: centres are ``(sum_i w_i x_i + beta z) / (sum_i w_i + beta)``
+        (Telgarsky & Dasgupta, Thm 5.2, with ``alpha = beta / (W_j + beta)``). It keeps kl and
+        Itakura-Saito centres off the domain boundary, so zero counts never give infinite
+        divergences. ``"auto"``: 0 for divergences on R, the mean sample weight (one
+        pseudo-sample) for divergences on non-negative/positive data.
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+        1 prints one line per restart, 2 one line per iteration.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+    labels_ : ndarray of shape (n_samples,)
+    inertia_ : float
+        ``sum_i w_i d(x_i, u_{label(i)})`` for the training data.
+    n_iter_ : int
+        Centroid updates of the best restart.
+    objective_history_ : list of float
+        The objective after every assignment step of the best restart: the inertia plus the
+        smoothing term ``beta sum_j d(z, u_j)``. Each step is an exact block minimisation of
+        this objective, so the history never increases.
+    divergence_ : Divergence
+    smoothing_ : float
+    n_features_in_ : int
+
+    Notes
+    -----
+    Empty clusters are re-seeded with the points farthest from their centres (those whose move
+    lowers the objective), with an :class:`~bregclust.EmptyClusterWarning`.
+
+    References
+    ----------
+    A. Banerjee, S. Merugu, I. Dhillon, J. Ghosh. Clustering with Bregman divergences. JMLR 2005.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bregclust import BregmanKMeans
+    >>> X = np.array([[1., 1.], [1.2, 0.9], [8., 9.], [8.5, 9.5]])
+    >>> km = BregmanKMeans(2, divergence="kl", random_state=0).fit(X)
+    >>> sorted(np.bincount(km.labels_).tolist())
+    [2, 2]
+    """
+
+    def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
+                 init="k-means++", n_init="auto", max_iter=300, tol=1e-4, smoothing="auto",
+                 random_state=None, verbose=0):
+        self.n_clusters = n_clusters
+        self.divergence = divergence
+        self.divergence_params = divergence_params
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.smoothing = smoothing
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        try:
+            tags.input_tags.positive_only = self._get_divergence().domain != "real"
+        except (TypeError, ValueError):
+            pass
+        return tags
+
+    def _get_divergence(self):
+        return get_divergence(self.divergence, **(self.divergence_params or {}))
+
+    def _resolve_smoothing(self, div, w):
+        s = self.smoothing
+        if isinstance(s, str):
+            if s != "auto":
+                raise ValueError(f"smoothing must be a non-negative float or 'auto', got {s!r}.")
+            return 0.0 if div.domain == "real" else float(w.mean())
+        check_scalar(s, "smoothing", lo=0.0)
+        if not np.isfinite(s):
+            raise ValueError("smoothing must be finite.")
+        return float(s)
+
+    def _resolve_n_init(self, init_is_array):
+        n_init = self.n_init
+        if isinstance(n_init, str):
+            if n_init != "auto":
+                raise ValueError(f"n_init must be a positive int or 'auto', got {n_init!r}.")
+            return 10 if (isinstance(self.init, str) and self.init == "random") else 1
+        check_scalar(n_init, "n_init", kind=numbers.Integral, lo=1)
+        if init_is_array and n_init != 1:
+            warnings.warn("init is an array of centres, so n_init is ignored (1 run).",
+                          RuntimeWarning, stacklevel=3)
+            return 1
+        return int(n_init)
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Cluster ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Must lie in the divergence's domain (e.g. ``X >= 0`` for ``kl``).
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        div = self._get_divergence()
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C",
+                          ensure_all_finite=False, reset=True)
+        X = check_array(X, divergence=div)
+        n = X.shape[0]
+        k = check_n_clusters(self.n_clusters, n)
+        check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
+        check_scalar(self.tol, "tol", lo=0.0)
+        check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
+        w = check_sample_weight(sample_weight, n)
+        beta = self._resolve_smoothing(div, w)
+        init = self.init
+        init_is_array = not isinstance(init, str)
+        if init_is_array:
+            init = np.array(init, dtype=np.float64, copy=True)
+            if init.ndim != 2 or init.shape != (k, X.shape[1]):
+                raise ValueError(
+                    f"init array must have shape (n_clusters, n_features) = {(k, X.shape[1])}, "
+                    f"got {init.shape}."
+                )
+            check_finite(init, name="init")
+            div.check_domain(init, name="init", side="right")
+        elif init not in ("k-means++", "random"):
+            raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+        n_init = self._resolve_n_init(init_is_array)
+        rng = check_random_state(self.random_state)
+        z = smoothing_point(X, div, w) if beta > 0 else None
+        prepared = div.prepare(X)
+
+        best = None
+        for run in range(n_init):
+            if init_is_array:
+                C0 = init
+            elif init == "k-means++":
+                C0, _ = bregman_kmeans_plusplus(X, k, div, random_state=rng, sample_weight=w,
+                                                smoothing=beta, _prepared=prepared, _z=z)
+            else:
+                pos = np.flatnonzero(w > 0)
+                if pos.size < k:
+                    raise ValueError(
+                        f"init='random' needs at least n_clusters={k} samples with positive "
+                        f"weight, got {pos.size}."
+                    )
+                ids = rng.choice(pos, size=k, replace=False)
+                C0 = _smoothed(_rows(X, ids), w[ids], beta, z)
+            res = _lloyd(X, prepared, w, C0, div, beta, z, self.max_iter, self.tol,
+                         self.verbose, run)
+            if self.verbose:
+                print(f"BregmanKMeans restart {run}: objective {res[3][-1]:.6g}, "
+                      f"{res[2]} iterations")
+            if best is None or res[3][-1] < best[3][-1]:
+                best = res
+        labels, centers, n_iter, history, inertia = best
+        self.divergence_ = div
+        self.smoothing_ = beta
+        self.cluster_centers_ = centers
+        self.labels_ = labels
+        self.inertia_ = float(inertia)
+        self.n_iter_ = int(n_iter)
+        self.objective_history_ = [float(h) for h in history]
+        return self
+
+    def _predict_X(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C",
+                          ensure_all_finite=False, reset=False)
+        return check_array(X, divergence=self.divergence_)
+
+    def predict(self, X):
+        """Index of the nearest centre (smallest ``d(x, u)``) for each row of ``X``."""
+        X = self._predict_X(X)
+        labels, _ = self.divergence_.assign(X, self.cluster_centers_)
+        return labels
+
+    def transform(self, X):
+        """Divergences ``d(x_i, u_j)`` to every centre, shape ``(n_samples, n_clusters)``."""
+        X = self._predict_X(X)
+        return self.divergence_.pairwise(X, self.cluster_centers_)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the (weighted) sum of divergences to the nearest centre."""
+        X = self._predict_X(X)
+        w = check_sample_weight(sample_weight, X.shape[0])
+        _, mins = self.divergence_.assign(X, self.cluster_centers_)
+        return -float(w @ mins)
+
+
+def _objective(mins, w, centers, div, beta, z):
+    obj = float(w @ mins)
+    if beta > 0:
+        obj += beta * float(div.pairwise(z[None, :], centers).sum())
+    return obj
+
+
+def _update_centers(X, labels, mins, w, k, div, beta, z, run):
+    """Exact centroid step (smoothed weighted means) with re-seeding of empty clusters."""
+    S, W = div.weighted_sums(X, labels, k, w)
+    empty = np.flatnonzero(W <= 0)
+    if empty.size:
+        labels = labels.copy()
+        order = np.argsort(-(w * mins), kind="stable")
+        used = 0
+        moved = []
+        for j in empty:
+            while used < order.size:
+                i = int(order[used])
+                used += 1
+                src = labels[i]
+                if W[src] - w[i] <= 0 or w[i] <= 0 or mins[i] <= 0:
+                    continue
+                xi = _rows(X, [i])
+                cj = _smoothed(xi, w[[i]], beta, z)
+                new_cost = w[i] * div.pairwise(xi, cj)[0, 0]
+                if beta > 0:
+                    new_cost += beta * div.pairwise(z[None, :], cj)[0, 0]
+                if new_cost < w[i] * mins[i]:
+                    S[src] -= w[i] * xi[0]
+                    W[src] -= w[i]
+                    S[j] = w[i] * xi[0]
+                    W[j] = w[i]
+                    labels[i] = j
+                    moved.append(j)
+                    break
+        warnings.warn(
+            f"restart {run}: {empty.size} cluster(s) became empty; {len(moved)} re-seeded with "
+            "the points farthest from their centres.",
+            EmptyClusterWarning, stacklevel=4,
+        )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if beta > 0:
+            C = (S + beta * z) / (W + beta)[:, None]
+        else:
+            C = S / W[:, None]
+    still = W <= 0
+    if still.any():  # no point could be moved (e.g. duplicates): keep the smoothing point/zeros
+        C[still] = z if beta > 0 else 0.0
+    return C
+
+
+def _lloyd(X, prepared, w, centers, div, beta, z, max_iter, tol, verbose, run):
+    """One restart. Returns ``(labels, centers, n_iter, history, inertia)``."""
+    k = centers.shape[0]
+    labels, mins = div.assign(X, centers, prepared=prepared)
+    history = [_objective(mins, w, centers, div, beta, z)]
+    n_iter = 0
+    converged = False
+    for it in range(max_iter):
+        centers = _update_centers(X, labels, mins, w, k, div, beta, z, run)
+        new_labels, mins = div.assign(X, centers, prepared=prepared)
+        history.append(_objective(mins, w, centers, div, beta, z))
+        n_iter = it + 1
+        changed = not np.array_equal(new_labels, labels)
+        labels = new_labels
+        if verbose > 1:
+            print(f"  iteration {n_iter}: objective {history[-1]:.10g}")
+        if not changed or history[-2] - history[-1] <= tol * abs(history[-2]):
+            converged = True
+            break
+    if not converged:
+        warnings.warn(
+            f"BregmanKMeans restart {run} reached max_iter={max_iter} before converging; "
+            "increase max_iter or tol.",
+            ConvergenceWarning, stacklevel=3,
+        )
+    return labels, centers, n_iter, history, float(w @ mins)
