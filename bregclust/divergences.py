@@ -162,9 +162,10 @@ class Divergence:
             fix = "Use smoothing (e.g. smoothing=1.0) so centres stay inside the domain."
         else:
             fix = "Shift or rescale the data, or use a divergence defined on R such as 'sqeuclidean'."
+        lead = "Negative values in data: " if v < 0 else ""
         raise DomainError(
-            f"{self.name} needs {need} {what}; {name} has {v:g} at row {r}, column {c}{where}. "
-            f"{fix}"
+            f"{lead}{self.name} needs {need} {what}; {name} has {v:g} at row {r}, column {c}"
+            f"{where}. {fix}"
         )
 
     # ------------------------------------------------------------------ generator pieces
@@ -558,7 +559,7 @@ def _compile(fn, what, name):
         return fn
     if not callable(fn):
         raise TypeError(f"{what} for divergence {name!r} must be callable, got {type(fn).__name__}.")
-    return njit(nogil=True)(fn)
+    return njit(nogil=True, error_model="numpy")(fn)
 
 
 def _call(fn, x, what, name):
@@ -566,7 +567,7 @@ def _call(fn, x, what, name):
         return float(fn(float(x)))
     except Exception as exc:  # numba typing errors, Python errors in user code
         raise TypeError(
-            f"{what} of divergence {name!r} could not be evaluated at {x!r} (it must be a scalar "
+            f"{what} of divergence {name!r} could not be evaluated at {float(x)!r} (it must be a scalar "
             f"function that numba can compile): {type(exc).__name__}: {str(exc)[:300]}"
         ) from exc
 
@@ -664,6 +665,16 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
                     f"phi of {cname!r} is not convex (or dphi is not its derivative): "
                     f"phi({b}) < phi({a}) + ({b} - {a}) dphi({a})."
                 )
+    for x, t in zip(xs, dv):
+        h = 1e-5 * max(1.0, abs(x))
+        if domain != "real" and x - h <= 0:
+            h = 0.5 * x
+        fd = (_call(f, x + h, "phi", cname) - _call(f, x - h, "phi", cname)) / (2 * h)
+        if not abs(fd - t) <= 1e-4 * max(1.0, abs(t)):
+            raise ValueError(
+                f"dphi of {cname!r} is not the derivative of phi: at x={x} dphi gives {t} but "
+                f"a finite difference of phi gives {fd}."
+            )
     for x, t in zip(xs, dv):
         back = _call(inv, t, "dphi_inv", cname)
         if not abs(back - x) <= 1e-6 * max(1.0, abs(x)):

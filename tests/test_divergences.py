@@ -1,0 +1,364 @@
+"""Properties every registered divergence must satisfy, plus external oracles."""
+
+import math
+import pickle
+
+import naive
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy.optimize import minimize
+from scipy.spatial.distance import cdist
+from scipy.special import kl_div, rel_entr
+
+from bregclust import (
+    DomainError,
+    get_divergence,
+    list_divergences,
+    register_divergence,
+    unregister_divergence,
+)
+from bregclust._validation import check_array
+
+CUSTOM = "test_exp_generator"
+CUSTOM_POS = "test_xlogx_plus_sq"
+
+
+def _register_customs():
+    if CUSTOM not in list_divergences():
+        # phi(x) = exp(x): asymmetric, on R, no inverse given (solved numerically).
+        register_divergence(CUSTOM, phi=lambda x: math.exp(x), dphi=lambda x: math.exp(x),
+                            formula="sum e^x - e^y - (x - y) e^y")
+    if CUSTOM_POS not in list_divergences():
+        # phi(x) = x log x + x^2 on x >= 0, no inverse given.
+        def f(x):
+            return (x * math.log(x) if x > 0 else 0.0) + x * x
+
+        def df(x):
+            return (math.log(x) if x > 0 else -math.inf) + 1.0 + 2.0 * x
+
+        register_divergence(CUSTOM_POS, phi=f, dphi=df, domain="nonnegative")
+
+
+_register_customs()
+SPD = np.array([[2.0, 0.3, 0.0, 0.1], [0.3, 1.5, 0.2, 0.0], [0.0, 0.2, 1.0, 0.1],
+                [0.1, 0.0, 0.1, 0.8]])
+ALL = [n for n in list_divergences() if not n.startswith("test_") or n in (CUSTOM, CUSTOM_POS)]
+D = 4
+
+
+def make_div(name):
+    return get_divergence(name, A=SPD) if name == "mahalanobis" else get_divergence(name)
+
+
+def sample(div, n, rng, zeros=True, d=D):
+    if div.domain == "real":
+        return rng.normal(size=(n, d))
+    X = rng.gamma(2.0, 1.0, size=(n, d))
+    if div.domain == "nonnegative" and zeros:
+        X[rng.random((n, d)) < 0.3] = 0.0
+    return X
+
+
+def centres(div, k, rng, d=D):
+    if div.right_domain == "positive":
+        return rng.gamma(2.0, 1.0, size=(k, d)) + 0.05
+    return rng.normal(size=(k, d))
+
+
+@pytest.fixture(params=ALL)
+def div(request):
+    return make_div(request.param)
+
+
+def test_registry_lists_builtins_and_custom():
+    names = list_divergences()
+    for n in ("sqeuclidean", "mahalanobis", "kl", "itakura_saito", "l1_subgradient", CUSTOM):
+        assert n in names
+    assert get_divergence("euclidean2").name == "sqeuclidean"
+    assert get_divergence("GKL").name == "kl"
+    assert get_divergence("is").name == "itakura_saito"
+    assert get_divergence("l1").name == "l1_subgradient"
+    assert get_divergence("Itakura-Saito").name == "itakura_saito"
+
+
+def test_self_divergence_zero_and_nonnegative(div):
+    rng = np.random.default_rng(0)
+    X = sample(div, 30, rng, zeros=False)
+    Dxx = div.pairwise(X, X)
+    assert np.allclose(np.diag(Dxx), 0.0, atol=1e-10)
+    U = centres(div, 5, rng)
+    assert (div.pairwise(sample(div, 30, rng), U) >= 0).all()
+    assert (div.generic_pairwise(X, X) >= -1e-12).all()
+
+
+def test_fast_kernel_equals_definition_dense_and_sparse(div):
+    rng = np.random.default_rng(1)
+    X = sample(div, 40, rng)
+    U = centres(div, 6, rng)
+    ref = div.generic_pairwise(X, U)
+    assert np.allclose(div.pairwise(X, U), ref, rtol=1e-10, atol=1e-10)
+    if div.domain != "positive":
+        Xs = sp.csr_matrix(X)
+        assert np.allclose(div.pairwise(Xs, U), ref, rtol=1e-10, atol=1e-10)
+        lab, mins = div.assign(Xs, U, chunk_rows=7)
+        assert np.array_equal(lab, ref.argmin(axis=1))
+    lab, mins = div.assign(X, U, chunk_rows=7)
+    assert np.array_equal(lab, ref.argmin(axis=1))
+    assert np.allclose(mins, ref.min(axis=1), rtol=1e-10, atol=1e-10)
+
+
+def test_definition_matches_naive_formula(div):
+    rng = np.random.default_rng(2)
+    X = sample(div, 12, rng)
+    U = centres(div, 3, rng)
+    if div.builtin:
+        ref = naive.pairwise(div.name, X, U, A=SPD)
+    else:
+        ref = np.array([[naive.separable_divergence(div.phi, div.dphi, x, u) for u in U]
+                        for x in X])
+    assert np.allclose(div.pairwise(X, U), ref, rtol=1e-10, atol=1e-10)
+
+
+def test_three_point_identity(div):
+    if not div.differentiable:
+        pytest.skip("three-point identity needs a gradient")
+    rng = np.random.default_rng(3)
+    x, y, z = centres(div, 3, rng)
+    lhs = div.divergence(x, y) + div.divergence(y, z) - div.divergence(x, z)
+    rhs = float((x - y) @ (div.grad(z[None])[0] - div.grad(y[None])[0]))
+    assert lhs == pytest.approx(rhs, rel=1e-9, abs=1e-10)
+
+
+def test_right_centroid_is_weighted_mean_minimiser(div):
+    rng = np.random.default_rng(4)
+    X = sample(div, 25, rng)
+    w = rng.random(25) + 0.1
+    C, W = div.right_centroid(X, np.zeros(25, dtype=np.int64), 1, w)
+    assert W[0] == pytest.approx(w.sum())
+    assert np.allclose(C[0], (w @ X) / w.sum())
+
+    def obj(c):
+        return float(w @ div.pairwise(X, c[None])[:, 0])
+
+    best = obj(C[0])
+    if div.differentiable:
+        lo = 1e-9 if div.right_domain == "positive" else None
+        res = minimize(obj, C[0] * 1.3 + 0.1, method="L-BFGS-B", bounds=[(lo, None)] * D)
+        assert best <= res.fun + 1e-8 * max(1, abs(res.fun))
+        assert np.allclose(res.x, C[0], rtol=1e-3, atol=1e-3)
+    else:  # l1: piecewise-constant objective; compare with many candidate centres
+        for c in np.vstack([X, rng.normal(size=(200, D))]):
+            assert best <= obj(c) + 1e-12
+
+
+def test_left_centroid_is_gradient_mean_minimiser(div):
+    if not div.differentiable:
+        with pytest.raises(ValueError, match="not differentiable"):
+            div.left_centroid(np.ones((3, D)), np.zeros(3, dtype=np.int64), 1)
+        return
+    rng = np.random.default_rng(5)
+    X = centres(div, 20, rng)  # strictly inside the domain
+    w = rng.random(20) + 0.1
+    C, _ = div.left_centroid(X, np.zeros(20, dtype=np.int64), 1, w)
+
+    def obj(c):
+        return float(w @ np.array([div.divergence(c, x) for x in X]))
+
+    lo = 1e-9 if div.domain != "real" else None
+    res = minimize(obj, X.mean(axis=0), method="L-BFGS-B", bounds=[(lo, None)] * D)
+    assert obj(C[0]) <= res.fun + 1e-7 * max(1, abs(res.fun))
+    assert np.allclose(res.x, C[0], rtol=2e-3, atol=2e-3)
+
+
+def test_grad_inv_inverts_grad(div):
+    if not div.differentiable:
+        pytest.skip("no gradient")
+    rng = np.random.default_rng(6)
+    U = centres(div, 5, rng)
+    assert np.allclose(div.grad_inv(div.grad(U)), U, rtol=1e-9, atol=1e-9)
+
+
+def test_pickle_roundtrip(div):
+    again = pickle.loads(pickle.dumps(div))
+    rng = np.random.default_rng(7)
+    X, U = sample(div, 5, rng), centres(div, 2, rng)
+    assert again.name == div.name
+    assert np.array_equal(again.pairwise(X, U), div.pairwise(X, U))
+
+
+# ----------------------------------------------------------------------------- external oracles
+def test_sqeuclidean_matches_cdist():
+    rng = np.random.default_rng(8)
+    X, U = rng.normal(size=(50, 7)), rng.normal(size=(9, 7))
+    assert np.allclose(get_divergence("sqeuclidean").pairwise(X, U), cdist(X, U, "sqeuclidean"),
+                       rtol=1e-10, atol=1e-10)
+
+
+def test_mahalanobis_matches_cdist():
+    rng = np.random.default_rng(9)
+    X, U = rng.normal(size=(30, 4)), rng.normal(size=(5, 4))
+    ref = cdist(X, U, "mahalanobis", VI=SPD) ** 2
+    assert np.allclose(get_divergence("mahalanobis", A=SPD).pairwise(X, U), ref, rtol=1e-9)
+
+
+def test_kl_matches_scipy_special():
+    rng = np.random.default_rng(10)
+    X = rng.poisson(1.0, size=(40, 6)).astype(float)
+    U = rng.gamma(2.0, size=(5, 6)) + 0.01
+    ref_kl_div = np.array([[kl_div(x, u).sum() for u in U] for x in X])
+    ref_rel = np.array([[(rel_entr(x, u) - x + u).sum() for u in U] for x in X])
+    d = get_divergence("kl")
+    assert np.allclose(d.pairwise(X, U), ref_kl_div, rtol=1e-10, atol=1e-12)
+    assert np.allclose(d.pairwise(sp.csr_matrix(X), U), ref_rel, rtol=1e-10, atol=1e-12)
+    # On the simplex the generalised I-divergence is KL.
+    p = X[0] + 1
+    p /= p.sum()
+    q = U[0] / U[0].sum()
+    assert d.divergence(p, q) == pytest.approx(rel_entr(p, q).sum(), rel=1e-12)
+
+
+def test_kl_centre_on_boundary_gives_infinite_divergence():
+    d = get_divergence("kl")
+    X = np.array([[1.0, 0.0], [0.0, 2.0]])
+    U = np.array([[1.0, 0.0], [0.5, 0.5]])
+    D = d.pairwise(X, U)
+    assert D[0, 0] == 0.0 and np.isinf(D[1, 0])
+    lab, mins = d.assign(X, U)
+    assert lab.tolist() == [0, 1] and np.isfinite(mins).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.float64, (6, 3), elements=st.floats(-50, 50)),
+       arrays(np.float64, (4, 3), elements=st.floats(-50, 50)),
+       st.sampled_from(["sqeuclidean", "mahalanobis", "l1_subgradient", CUSTOM]))
+def test_hypothesis_real_domain(X, U, name):
+    div = make_div(name) if name != "mahalanobis" else get_divergence(name, A=SPD[:3, :3] + np.eye(3))
+    if name == CUSTOM:
+        X, U = X / 10, U / 10  # keep exp() in range
+    fast = div.pairwise(X, U)
+    ref = div.generic_pairwise(X, U)
+    scale = 1.0 + np.abs(ref).max()
+    assert (fast >= 0).all()
+    assert np.allclose(fast, ref, rtol=1e-9, atol=1e-9 * scale)
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.float64, (6, 3), elements=st.floats(0, 100)),
+       arrays(np.float64, (4, 3), elements=st.floats(1e-3, 100)),
+       st.sampled_from(["kl", "itakura_saito", CUSTOM_POS]))
+def test_hypothesis_positive_domains(X, U, name):
+    div = make_div(name)
+    if div.domain == "positive":
+        X = X + 1e-3
+    fast = div.pairwise(X, U)
+    ref = div.generic_pairwise(X, U)
+    assert (fast >= 0).all()
+    assert np.allclose(fast, ref, rtol=1e-8, atol=1e-8 * (1.0 + np.abs(ref).max()))
+
+
+# ----------------------------------------------------------------------------- registry errors
+def test_unknown_divergence_lists_known_names():
+    with pytest.raises(ValueError, match="unknown divergence 'nope'.*itakura_saito.*sqeuclidean"):
+        get_divergence("nope")
+    with pytest.raises(TypeError, match="must be a name"):
+        get_divergence(3)
+
+
+def test_mahalanobis_parameter_checks():
+    with pytest.raises(TypeError, match="needs the parameter A"):
+        get_divergence("mahalanobis")
+    with pytest.raises(ValueError, match="positive definite; its smallest eigenvalue"):
+        get_divergence("mahalanobis", A=np.array([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(ValueError, match="must be symmetric"):
+        get_divergence("mahalanobis", A=np.array([[1.0, 0.5], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="square matrix"):
+        get_divergence("mahalanobis", A=np.ones((2, 3)))
+    with pytest.raises(TypeError, match="unexpected parameter"):
+        get_divergence("kl", A=np.eye(2))
+    A = np.eye(2)
+    d = get_divergence("mahalanobis", A=A)
+    A[0, 0] = 5.0  # the bound copy is independent and read-only
+    assert d.param("A")[0, 0] == 1.0
+    assert not d.param("A").flags.writeable
+
+
+def test_register_rejects_bad_generators():
+    with pytest.raises(ValueError, match="already registered"):
+        register_divergence("kl", phi=lambda x: x * x, dphi=lambda x: 2 * x)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        register_divergence("test_concave", phi=lambda x: -x * x, dphi=lambda x: -2 * x)
+    with pytest.raises(ValueError, match="not the derivative of phi"):
+        register_divergence("test_wrongderiv", phi=lambda x: x * x, dphi=lambda x: x ** 3 + x)
+    with pytest.raises(ValueError, match="does not invert"):
+        register_divergence("test_badinv", phi=lambda x: x * x, dphi=lambda x: 2 * x,
+                            dphi_inv=lambda t: t)
+    with pytest.raises(ValueError, match="domain must be one of"):
+        register_divergence("test_baddomain", phi=lambda x: x * x, dphi=lambda x: 2 * x,
+                            domain="complex")
+    with pytest.raises(ValueError, match="not finite"):
+        register_divergence("test_log_on_r", phi=lambda x: -math.log(x),
+                            dphi=lambda x: -1.0 / x)
+    with pytest.raises(ValueError, match="declared symmetric"):
+        register_divergence("test_fake_sym", phi=lambda x: math.exp(x),
+                            dphi=lambda x: math.exp(x), symmetric=True)
+    with pytest.raises(TypeError, match="callable"):
+        register_divergence("test_notcallable", phi=3, dphi=lambda x: 2 * x)
+    for name in ("test_concave", "test_wrongderiv", "test_badinv", "test_fake_sym"):
+        assert name not in list_divergences()
+
+
+def test_register_overwrite_and_unregister():
+    register_divergence("test_tmp", phi=lambda x: x * x, dphi=lambda x: 2 * x,
+                        aliases=("test_tmp_alias",), symmetric=True)
+    assert get_divergence("test_tmp_alias").symmetric
+    with pytest.raises(ValueError, match="already registered"):
+        register_divergence("test_tmp", phi=lambda x: x ** 4 + x * x,
+                            dphi=lambda x: 4 * x ** 3 + 2 * x)
+    d = register_divergence("test_tmp", phi=lambda x: x ** 4 + x * x,
+                            dphi=lambda x: 4 * x ** 3 + 2 * x, overwrite=True)
+    assert get_divergence("test_tmp") is d
+    assert d.divergence([1.0], [0.0]) == pytest.approx(2.0)
+    unregister_divergence("test_tmp")
+    with pytest.raises(ValueError, match="unknown divergence"):
+        get_divergence("test_tmp")
+    with pytest.raises(ValueError, match="cannot be removed"):
+        unregister_divergence("kl")
+
+
+def test_numeric_inverse_is_accurate():
+    d = get_divergence(CUSTOM)
+    t = np.array([[1e-3, 0.5, 1.0, 20.0]])  # inside the range of exp
+    assert np.allclose(d.grad(d.grad_inv(t)), t, rtol=1e-12, atol=1e-12)
+    p = get_divergence(CUSTOM_POS)
+    U = np.array([[1e-4, 0.3, 2.0, 50.0]])
+    assert np.allclose(p.grad_inv(p.grad(U)), U, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- domain errors
+def test_domain_errors_name_the_entry_and_a_fix():
+    X = np.ones((3, 2))
+    X[1, 1] = -0.3
+    with pytest.raises(DomainError, match=r"kl needs non-negative data; X has -0.3 at row 1, column 1"):
+        check_array(X, divergence=get_divergence("kl"))
+    Z = np.ones((3, 2))
+    Z[2, 0] = 0.0
+    with pytest.raises(DomainError, match=r"itakura_saito needs positive data.*row 2, column 0.*offset"):
+        check_array(Z, divergence=get_divergence("is"))
+    with pytest.raises(DomainError, match="implicit zero of the sparse matrix"):
+        check_array(sp.csr_matrix(Z), divergence=get_divergence("is"))
+    with pytest.raises(DomainError, match="needs positive centres.*smoothing"):
+        get_divergence("kl").check_domain(Z, name="init", side="right")
+    assert issubclass(DomainError, ValueError)
+
+
+def test_validation_messages():
+    with pytest.raises(ValueError, match=r"NaN at row 0, column 1"):
+        check_array(np.array([[1.0, np.nan]]))
+    with pytest.raises(ValueError, match=r"infinity at row 1, column 0"):
+        check_array(sp.csr_matrix(np.array([[1.0, 0.0], [np.inf, 1.0]])))
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        check_array(np.ones(3))

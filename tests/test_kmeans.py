@@ -1,0 +1,262 @@
+"""BregmanKMeans: scikit-learn oracle, monotone objective, estimator contract, bad input."""
+
+import math
+import pickle
+import warnings
+
+import naive
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import require_data
+from sklearn.cluster import KMeans, kmeans_plusplus
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from bregclust import (
+    BregmanKMeans,
+    DomainError,
+    EmptyClusterWarning,
+    bregman_kmeans_plusplus,
+    get_divergence,
+    list_divergences,
+    register_divergence,
+)
+
+CUSTOM = "test_kmeans_exp"
+if CUSTOM not in list_divergences():
+    register_divergence(CUSTOM, phi=lambda x: math.exp(x), dphi=lambda x: math.exp(x))
+
+SPD = np.array([[2.0, 0.4, 0.0], [0.4, 1.0, 0.1], [0.0, 0.1, 0.5]])
+BUILTINS = ["sqeuclidean", "mahalanobis", "kl", "itakura_saito", "l1_subgradient", CUSTOM]
+
+
+def blobs(div, n=150, rng=None):
+    rng = rng or np.random.default_rng(0)
+    lab = rng.integers(0, 3, n)
+    if div in ("kl",):
+        rates = np.array([[1.0, 5.0, 0.2], [6.0, 0.5, 2.0], [0.3, 0.3, 8.0]])
+        return rng.poisson(rates[lab]).astype(float), lab
+    if div in ("itakura_saito",):
+        scale = np.array([[1.0, 5.0, 0.2], [6.0, 0.5, 2.0], [0.3, 0.3, 8.0]])
+        return rng.gamma(4.0, scale[lab] / 4.0), lab
+    means = np.array([[2.0, -2.0, 1.0], [-2.0, 2.0, 0.0], [1.0, 1.0, -3.0]])
+    return means[lab] + 0.5 * rng.normal(size=(n, 3)), lab
+
+
+def params_for(div):
+    return {"A": SPD} if div == "mahalanobis" else None
+
+
+def load_glass():
+    home = require_data("uci_glass/glass.data")
+    D = np.loadtxt(home / "uci_glass" / "glass.data", delimiter=",")
+    return D[:, 1:10]
+
+
+# ----------------------------------------------------------------------------- oracle: sklearn
+@pytest.mark.parametrize("dataset", ["digits", "glass"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sqeuclidean_equals_sklearn_lloyd(dataset, seed):
+    X = load_digits().data if dataset == "digits" else load_glass()
+    k = 10 if dataset == "digits" else 6
+    C0, _ = kmeans_plusplus(X, k, random_state=seed)
+    sk = KMeans(k, init=C0, n_init=1, algorithm="lloyd", tol=0.0, max_iter=500).fit(X)
+    ours = BregmanKMeans(k, init=C0, n_init=1, tol=0.0, max_iter=500).fit(X)
+    assert np.array_equal(ours.labels_, sk.labels_)
+    assert ours.inertia_ == pytest.approx(sk.inertia_, rel=1e-9)
+    assert np.allclose(ours.cluster_centers_, sk.cluster_centers_, rtol=1e-10, atol=1e-10)
+
+
+def test_matches_naive_lloyd_for_kl():
+    X, _ = blobs("kl", n=60)
+    div = get_divergence("kl")
+    C0 = X[[0, 1, 2]] + 0.5
+    labels, C = naive.lloyd(X, C0, div)
+    km = BregmanKMeans(3, divergence="kl", init=C0, smoothing=0.0, tol=0.0).fit(X)
+    assert np.array_equal(km.labels_, labels)
+    assert np.allclose(km.cluster_centers_, C)
+
+
+# ----------------------------------------------------------------------------- monotone objective
+@pytest.mark.parametrize("div", BUILTINS)
+@pytest.mark.parametrize("smoothing", [0.0, 2.0])
+def test_objective_non_increasing(div, smoothing):
+    X, y = blobs(div)
+    if div == CUSTOM:
+        X = X / 3.0
+    km = BregmanKMeans(3, divergence=div, divergence_params=params_for(div), smoothing=smoothing,
+                       random_state=0, tol=0.0, init="random", n_init=3).fit(X)
+    h = np.array(km.objective_history_)
+    assert len(h) == km.n_iter_ + 1
+    assert (np.diff(h) <= 1e-10 * abs(h[0])).all()
+    assert km.labels_.shape == (X.shape[0],)
+    # l1 is nearly constant on data of one sign pattern; unsmoothed kl seeds on count vectors
+    # with zeros sit on the domain boundary (infinite divergences) - the reason for smoothing.
+    if div != "l1_subgradient" and not (div == "kl" and smoothing == 0.0):
+        from sklearn.metrics import adjusted_rand_score
+        assert adjusted_rand_score(y, km.labels_) > 0.8
+    expected = float(km.transform(X)[np.arange(len(X)), km.labels_].sum())
+    assert km.inertia_ == pytest.approx(expected, rel=1e-9, abs=1e-9)
+    assert km.score(X) == pytest.approx(-km.inertia_, rel=1e-9, abs=1e-9)
+
+
+def test_smoothing_keeps_kl_finite_on_sparse_counts():
+    rng = np.random.default_rng(3)
+    X = sp.random(200, 40, density=0.05, random_state=1, format="csr") * 10
+    X.data = np.ceil(X.data)
+    km = BregmanKMeans(4, divergence="kl", random_state=rng.integers(1 << 30)).fit(X)
+    assert km.smoothing_ == 1.0
+    assert np.isfinite(km.inertia_)
+    assert (km.cluster_centers_ > 0).all()
+    assert np.isfinite(km.transform(X)).all()
+
+
+def test_sparse_and_dense_agree():
+    X, _ = blobs("kl")
+    Xs = sp.csr_matrix(X)
+    a = BregmanKMeans(3, divergence="kl", random_state=5, n_init=2).fit(X)
+    b = BregmanKMeans(3, divergence="kl", random_state=5, n_init=2).fit(Xs)
+    assert np.array_equal(a.labels_, b.labels_)
+    assert np.allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-12)
+    assert a.inertia_ == pytest.approx(b.inertia_, rel=1e-12)
+    assert sp.issparse(Xs)  # input untouched and still sparse
+
+
+def test_sample_weight_equals_repetition():
+    X, _ = blobs("sqeuclidean", n=60)
+    w = np.random.default_rng(1).integers(1, 4, 60)
+    C0 = X[[0, 1, 2]]
+    a = BregmanKMeans(3, init=C0, tol=0.0).fit(X, sample_weight=w)
+    b = BregmanKMeans(3, init=C0, tol=0.0).fit(np.repeat(X, w, axis=0))
+    assert np.allclose(a.cluster_centers_, b.cluster_centers_)
+    assert a.inertia_ == pytest.approx(b.inertia_)
+
+
+def test_empty_cluster_is_reseeded_with_warning():
+    X, _ = blobs("sqeuclidean", n=90)
+    C0 = np.vstack([X[:2], [[100.0, 100.0, 100.0]]])
+    with pytest.warns(EmptyClusterWarning, match="re-seeded with the points farthest"):
+        km = BregmanKMeans(3, init=C0, tol=0.0).fit(X)
+    assert np.bincount(km.labels_, minlength=3).min() > 0
+    h = np.array(km.objective_history_)
+    assert (np.diff(h) <= 1e-10 * h[0]).all()
+
+
+def test_kmeans_plusplus_seeds_are_data_points_and_reproducible():
+    X, _ = blobs("kl")
+    C1, idx1 = bregman_kmeans_plusplus(X, 3, "kl", random_state=0)
+    C2, idx2 = bregman_kmeans_plusplus(X, 3, "kl", random_state=0)
+    assert np.array_equal(idx1, idx2) and len(set(idx1.tolist())) == 3
+    assert np.array_equal(C1, X[idx1])
+    Cs, _ = bregman_kmeans_plusplus(X, 3, "kl", random_state=0, smoothing=1.0)
+    assert (Cs > 0).all()
+
+
+def test_predict_transform_consistent():
+    X, _ = blobs("itakura_saito")
+    km = BregmanKMeans(3, divergence="is", random_state=0).fit(X)
+    assert np.array_equal(km.predict(X), km.transform(X).argmin(axis=1))
+    assert np.array_equal(km.fit_predict(X), km.labels_)
+
+
+# ----------------------------------------------------------------------------- contract
+@parametrize_with_checks(
+    [BregmanKMeans(n_clusters=3, random_state=0), BregmanKMeans(n_clusters=2, divergence="kl")],
+    expected_failed_checks=lambda est: {
+        name: (
+            "k-means++ draws with weights, so repeated samples change the random stream; "
+            "equivalence with fixed initial centres is tested in test_sample_weight_equals_repetition"
+        )
+        for name in ("check_sample_weight_equivalence_on_dense_data",
+                     "check_sample_weight_equivalence_on_sparse_data")
+    } | ({"check_clustering": "feeds standardised (negative) data regardless of the "
+          "positive_only tag; kl is defined on non-negative data"}
+         if est.divergence == "kl" else {}),
+)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", EmptyClusterWarning)
+        check(estimator)
+
+
+def test_pickle_and_reproducible():
+    X, _ = blobs("mahalanobis")
+    km = BregmanKMeans(3, divergence="mahalanobis", divergence_params={"A": SPD},
+                       random_state=7).fit(X)
+    again = pickle.loads(pickle.dumps(km))
+    assert np.array_equal(again.predict(X), km.predict(X))
+    assert np.array_equal(again.transform(X), km.transform(X))
+    km2 = BregmanKMeans(3, divergence="mahalanobis", divergence_params={"A": SPD},
+                        random_state=7).fit(X)
+    assert np.array_equal(km2.labels_, km.labels_)
+    assert np.array_equal(km2.cluster_centers_, km.cluster_centers_)
+
+
+def test_custom_divergence_pickles_by_name():
+    X, _ = blobs("sqeuclidean")
+    km = BregmanKMeans(3, divergence=CUSTOM, random_state=0).fit(X / 3)
+    again = pickle.loads(pickle.dumps(km))
+    assert again.divergence_.name == CUSTOM
+    assert np.array_equal(again.predict(X / 3), km.labels_)
+
+
+def test_inputs_not_mutated():
+    X, _ = blobs("kl")
+    Xs = sp.csr_matrix(X)
+    X0, Xs0 = X.copy(), Xs.copy()
+    w = np.ones(len(X))
+    C0 = X[:3] + 1.0
+    C00 = C0.copy()
+    BregmanKMeans(3, divergence="kl", init=C0).fit(X, sample_weight=w)
+    BregmanKMeans(3, divergence="kl", random_state=0).fit(Xs)
+    assert np.array_equal(X, X0) and np.array_equal(C0, C00) and (w == 1).all()
+    assert (Xs != Xs0).nnz == 0
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_bad_input_messages():
+    X, _ = blobs("sqeuclidean")
+    bad = X.copy()
+    bad[4, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN at row 4, column 1"):
+        BregmanKMeans(3).fit(bad)
+    bad[4, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity at row 4, column 1"):
+        BregmanKMeans(3).fit(bad)
+    with pytest.raises(DomainError, match="kl needs non-negative data.*Shift or rescale"):
+        BregmanKMeans(3, divergence="kl").fit(X)
+    Z = np.abs(X)
+    Z[0, 0] = 0.0
+    with pytest.raises(DomainError, match="itakura_saito needs positive data.*row 0, column 0"):
+        BregmanKMeans(3, divergence="itakura_saito").fit(Z)
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        BregmanKMeans(3).fit(X[:, 0])
+    with pytest.raises(ValueError, match="n_clusters=200 is larger than n_samples=150"):
+        BregmanKMeans(200).fit(X)
+    with pytest.raises(ValueError, match="unknown divergence 'euclid'; known divergences"):
+        BregmanKMeans(3, divergence="euclid").fit(X)
+    with pytest.raises(ValueError, match="positive definite"):
+        BregmanKMeans(3, divergence="mahalanobis",
+                      divergence_params={"A": -np.eye(3)}).fit(X)
+    with pytest.raises(ValueError, match="init array must have shape"):
+        BregmanKMeans(3, init=np.zeros((2, 3))).fit(X)
+    with pytest.raises(DomainError, match="needs positive centres"):
+        BregmanKMeans(3, divergence="kl", init=np.zeros((3, 3))).fit(np.abs(X))
+    with pytest.raises(ValueError, match="smoothing must be"):
+        BregmanKMeans(3, smoothing="lots").fit(X)
+    with pytest.raises(ValueError, match="init must be"):
+        BregmanKMeans(3, init="kmeans").fit(X)
+    km = BregmanKMeans(3, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="has 2 features, but BregmanKMeans is expecting 3"):
+        km.predict(X[:, :2])
+    with pytest.raises(DomainError, match="kl needs"):
+        BregmanKMeans(3, divergence="kl").fit(np.abs(X)).predict(X)
+
+
+def test_max_iter_warns():
+    X, _ = blobs("sqeuclidean")
+    with pytest.warns(ConvergenceWarning, match="reached max_iter=1"):
+        BregmanKMeans(3, init="random", max_iter=1, tol=0.0, random_state=0).fit(X)
