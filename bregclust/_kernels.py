@@ -194,7 +194,7 @@ def make_inverse(df, domain_code):
                 break
             hi *= 2.0
         for _ in range(2200):
-            mid = math.sqrt(lo * hi) if hi / lo > 4.0 else 0.5 * (lo + hi)
+            mid = math.sqrt(lo) * math.sqrt(hi) if hi > 4.0 * lo else 0.5 * (lo + hi)
             if mid <= lo or mid >= hi:
                 break
             if df(mid) < t:

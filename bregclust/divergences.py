@@ -17,6 +17,7 @@ l1_subgradient sum abs(x)                   R / R            sum (0 if x y > 0 e
 ============== ============================ ================ ======================================
 """
 
+import math
 import threading
 from dataclasses import dataclass, field
 
@@ -565,6 +566,8 @@ def _compile(fn, what, name):
 def _call(fn, x, what, name):
     try:
         return float(fn(float(x)))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return math.nan  # plain-Python math errors (e.g. with NUMBA_DISABLE_JIT): not finite
     except Exception as exc:  # numba typing errors, Python errors in user code
         raise TypeError(
             f"{what} of divergence {name!r} could not be evaluated at {float(x)!r} (it must be a scalar "

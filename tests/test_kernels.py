@@ -1,0 +1,80 @@
+"""The raw numba kernels against numpy (also run with NUMBA_DISABLE_JIT=1 for coverage)."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bregclust import _kernels as K
+
+
+def test_fused_argmin_matches_numpy():
+    rng = np.random.default_rng(0)
+    P = rng.normal(size=(37, 5))
+    phi_x = rng.random(37) + 10
+    c = rng.normal(size=5)
+    labels = np.empty(37, dtype=np.int64)
+    mins = np.empty(37)
+    K.fused_argmin(P, phi_x, c, labels, mins)
+    D = phi_x[:, None] + c[None, :] - P
+    assert np.array_equal(labels, D.argmin(axis=1))
+    assert np.allclose(mins, D.min(axis=1))
+    Q = P.copy()
+    K.fused_pairwise(Q, phi_x, c)
+    assert np.allclose(Q, np.maximum(D, 0))
+
+
+def test_fused_kernels_clamp_rounding_negatives():
+    P = np.array([[1.0 + 1e-15]])
+    labels = np.empty(1, dtype=np.int64)
+    mins = np.empty(1)
+    K.fused_argmin(P, np.array([1.0]), np.array([0.0]), labels, mins)
+    assert mins[0] == 0.0
+
+
+def test_rowsum_dense_and_csr():
+    rng = np.random.default_rng(1)
+    X = rng.poisson(0.7, size=(20, 9)).astype(float)
+    out = np.empty(20)
+    K.make_rowsum(K.kl_phi)(X, out)
+    ref = np.array([sum(K.kl_phi(v) for v in row) for row in X])
+    assert np.allclose(out, ref)
+    S = sp.csr_matrix(X)
+    out2 = np.empty(20)
+    K.make_rowsum_csr(K.kl_phi)(S.data, S.indptr, 9, out2)
+    assert np.allclose(out2, ref)
+    # f(0) != 0: the implicit zeros still count.
+    out3 = np.empty(20)
+    from numba import njit
+    K.make_rowsum_csr(njit(lambda x: (x - 1.0) ** 2))(S.data, S.indptr, 9, out3)
+    assert np.allclose(out3, ((X - 1.0) ** 2).sum(axis=1))
+
+
+@pytest.mark.parametrize("code,f,inv,ts", [
+    (0, lambda x: math.sinh(x), math.asinh, [-50.0, -1.0, 0.0, 0.3, 700.0]),
+    (2, lambda x: math.log(x), math.exp, [-600.0, -3.0, 0.0, 5.0, 600.0]),
+    (2, lambda x: -1.0 / x, lambda t: -1.0 / t, [-1e6, -2.0, -1e-3]),
+])
+def test_numeric_inverse(code, f, inv, ts):
+    from numba import njit
+    g = K.make_inverse(njit(f), code)
+    for t in ts:
+        assert g(t) == pytest.approx(inv(t), rel=1e-12, abs=1e-300)
+
+
+def test_generic_pairwise_boundary_conventions():
+    out = np.empty((2, 2))
+    X = np.array([[0.0, 1.0], [1.0, 0.0]])
+    U = np.array([[0.0, 1.0], [0.5, 0.5]])
+    K.make_generic_pairwise(K.kl_phi, K.kl_dphi)(X, U, out)
+    assert out[0, 0] == 0.0 and np.isinf(out[1, 0])
+    assert out[0, 1] == pytest.approx(0.5 + math.log(2.0) - 0.5)
+
+
+def test_l1_exact_kernel():
+    X = np.array([[1.0, -2.0, 0.0], [-1.0, 3.0, 2.0]])
+    U = np.array([[1.0, 1.0, 1.0], [0.0, -1.0, -1.0]])
+    out = np.empty((2, 2))
+    K.l1_pairwise_exact(X, U, out)
+    assert out.tolist() == [[4.0, 2.0], [2.0, 12.0]]
