@@ -33,16 +33,18 @@ DOMAIN_CODES = {"real": 0, "nonnegative": 1, "positive": 2}
 
 
 # --------------------------------------------------------------------------- generator-free kernels
-@njit(**_PJIT)
+@njit(**_JIT)
 def fused_argmin(P, phi_x, c, labels, mins):
     """``labels[i] = argmin_j phi_x[i] + c[j] - P[i, j]`` and the minimum (clamped at 0).
 
     ``P`` is the GEMM block ``X G^T`` of one chunk. The clamp removes the tiny negative values
     that cancellation in the GEMM form can produce; a Bregman divergence is never negative.
-    Rows are independent, so ``prange`` over rows writes disjoint outputs.
+    Serial on purpose: the block is cache-sized and BLAS already uses every core for the GEMM;
+    a parallel launch per chunk cost more than the pass itself (measured in
+    benchmarks/assign_speed.py on the 2-core machine).
     """
     n, k = P.shape
-    for i in prange(n):
+    for i in range(n):
         best = np.inf
         bj = 0
         for j in range(k):
@@ -55,21 +57,48 @@ def fused_argmin(P, phi_x, c, labels, mins):
         mins[i] = v if v > 0.0 else 0.0
 
 
-@njit(**_PJIT)
+@njit(**_JIT)
 def fused_pairwise(P, phi_x, c):
     """In place: ``P[i, j] <- max(phi_x[i] + c[j] - P[i, j], 0)``."""
     n, k = P.shape
-    for i in prange(n):
+    for i in range(n):
         for j in range(k):
             v = phi_x[i] + c[j] - P[i, j]
             P[i, j] = v if v > 0.0 else 0.0
 
 
-# --------------------------------------------------------------------------- generator factories
-def make_map(f):
-    """Elementwise ``out = f(X)`` over a 2-D array (parallel over rows)."""
+@njit(**_JIT)
+def weighted_sums_dense(X, labels, w, S, W):
+    """``S[j] += w_i x_i`` and ``W[j] += w_i`` over the rows with ``labels[i] == j``.
 
-    @njit(nogil=True, parallel=True)
+    Serial: one pass over X, O(n d); faster here than a sparse indicator product.
+    """
+    n, d = X.shape
+    for i in range(n):
+        j = labels[i]
+        wi = w[i]
+        W[j] += wi
+        for l in range(d):
+            S[j, l] += wi * X[i, l]
+
+
+@njit(**_JIT)
+def weighted_sums_csr(data, indices, indptr, labels, w, S, W):
+    """As :func:`weighted_sums_dense` for a CSR matrix (stored entries only)."""
+    n = indptr.shape[0] - 1
+    for i in range(n):
+        j = labels[i]
+        wi = w[i]
+        W[j] += wi
+        for p in range(indptr[i], indptr[i + 1]):
+            S[j, indices[p]] += wi * data[p]
+
+
+# --------------------------------------------------------------------------- generator factories
+def make_map(f, parallel=False):
+    """Elementwise ``out = f(X)`` over a 2-D array (``parallel``: over rows)."""
+
+    @njit(nogil=True, parallel=parallel)
     def _map(X, out):
         n, d = X.shape
         for i in prange(n):
@@ -90,10 +119,10 @@ def make_map1(f):
     return _map1
 
 
-def make_rowsum(f):
-    """``out[i] = sum_l f(X[i, l])`` for a dense 2-D array."""
+def make_rowsum(f, parallel=False):
+    """``out[i] = sum_l f(X[i, l])`` for a dense 2-D array (``parallel``: over rows)."""
 
-    @njit(nogil=True, parallel=True)
+    @njit(nogil=True, parallel=parallel)
     def _rowsum(X, out):
         n, d = X.shape
         for i in prange(n):
@@ -105,13 +134,13 @@ def make_rowsum(f):
     return _rowsum
 
 
-def make_rowsum_csr(f):
+def make_rowsum_csr(f, parallel=False):
     """Row sums of ``f`` for a CSR matrix: ``sum_stored (f(v) - f(0)) + d f(0)``.
 
     When ``f(0) = 0`` (sqeuclidean, kl) this touches stored entries only.
     """
 
-    @njit(nogil=True, parallel=True)
+    @njit(nogil=True, parallel=parallel)
     def _rowsum_csr(data, indptr, n_features, out):
         f0 = f(0.0)
         if not (abs(f0) < np.inf):

@@ -18,7 +18,9 @@ l1_subgradient sum abs(x)                   R / R            sum (0 if x y > 0 e
 """
 
 import math
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +28,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from numba import njit
 from numba.core.registry import CPUDispatcher
+from threadpoolctl import ThreadpoolController
 
 from . import _kernels as K
 from ._validation import DomainError
@@ -40,7 +43,8 @@ __all__ = [
 ]
 
 _DOMAINS = ("real", "nonnegative", "positive")
-_CHUNK_ELEMENTS = 1 << 21  # rows per chunk = this / k  (16 MB of float64 per block)
+_PARALLEL_MIN = 1 << 18  # elements below which elementwise kernels run serially
+_CHUNK_ELEMENTS = 1 << 17  # rows per chunk = this / k  (1 MB of float64 per block)
 
 
 class _SeparableKernels:
@@ -59,11 +63,12 @@ class _SeparableKernels:
                 fn = self._built.get(key)
                 if fn is None:
                     maker = {
-                        "phi_map": lambda: K.make_map(self.phi),
                         "dphi_map": lambda: K.make_map(self.dphi),
+                        "dphi_map_par": lambda: K.make_map(self.dphi, parallel=True),
                         "inv_map": lambda: K.make_map(self.dphi_inv),
                         "rowsum": lambda: K.make_rowsum(self.phi),
-                        "rowsum_csr": lambda: K.make_rowsum_csr(self.phi),
+                        "rowsum_par": lambda: K.make_rowsum(self.phi, parallel=True),
+                        "rowsum_csr": lambda: K.make_rowsum_csr(self.phi, parallel=True),
                         "generic": lambda: K.make_generic_pairwise(self.phi, self.dphi),
                     }[key]
                     fn = self._built[key] = maker()
@@ -188,7 +193,9 @@ class Divergence:
         if sp.issparse(X):
             self._kernels.get("rowsum_csr")(X.data, X.indptr, d, out)
         else:
-            self._kernels.get("rowsum")(np.ascontiguousarray(X), out)
+            # Parallel launches cost more than they save on small arrays (centres).
+            key = "rowsum_par" if n * d > _PARALLEL_MIN else "rowsum"
+            self._kernels.get(key)(np.ascontiguousarray(X), out)
         return out
 
     def grad(self, U):
@@ -199,7 +206,7 @@ class Divergence:
         self._need_differentiable("grad")
         U2 = np.ascontiguousarray(np.atleast_2d(U))
         out = np.empty_like(U2)
-        self._kernels.get("dphi_map")(U2, out)
+        self._kernels.get("dphi_map_par" if U2.size > _PARALLEL_MIN else "dphi_map")(U2, out)
         return out.reshape(U.shape)
 
     def grad_inv(self, T):
@@ -280,7 +287,9 @@ class Divergence:
     def assign(self, X, U, *, prepared=None, chunk_rows=None):
         """Nearest centre of every row: ``(labels, min divergences)``, chunked over rows.
 
-        Memory is ``O(chunk x k)``: the GEMM block of one chunk plus two vectors.
+        Memory is ``O(chunk x k)`` per worker: the GEMM block of one chunk plus two vectors.
+        Chunks run on a small thread pool (one per core) with BLAS limited to one thread
+        each, as scikit-learn's k-means does; the numba kernel releases the GIL.
         """
         Xg, phi_x = prepared if prepared is not None else self.prepare(X)
         U = np.ascontiguousarray(U, dtype=np.float64)
@@ -289,25 +298,21 @@ class Divergence:
         G, c = self.gemm_parts(U)
         labels = np.empty(n, dtype=np.int64)
         mins = np.empty(n)
+        step = chunk_rows or self._chunk_rows(k)
         if not (np.isfinite(G).all() and np.isfinite(c).all()):
-            step = chunk_rows or self._chunk_rows(k)
             for s in range(0, n, step):
                 D = self.pairwise(X[s:s + step], U)
                 labels[s:s + step] = np.argmin(D, axis=1)
                 mins[s:s + step] = D[np.arange(D.shape[0]), labels[s:s + step]]
             return labels, mins
-        GT = G.T
-        step = chunk_rows or self._chunk_rows(k)
-        dense = not sp.issparse(Xg)
-        buf = np.empty((min(step, n), k)) if dense else None
-        for s in range(0, n, step):
+        GT = np.ascontiguousarray(G.T)  # measured: BLAS is faster with a contiguous operand
+
+        def work(s):
             e = min(n, s + step)
-            if dense:
-                P = buf[: e - s]
-                np.matmul(Xg[s:e], GT, out=P)
-            else:
-                P = np.ascontiguousarray(Xg[s:e] @ GT)
+            P = np.ascontiguousarray(Xg[s:e] @ GT)
             K.fused_argmin(P, phi_x[s:e], c, labels[s:e], mins[s:e])
+
+        _run_chunks(work, range(0, n, step))
         return labels, mins
 
     # ------------------------------------------------------------------ slow, obvious versions
@@ -348,9 +353,28 @@ class Divergence:
 
     def weighted_sums(self, X, labels, k, sample_weight=None):
         """``(S, W)``: per-cluster weighted sums of rows (k x d) and total weights (k,)."""
-        M, W = self._indicator(labels, k, sample_weight)
-        S = M @ X
-        S = S.toarray() if sp.issparse(S) else np.asarray(S)
+        n = X.shape[0]
+        w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        labels = np.asarray(labels, dtype=np.int64)
+        # One block of rows per worker, each with its own (k x d) buffer, summed afterwards.
+        workers = _n_workers() if n * X.shape[1] > _PARALLEL_MIN else 1
+        step = -(-n // workers)
+        bufs = {s: (np.zeros((k, X.shape[1])), np.zeros(k)) for s in range(0, n, step)}
+
+        def work(s):
+            e = min(n, s + step)
+            S, W = bufs[s]
+            if sp.issparse(X):
+                K.weighted_sums_csr(X.data, X.indices, X.indptr[s:e + 1], labels[s:e], w[s:e],
+                                    S, W)
+            else:
+                K.weighted_sums_dense(X[s:e], labels[s:e], w[s:e], S, W)
+
+        _run_chunks(work, bufs)
+        S, W = bufs.pop(0)
+        for S2, W2 in bufs.values():
+            S += S2
+            W += W2
         return S, W
 
     def right_centroid(self, X, labels, k, sample_weight=None):
@@ -374,6 +398,38 @@ class Divergence:
             S += M[:, s:s + 4096] @ self.grad(Xc)
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.grad_inv(S / W[:, None]), W
+
+
+_POOL = None
+_CONTROLLER = None
+
+
+def _run_chunks(work, starts):
+    """Run ``work(start)`` for every chunk start on a thread pool, BLAS single-threaded.
+
+    Oversubscription (BLAS threads x workers) made the GEMM several times slower on the 2-core
+    machine (benchmarks/assign_speed.py), hence one BLAS thread per worker.
+    """
+    global _POOL, _CONTROLLER
+    starts = list(starts)
+    workers = _n_workers()
+    if len(starts) <= 1 or workers <= 1:
+        for s in starts:
+            work(s)
+        return
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bregclust")
+        _CONTROLLER = ThreadpoolController()
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
+        for f in [_POOL.submit(work, s) for s in starts]:
+            f.result()
+
+
+def _n_workers():
+    env = os.environ.get("BREGCLUST_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(os.cpu_count() or 1, 8))
 
 
 def _first_implicit_zero(X):
