@@ -1,0 +1,87 @@
+"""The bregclust command: divergences table, demo on bundled digits, fit on files."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from bregclust.cli import main, read_matrix
+
+
+def test_divergences_table(capsys):
+    assert main(["divergences"]) == 0
+    out = capsys.readouterr().out
+    for name in ("sqeuclidean", "mahalanobis", "kl", "itakura_saito", "l1_subgradient"):
+        assert name in out
+    assert ">= 0 / > 0" in out
+
+
+def test_demo_runs_on_bundled_digits(capsys):
+    assert main(["demo", "--quiet", "--methods", "ind"]) == 0
+    out = capsys.readouterr().out
+    assert "IND k-means (sqeuclidean)" in out and "IND k-means (kl)" in out
+    import re
+    rows = [ln for ln in out.splitlines() if ln.startswith("IND")]
+    nmis = [float(m) for ln in rows for m in re.findall(r"(\d\.\d{3}) / \d\.\d{3} / \d\.\d{3}", ln)]
+    assert len(nmis) == 4 and min(nmis) > 0.5  # digits cluster well with either divergence
+
+
+@pytest.mark.parametrize("fmt", ["npy", "npz", "npz_sparse", "csv", "mtx", "svmlight"])
+def test_read_matrix_formats(tmp_path, fmt):
+    X = np.arange(12, dtype=float).reshape(4, 3)
+    if fmt == "npy":
+        p = tmp_path / "x.npy"
+        np.save(p, X)
+    elif fmt == "npz":
+        p = tmp_path / "x.npz"
+        np.savez(p, X=X)
+    elif fmt == "npz_sparse":
+        p = tmp_path / "x.npz"
+        sp.save_npz(p, sp.csr_matrix(X))
+    elif fmt == "csv":
+        p = tmp_path / "x.csv"
+        np.savetxt(p, X, delimiter=",", header="a,b,c", comments="")
+    elif fmt == "mtx":
+        from scipy.io import mmwrite
+        p = tmp_path / "x.mtx"
+        mmwrite(str(p), sp.coo_matrix(X))
+    else:
+        from sklearn.datasets import dump_svmlight_file
+        p = tmp_path / "x.svmlight"
+        dump_svmlight_file(X, np.zeros(4), str(p))
+    M = read_matrix(p)
+    M = M.toarray() if sp.issparse(M) else M
+    assert np.allclose(M[:, : X.shape[1]], X)
+
+
+def test_fit_writes_labels(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.poisson(2, (30, 5)), rng.poisson(9, (30, 5))]).astype(float)
+    src = tmp_path / "counts.npy"
+    np.save(src, X)
+    out = tmp_path / "labels.txt"
+    assert main(["fit", str(src), "-k", "2", "--divergence", "kl", "-o", str(out),
+                 "--n-init", "3", "--quiet"]) == 0
+    lab = np.loadtxt(out, dtype=int)
+    assert lab.shape == (60,)
+    assert len(set(lab[:30])) == 1 and len(set(lab[30:])) == 1 and lab[0] != lab[-1]
+
+
+def test_fit_errors_are_reported(tmp_path, capsys):
+    assert main(["fit", str(tmp_path / "missing.npy")]) == 2
+    assert "data file not found" in capsys.readouterr().err
+    p = tmp_path / "neg.npy"
+    np.save(p, -np.ones((5, 2)))
+    assert main(["fit", str(p), "-k", "2", "--divergence", "kl"]) == 2
+    assert "kl needs non-negative data" in capsys.readouterr().err
+    q = tmp_path / "x.parquet"
+    q.write_text("")
+    assert main(["fit", str(q)]) == 2
+    assert "unsupported file type" in capsys.readouterr().err
+
+
+def test_help_everywhere(capsys):
+    for cmd in ([], ["fit"], ["demo"], ["divergences"]):
+        with pytest.raises(SystemExit) as exc:
+            main(cmd + ["--help"])
+        assert exc.value.code == 0
+        assert "usage: bregclust" in capsys.readouterr().out
