@@ -1,7 +1,6 @@
 """bregclust: clustering with Bregman divergences and multi-task clustering."""
 
 from ._validation import DomainError, EmptyClusterWarning
-from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
 from .divergences import (
     Divergence,
     divergence_table,
@@ -10,6 +9,7 @@ from .divergences import (
     register_divergence,
     unregister_divergence,
 )
+from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
 
 __version__ = "0.1.0"
 
