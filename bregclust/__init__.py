@@ -10,6 +10,7 @@ from .divergences import (
     unregister_divergence,
 )
 from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
+from .metrics import ari, clustering_accuracy, clustering_scores, nmi, partition_emd
 
 __version__ = "0.1.0"
 
@@ -19,6 +20,11 @@ __all__ = [
     "Divergence",
     "DomainError",
     "EmptyClusterWarning",
+    "ari",
+    "clustering_accuracy",
+    "clustering_scores",
+    "nmi",
+    "partition_emd",
     "divergence_table",
     "get_divergence",
     "list_divergences",
