@@ -9,12 +9,18 @@ from .divergences import (
     register_divergence,
     unregister_divergence,
 )
+from .kernel_mtc import LNKMTC, LSKMTC, NonparametricKernelMTC, SpectralKernelMTC, kernel_kmeans
 from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
 from .metrics import ari, clustering_accuracy, clustering_scores, nmi, partition_emd
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LNKMTC",
+    "LSKMTC",
+    "NonparametricKernelMTC",
+    "SpectralKernelMTC",
+    "kernel_kmeans",
     "BregmanKMeans",
     "bregman_kmeans_plusplus",
     "Divergence",

@@ -131,7 +131,12 @@ def _demo_ind(Xs, ys, random_state):
     return rows
 
 
-DEMOS = [("IND", _demo_ind)]
+def _demo_kernel_mtc(Xs, ys, random_state):
+    from .kernel_mtc import _demo
+    return _demo(Xs, ys, random_state=random_state)
+
+
+DEMOS = [("IND", _demo_ind), ("KernelMTC", _demo_kernel_mtc)]
 
 
 def _cmd_demo(args):

@@ -1,0 +1,385 @@
+"""Tests for bregclust.kernel_mtc (LNKMTC / LSKMTC), against the dense references in
+tests/naive_kernel_mtc.py, cvxpy and scipy's linprog."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import require_data
+from naive_kernel_mtc import (
+    dense_knn_graph,
+    dense_laplacian,
+    dense_lnkmtc_kernel,
+    dense_S,
+    linprog_spectral,
+    naive_kernel_kmeans,
+    pairwise_mmd_sum,
+)
+from scipy.sparse.csgraph import connected_components
+from sklearn.base import clone
+from sklearn.neighbors import NearestNeighbors
+
+from bregclust.kernel_mtc import (
+    LNKMTC,
+    LSKMTC,
+    NonparametricKernelMTC,
+    SpectralKernelMTC,
+    _spectral_lp,
+    kernel_kmeans,
+    mmd_operator,
+    mmd_trace,
+    nonparametric_kernel_weights,
+    normalized_laplacian,
+    smallest_eigenpairs,
+    spectral_kernel_weights,
+    task_knn_graph,
+)
+from bregclust.kmeans import BregmanKMeans
+from bregclust.metrics import clustering_accuracy
+
+
+def _tasks(sizes=(30, 25, 20), d=6, n_classes=2, seed=0, shift=0.0):
+    """Non-negative tasks with ``n_classes`` topics each (cosine-separable), plus labels."""
+    rng = np.random.RandomState(seed)
+    topics = 4.0 * np.eye(d)[:n_classes]
+    Xs, ys = [], []
+    for t, n in enumerate(sizes):
+        y = np.arange(n) % n_classes
+        X = np.abs(rng.randn(n, d)) * 0.7 + topics[y] + shift * t * np.eye(d)[-1]
+        Xs.append(X)
+        ys.append(y)
+    return Xs, ys
+
+
+# ----------------------------------------------------------------------------- S and the MMD
+def test_mmd_operator_matches_eq6():
+    sizes = [4, 7, 3]
+    S = dense_S(sizes)
+    op = mmd_operator(sizes)
+    rng = np.random.RandomState(0)
+    v = rng.randn(14)
+    V = rng.randn(14, 5)
+    np.testing.assert_allclose(op @ v, S @ v, atol=1e-14)
+    np.testing.assert_allclose(op @ V, S @ V, atol=1e-14)
+    np.testing.assert_allclose(op.T @ V, S @ V, atol=1e-14)
+    # rank m - 1, PSD
+    w = np.linalg.eigvalsh(S)
+    assert np.sum(w > 1e-12) == 2
+    assert w.min() > -1e-12
+
+
+def test_trace_SK_is_sum_of_pairwise_mmds():
+    rng = np.random.RandomState(1)
+    sizes = [5, 8, 6]
+    X = rng.randn(sum(sizes), 3) + np.repeat(np.arange(3), sizes)[:, None]
+    sq = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    K = np.exp(-sq / 2.0)  # Gaussian kernel, explicit n x n (small n)
+    direct = pairwise_mmd_sum(K, sizes)
+    assert direct > 0.1
+    assert np.trace(dense_S(sizes) @ K) == pytest.approx(direct, rel=1e-12)
+    w, Q = np.linalg.eigh(K)
+    F = Q * np.sqrt(np.clip(w, 0, None))
+    assert mmd_trace(F, sizes) == pytest.approx(direct, rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- graph, Laplacian
+def test_knn_graph_matches_dense_eq9():
+    Xs, _ = _tasks((15, 12), d=5, seed=2)
+    W = task_knn_graph(Xs, n_neighbors=4)
+    Wd = dense_knn_graph(Xs, 4)
+    assert sp.issparse(W)
+    np.testing.assert_allclose(W.toarray(), Wd, atol=1e-12)
+    assert abs(W - W.T).max() == 0
+    assert W[:15, 15:].nnz == 0 and W[15:, :15].nnz == 0  # no edges across tasks
+    assert W.diagonal().max() == 0
+
+
+def test_knn_graph_sparse_input_and_zero_row():
+    Xs, _ = _tasks((10, 9), d=5, seed=3)
+    Xs[0][3] = 0.0  # an empty document: no cosine, no edges
+    W1 = task_knn_graph(Xs, n_neighbors=3)
+    W2 = task_knn_graph([sp.csr_matrix(X) for X in Xs], n_neighbors=3)
+    np.testing.assert_allclose(W1.toarray(), W2.toarray(), atol=1e-12)
+    assert W1[3].nnz == 0
+    L = normalized_laplacian(W1)
+    np.testing.assert_allclose(L.toarray(), dense_laplacian(W1.toarray()), atol=1e-14)
+    assert L[3, 3] == 1.0
+
+
+def test_knn_graph_clips_neighbours_to_task_size():
+    Xs, _ = _tasks((3, 40), d=5, seed=4)
+    W = task_knn_graph(Xs, n_neighbors=10)
+    assert (W[:3, :3].toarray() > 0).sum() == 6  # complete graph on 3 points
+
+
+def test_divergence_affinity_sqeuclidean_neighbours_and_weights():
+    rng = np.random.RandomState(5)
+    Xs = [rng.randn(25, 3), rng.randn(20, 3) + 2]
+    k = 4
+    W = task_knn_graph(Xs, n_neighbors=k, affinity="sqeuclidean")
+    assert abs(W - W.T).max() < 1e-15
+    assert W[:25, 25:].nnz == 0
+    X = Xs[0]
+    dist, ind = NearestNeighbors(n_neighbors=k).fit(X).kneighbors()
+    sigma = np.median(dist ** 2)
+    for i in range(25):
+        for j, dj in zip(ind[i], dist[i]):
+            assert W[i, j] >= np.exp(-dj ** 2 / sigma) - 1e-12
+    # every edge of the first task is a kNN pair in some direction
+    nbr = {(i, j) for i in range(25) for j in ind[i]}
+    rows, cols = W[:25, :25].nonzero()
+    assert all((i, j) in nbr or (j, i) in nbr for i, j in zip(rows, cols))
+
+
+def test_divergence_affinity_kl_on_counts():
+    rng = np.random.RandomState(6)
+    Xs = [rng.poisson(2.0, (20, 6)).astype(float), rng.poisson(3.0, (18, 6)).astype(float)]
+    W = task_knn_graph(Xs, n_neighbors=3, affinity="kl")
+    assert np.isfinite(W.data).all() and (W.data > 0).all() and (W.data <= 1).all()
+    assert abs(W - W.T).max() < 1e-15
+    est = SpectralKernelMTC(2, affinity="kl", n_eigenvectors=8, n_neighbors=3,
+                            random_state=0).fit(Xs)
+    assert [lab.shape for lab in est.labels_] == [(20,), (18,)]
+
+
+# ----------------------------------------------------------------------------- eigen-solvers
+@pytest.mark.parametrize("C", [0.0, 1.0, 50.0])
+def test_eigenpairs_match_dense_eigh(C):
+    Xs, _ = _tasks((30, 25, 20), seed=7)
+    sizes = [30, 25, 20]
+    W = task_knn_graph(Xs, n_neighbors=5)
+    L = normalized_laplacian(W)
+    assert connected_components(W)[0] > 3  # a repeated zero eigenvalue Lanczos alone misses
+    A = L.toarray() + C * dense_S(sizes)
+    w_full, P_full = np.linalg.eigh(A)
+    k = 8
+    for solver in ["arpack", "dense"]:
+        w, V = smallest_eigenpairs(W, k, C=C, task_sizes=sizes, eigen_solver=solver,
+                                   random_state=0)
+        np.testing.assert_allclose(w, w_full[:k], atol=1e-9)
+        np.testing.assert_allclose(V.T @ V, np.eye(k), atol=1e-9)
+        # residuals, and the spanned subspace when the k-th eigenvalue is separated
+        np.testing.assert_allclose(A @ V, V * w, atol=1e-8)
+        assert w_full[k] - w_full[k - 1] > 1e-6
+        np.testing.assert_allclose(V @ V.T, P_full[:, :k] @ P_full[:, :k].T, atol=1e-7)
+    w, V = smallest_eigenpairs(W, k, C=C, task_sizes=sizes, eigen_solver="lobpcg", tol=1e-10,
+                               random_state=0)
+    np.testing.assert_allclose(w, w_full[:k], atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- the two LPs
+def test_theorem_02_closed_form_equals_cvxpy_lp_and_sdp():
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.RandomState(8)
+    sig = rng.randn(12)
+    for b in [1, 2.5, 7.25, 12]:
+        gamma = nonparametric_kernel_weights(sig, b)
+        g = cp.Variable(12)
+        lp = cp.Problem(cp.Minimize(sig @ g), [g >= 0, g <= 1, cp.sum(g) == b])
+        lp.solve()
+        assert lp.status == "optimal"
+        assert gamma @ sig == pytest.approx(lp.value, abs=1e-6)
+        assert gamma.sum() == pytest.approx(b) and gamma.min() >= 0 and gamma.max() <= 1
+    # Theorem 0.2 itself: the SDP (11) optimum equals the LP (12) optimum
+    M = rng.randn(6, 6)
+    A = (M + M.T) / 2
+    K = cp.Variable((6, 6), symmetric=True)
+    b = 2.5
+    sdp = cp.Problem(cp.Minimize(cp.trace(A @ K)),
+                     [K >> 0, np.eye(6) - K >> 0, cp.trace(K) == b])
+    sdp.solve(solver="CLARABEL")
+    sigA, P = np.linalg.eigh(A)
+    gamma = nonparametric_kernel_weights(sigA, b)
+    assert gamma @ sigA == pytest.approx(sdp.value, abs=1e-5)
+    np.testing.assert_allclose((P * gamma) @ P.T, K.value, atol=1e-4)
+
+
+def test_spectral_lp_constraints_and_linprog_optimum():
+    rng = np.random.RandomState(9)
+    lam = np.sort(rng.uniform(0, 1, 10))
+    s = rng.uniform(0, 1, 10)
+    for C in [0.0, 0.1, 3.0, 100.0]:
+        for b in [1.0, 2.5, 6.0]:
+            mu = spectral_kernel_weights(lam, s, C, b)
+            assert mu.sum() == pytest.approx(b, abs=1e-7)
+            assert mu.max() <= 1 + 1e-9 and mu.min() >= -1e-9
+            assert (np.diff(mu) <= 1e-8).all()
+            _, best = linprog_spectral(lam + C * s, b)
+            assert (lam + C * s) @ mu == pytest.approx(best, abs=1e-7)
+
+
+def test_spectral_lp_ties_share_weight_and_grid_reuses_problem():
+    lam = np.array([0.0, 0.0, 0.2, 0.3, 0.5])
+    s = np.array([1.0, 0.0, 0.01, 0.02, 0.0])
+    mu = spectral_kernel_weights(lam, s, 0.0, 1.0)
+    assert mu[0] == pytest.approx(mu[1], abs=1e-9)   # repeated eigenvalue: equal weights
+    mu_plain = spectral_kernel_weights(lam, s, 0.0, 1.0, tie_tol=0.0)
+    _, best = linprog_spectral(lam, 1.0)
+    assert lam @ mu_plain == pytest.approx(best, abs=1e-9)
+    spectral_kernel_weights(lam, s, 1.0, 1.0)
+    before = _spectral_lp.cache_info()
+    prob = _spectral_lp(5)[0]
+    for C in [0.1, 1, 10, 100, 500, 1000]:
+        spectral_kernel_weights(lam, s, C, 1.0)
+    after = _spectral_lp.cache_info()
+    assert after.misses == before.misses  # same compiled problem for the whole C grid
+    assert _spectral_lp(5)[0] is prob
+
+
+# ----------------------------------------------------------------------------- kernel k-means
+def test_kmeans_on_factor_equals_explicit_kernel_kmeans():
+    rng = np.random.RandomState(10)
+    V, _ = np.linalg.qr(rng.randn(60, 5))
+    g = np.array([1.0, 0.8, 0.5, 0.5, 0.1])
+    F = V * np.sqrt(g) + 0.0
+    F[:20] += 0.2 * V[:20, :1].std()
+    K = F @ F.T
+    labels0 = rng.randint(0, 3, 60)
+    centers0 = np.vstack([F[labels0 == c].mean(axis=0) for c in range(3)])
+    km = BregmanKMeans(3, init=centers0, tol=0.0, max_iter=100).fit(F)
+    # the naive version starts from the same partition's means
+    first = np.argmin(((F[:, None, :] - centers0[None]) ** 2).sum(-1), axis=1)
+    lab_naive, obj_naive = naive_kernel_kmeans(K, first)
+    assert np.array_equal(km.labels_, lab_naive)
+    assert km.inertia_ == pytest.approx(obj_naive, rel=1e-9)
+
+
+def test_kernel_kmeans_explicit_kernel_on_blobs():
+    rng = np.random.RandomState(11)
+    X = np.vstack([rng.randn(20, 2), rng.randn(20, 2) + 8])
+    K = X @ X.T
+    labels, inertia = kernel_kmeans(K, 2, n_init=3, random_state=0)
+    assert clustering_accuracy(np.repeat([0, 1], 20), labels) == 1.0
+    km = BregmanKMeans(2, n_init=3, random_state=0).fit(X)
+    assert inertia == pytest.approx(km.inertia_, rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- estimators
+def test_lnkmtc_kernel_matches_dense_theorem_02():
+    Xs, _ = _tasks((30, 25), seed=12)
+    sizes = [30, 25]
+    C, b = 2.0, 6
+    est = NonparametricKernelMTC(2, C=C, b=b, n_neighbors=5, random_state=0).fit(Xs)
+    L = dense_laplacian(dense_knn_graph(Xs, 5))
+    K_ref, val = dense_lnkmtc_kernel(L, dense_S(sizes), C, b)
+    np.testing.assert_allclose(est.kernel_matrix(), K_ref, atol=1e-7)
+    assert est.objective_ == pytest.approx(val, abs=1e-9)
+    assert est.embedding_.shape == (55, 6)
+    assert est.gamma_.sum() == pytest.approx(b)
+
+
+def test_lskmtc_kernel_is_spectral_and_feasible():
+    Xs, _ = _tasks((30, 25, 20), seed=13)
+    est = SpectralKernelMTC(2, C=10.0, b=2, n_eigenvectors=10, n_neighbors=5,
+                            random_state=0).fit(Xs)
+    mu = est.mu_
+    assert mu.sum() == pytest.approx(2, abs=1e-7)
+    assert (np.diff(mu) <= 1e-8).all() and mu.min() >= 0 and mu.max() <= 1
+    L = normalized_laplacian(est.affinity_matrix_)
+    V = est.eigenvectors_
+    np.testing.assert_allclose(L @ V, V * est.eigenvalues_, atol=1e-8)
+    K = est.kernel_matrix()
+    np.testing.assert_allclose(K, (V * mu) @ V.T, atol=1e-12)
+    assert est.mmd_ == pytest.approx(np.trace(dense_S([30, 25, 20]) @ K), rel=1e-8)
+    # the graph has one component per task (at least), hence >= 3 zero eigenvalues
+    assert connected_components(est.affinity_matrix_)[0] >= 3
+    assert (est.eigenvalues_[:3] < 1e-10).all()
+
+
+def test_mmd_term_shrinks_with_C():
+    Xs, _ = _tasks((40, 40), seed=14, shift=3.0)
+    mmd = []
+    for C in [0.0, 1.0, 100.0]:
+        est = NonparametricKernelMTC(2, C=C, b=4, n_neighbors=5, random_state=0).fit(Xs)
+        mmd.append(est.mmd_)
+    assert mmd[0] >= mmd[1] - 1e-12 >= mmd[2] - 2e-12
+    assert mmd[2] < 1e-3 * max(mmd[0], 1e-12) or mmd[0] < 1e-12
+
+
+@pytest.mark.parametrize("cls", [LNKMTC, LSKMTC])
+def test_recovers_topics_per_task(cls):
+    Xs, ys = _tasks((40, 36), n_classes=2, seed=15)
+    kw = dict(b=4) if cls is LNKMTC else dict(b=2, n_eigenvectors=6)
+    est = cls(2, C=1.0, n_neighbors=6, joint=False, random_state=0, **kw).fit(Xs)
+    for y, lab in zip(ys, est.labels_):
+        assert clustering_accuracy(y, lab) >= 0.95
+
+
+def test_per_task_clusters_may_differ():
+    Xs, ys = _tasks((30, 33), n_classes=3, seed=16)
+    est = SpectralKernelMTC([2, 3], b=3, n_eigenvectors=8, n_neighbors=5, joint=False,
+                            random_state=0).fit(Xs)
+    assert est.n_clusters_ == [2, 3]
+    assert len(np.unique(est.labels_[0])) == 2 and len(np.unique(est.labels_[1])) == 3
+
+
+def test_deterministic_picklable_clonable_inputs_untouched():
+    Xs, _ = _tasks((25, 20), seed=17)
+    copies = [X.copy() for X in Xs]
+    a = LSKMTC(2, n_eigenvectors=6, n_neighbors=5, random_state=3).fit(Xs)
+    b = pickle.loads(pickle.dumps(a))
+    c = clone(a).fit([sp.csr_matrix(X) for X in Xs])
+    for la, lb, lc in zip(a.labels_, b.labels_, c.labels_):
+        assert np.array_equal(la, lb) and np.array_equal(la, lc)
+    for X, Y in zip(Xs, copies):
+        assert np.array_equal(X, Y)
+    assert a.get_params()["n_eigenvectors"] == 6
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_bad_input():
+    Xs, _ = _tasks((20, 15), seed=18)
+    with pytest.raises(ValueError, match="at least two tasks"):
+        LNKMTC(2, b=3).fit([Xs[0]])
+    with pytest.raises(ValueError, match="share one feature space"):
+        LSKMTC(2).fit([Xs[0], Xs[1][:, :4]])
+    with pytest.raises(ValueError, match=r"b=40 exceeds the number of points n=35"):
+        LNKMTC(2, b=40).fit(Xs)
+    with pytest.raises(ValueError, match=r"n_eigenvectors=36 exceeds the number of points"):
+        LSKMTC(2, n_eigenvectors=36).fit(Xs)
+    with pytest.raises(ValueError, match=r"b=5 exceeds n_eigenvectors=4"):
+        LSKMTC(2, b=5, n_eigenvectors=4).fit(Xs)
+    with pytest.raises(ValueError, match="C must be >= 0"):
+        LNKMTC(2, C=-1.0, b=3).fit(Xs)
+    with pytest.raises(ValueError, match="joint=True .* one number of clusters"):
+        LSKMTC([2, 3], n_eigenvectors=5).fit(Xs)
+    with pytest.raises(ValueError, match="n_clusters has 3 entries but there are 2 tasks"):
+        LSKMTC([2, 2, 2], n_eigenvectors=5, joint=False).fit(Xs)
+    with pytest.raises(ValueError, match="unknown divergence|Unknown divergence|not registered"):
+        LSKMTC(2, n_eigenvectors=5, affinity="nope").fit(Xs)
+    with pytest.raises(ValueError, match="eigen_solver must be one of"):
+        LNKMTC(2, b=3, eigen_solver="magic").fit(Xs)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        LNKMTC(2, b=3).fit([np.full((5, 6), np.nan), Xs[1]])
+    with pytest.raises(ValueError, match="b=13 exceeds the number of eigenvalues"):
+        nonparametric_kernel_weights(np.zeros(12), 13)
+    with pytest.raises(ValueError, match="ascending order"):
+        spectral_kernel_weights([0.3, 0.1], [0, 0], 1.0, 1.0)
+    with pytest.raises(ValueError, match="task_sizes sum to"):
+        mmd_trace(np.ones((5, 2)), [2, 2])
+
+
+# ----------------------------------------------------------------------------- real data
+def test_malsar_rec_vs_talk_runs_sparse():
+    require_data("mtc_newsgroups_malsar/rec.vs.talk/Task1.mat")
+    from bregclust.datasets import load_malsar
+
+    data = load_malsar("rec.vs.talk")
+    est = LSKMTC(2, C=100.0, n_init=1, random_state=0).fit(data.Xs)
+    n = sum(X.shape[0] for X in data.Xs)
+    assert est.embedding_.shape == (n, 30)
+    assert est.affinity_matrix_.nnz <= 2 * 10 * n
+    assert [lab.shape[0] for lab in est.labels_] == [X.shape[0] for X in data.Xs]
+
+
+def test_cli_demo_rows():
+    from bregclust.kernel_mtc import _demo
+
+    Xs, ys = _tasks((40, 36), n_classes=2, seed=19)
+    rows = _demo(Xs, ys, 0)
+    assert [name for name, _ in rows] == ["LNKMTC0", "LNKMTC", "LSKMTC0", "LSKMTC"]
+    for _, per_task in rows:
+        assert len(per_task) == 2
+        for nmi_, ari_, acc_ in per_task:
+            assert 0 <= nmi_ <= 1 and -1 <= ari_ <= 1 and 0 <= acc_ <= 1
