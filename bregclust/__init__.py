@@ -1,6 +1,12 @@
 """bregclust: clustering with Bregman divergences and multi-task clustering."""
 
 from ._validation import DomainError, EmptyClusterWarning
+from .agglomerative import (
+    AgglomerativeBregman,
+    bregman_linkage,
+    bregman_merge_cost,
+    dendrogram_purity,
+)
 from .divergences import (
     Divergence,
     divergence_table,
@@ -16,6 +22,10 @@ from .metrics import ari, clustering_accuracy, clustering_scores, nmi, partition
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgglomerativeBregman",
+    "bregman_linkage",
+    "bregman_merge_cost",
+    "dendrogram_purity",
     "LNKMTC",
     "LSKMTC",
     "NonparametricKernelMTC",

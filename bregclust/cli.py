@@ -94,7 +94,17 @@ def _fit_kmeans(Xs, args):
     return out
 
 
-METHODS = {"kmeans": _fit_kmeans}
+def _fit_agglomerative(Xs, args):
+    """AgglomerativeBregman per task (identity statistic of --divergence), cut at K clusters."""
+    from .agglomerative import AgglomerativeBregman
+
+    ks = _per_task(args.n_clusters, len(Xs))
+    model = args.model or args.divergence
+    return [AgglomerativeBregman(k, model=model, model_params=_params(args)).fit(X).labels_
+            for X, k in zip(Xs, ks)]
+
+
+METHODS = {"kmeans": _fit_kmeans, "agglomerative": _fit_agglomerative}
 
 
 def _per_task(n_clusters, T):
@@ -136,7 +146,13 @@ def _demo_kernel_mtc(Xs, ys, random_state):
     return _demo(Xs, ys, random_state=random_state)
 
 
-DEMOS = [("IND", _demo_ind), ("KernelMTC", _demo_kernel_mtc)]
+def _demo_agglomerative(Xs, ys, random_state):
+    from .agglomerative import _demo
+    return _demo(Xs, ys, random_state=random_state)
+
+
+DEMOS = [("IND", _demo_ind), ("Agglomerative", _demo_agglomerative),
+         ("KernelMTC", _demo_kernel_mtc)]
 
 
 def _cmd_demo(args):
@@ -241,6 +257,9 @@ def build_parser():
                    help="clusters: one int, or comma-separated per task (e.g. 4,5)")
     p.add_argument("--divergence", default="sqeuclidean",
                    help="divergence name (see `bregclust divergences`)")
+    p.add_argument("--model", default=None,
+                   help="agglomerative model (default: --divergence; also gaussian_diag, "
+                        "gaussian_full, multinomial)")
     p.add_argument("--mahalanobis-matrix", default=None,
                    help="file holding the SPD matrix A for --divergence mahalanobis")
     p.add_argument("--lam", type=float, default=0.5, help="task coupling for multi-task methods")

@@ -26,6 +26,7 @@ __all__ = [
     "clustering_scores",
     "mixture_proportions",
     "partition_emd",
+    "dendrogram_purity",
 ]
 
 
@@ -292,3 +293,12 @@ def partition_emd(U1, w1, U2, w2, divergence="sqeuclidean", *, return_plan=False
                          "check that the centres lie inside the divergence's domain.")
     np.maximum(M, 0.0, out=M)
     return _emd(a, b, M, return_plan=return_plan)
+
+
+def dendrogram_purity(Z, y):
+    """Dendrogram purity (Telgarsky & Dasgupta, Sec. 7.1); see
+    :func:`bregclust.agglomerative.dendrogram_purity` (re-exported here with the other metrics).
+    """
+    from .agglomerative import dendrogram_purity as _dp
+
+    return _dp(Z, y)

@@ -85,3 +85,17 @@ def test_help_everywhere(capsys):
             main(cmd + ["--help"])
         assert exc.value.code == 0
         assert "usage: bregclust" in capsys.readouterr().out
+
+
+def test_fit_agglomerative_two_tasks(tmp_path):
+    rng = np.random.default_rng(1)
+    files = []
+    for t in range(2):
+        X = np.vstack([rng.normal(0, 0.3, (15, 3)), rng.normal(5, 0.3, (15, 3))])
+        files.append(tmp_path / f"task{t}.npy")
+        np.save(files[-1], X)
+    assert main(["fit", *map(str, files), "--method", "agglomerative", "-k", "2",
+                 "--output-dir", str(tmp_path / "out"), "--quiet"]) == 0
+    for t in range(2):
+        lab = np.loadtxt(tmp_path / "out" / f"task{t}.labels.txt", dtype=int)
+        assert len(set(lab[:15])) == 1 and len(set(lab[15:])) == 1 and lab[0] != lab[-1]

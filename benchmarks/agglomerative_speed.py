@@ -1,0 +1,119 @@
+"""Agglomerative Bregman clustering: speed and memory claims (issue 4).
+
+1. sqeuclidean (Ward), dense Gaussian data n = 20,000, d = 50: time of ``bregman_linkage``
+   divided by the time of ``fastcluster.linkage_vector(X, 'ward')`` on the same data in the same
+   run (both O(n d) memory nearest-neighbour-chain implementations). Target <= 1.5. The merge
+   sequences are compared too.
+2. kl ("multinomial": kl on row-normalised counts, multinomial smoothing) on 20 Newsgroups
+   documents over the 2,000 most frequent terms, n = 10,000: wall time and peak memory, next to
+   the memory an n x n cost matrix would need.
+
+Kernels are compiled (or loaded from numba's cache) on a small problem first; that time is
+reported separately.
+
+    python benchmarks/agglomerative_speed.py                 # full sizes (several minutes)
+    python benchmarks/agglomerative_speed.py --n-ward 5000 --n-kl 2000   # quick
+"""
+
+import argparse
+import resource
+import time
+import tracemalloc
+
+import numpy as np
+
+from bregclust.agglomerative import bregman_linkage
+
+
+def _rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def bench_ward(n, d, runs, seed):
+    import fastcluster
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    t = time.perf_counter()
+    bregman_linkage(X[:64])
+    compile_s = time.perf_counter() - t
+    ours, theirs = [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        Z = bregman_linkage(X, "sqeuclidean")
+        ours.append(time.perf_counter() - t)
+        print(f"  bregclust run: {ours[-1]:.2f} s", flush=True)
+        t = time.perf_counter()
+        Zf = fastcluster.linkage_vector(X, method="ward")
+        theirs.append(time.perf_counter() - t)
+    same = bool(np.array_equal(Z[:, [0, 1, 3]], Zf[:, [0, 1, 3]]))
+    herr = float(np.max(np.abs(np.sqrt(2 * Z[:, 2]) - Zf[:, 2]) / np.maximum(Zf[:, 2], 1e-300)))
+    print(f"\n## Ward: n={n}, d={d}, standard normal data (seed {seed}), best of {runs} run(s)")
+    print(f"first call (compile or cache load) on 64 points: {compile_s:.2f} s")
+    print("| implementation | time (s) |")
+    print("|---|---|")
+    print(f"| bregclust bregman_linkage(X, 'sqeuclidean') | {min(ours):.2f} |")
+    print(f"| fastcluster.linkage_vector(X, 'ward') | {min(theirs):.2f} |")
+    print(f"ratio bregclust / fastcluster = {min(ours) / min(theirs):.2f} (target <= 1.5); "
+          f"identical merges: {same}; max relative height difference (sqrt(2 cost) vs h): {herr:.1e}")
+
+
+def bench_kl(n, n_terms, seed):
+    from bregclust.datasets import load_20newsgroups
+
+    data = load_20newsgroups(max_features=n_terms)
+    X = data.X
+    rng = np.random.default_rng(seed)
+    idx = np.sort(rng.choice(X.shape[0], size=min(n, X.shape[0]), replace=False))
+    X = X[idx]
+    t = time.perf_counter()
+    bregman_linkage(X[:64], "multinomial")
+    compile_s = time.perf_counter() - t
+    rss0 = _rss_mb()
+    tracemalloc.start()
+    t = time.perf_counter()
+    c = time.process_time()
+    Z = bregman_linkage(X, "multinomial")
+    wall = time.perf_counter() - t
+    cpu = time.process_time() - c
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss1 = _rss_mb()
+    n = X.shape[0]
+    dense_stats = n * n_terms * 8 / 2**20
+    full = n * n * 8 / 2**20
+    condensed = n * (n - 1) / 2 * 8 / 2**20
+    print(f"\n## kl (multinomial model): 20 Newsgroups, {n} documents (random, seed {seed}) x "
+          f"{n_terms} most frequent terms, nnz/doc = {X.nnz / n:.1f}")
+    print(f"{data.description}")
+    print(f"first call (compile or cache load) on 64 documents: {compile_s:.2f} s")
+    print("| quantity | value |")
+    print("|---|---|")
+    print(f"| wall time (CPU time of this process) | {wall:.1f} s ({cpu:.1f} s) |")
+    print(f"| peak traced allocations during the call (tracemalloc) | {peak / 2**20:.0f} MiB |")
+    print(f"| process peak RSS before / after the call | {rss0:.0f} / {rss1:.0f} MiB |")
+    print(f"| dense n x d statistics alone | {dense_stats:.0f} MiB |")
+    print(f"| an n x n float64 cost matrix | {full:.0f} MiB ({condensed:.0f} MiB condensed) |")
+    print(f"root cost {Z[-1, 2]:.4g}; heights monotone: {bool(np.all(np.diff(Z[:, 2]) >= 0))}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n-ward", type=int, default=20000)
+    ap.add_argument("--d-ward", type=int, default=50)
+    ap.add_argument("--n-kl", type=int, default=10000)
+    ap.add_argument("--terms", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=1, help="timing repetitions (best is reported)")
+    ap.add_argument("--skip-ward", action="store_true")
+    ap.add_argument("--skip-kl", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    print(f"# agglomerative_speed ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
+    if not args.skip_ward:
+        bench_ward(args.n_ward, args.d_ward, args.runs, args.seed)
+    if not args.skip_kl:
+        bench_kl(args.n_kl, args.terms, args.seed)
+
+
+if __name__ == "__main__":
+    main()

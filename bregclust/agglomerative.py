@@ -1,0 +1,1460 @@
+"""Agglomerative Bregman clustering (Telgarsky & Dasgupta, ICML 2012) in ``O(n d)`` memory.
+
+A cluster ``C`` is summarised by its weight ``|C|`` and its mean statistic ``tau(C)``; merging two
+clusters costs the growth of the Bregman hard-clustering objective (paper Definition 3.7), which
+for a relatively differentiable generator ``f`` is the weighted Jensen gap (Prop. 3.8, MATH.md 6)::
+
+    Delta(C1, C2) = |C1| f(tau1) + |C2| f(tau2) - (|C1| + |C2|) f(tau12),
+    tau12 = (|C1| tau1 + |C2| tau2) / (|C1| + |C2|)
+
+so a merge cost needs the two clusters' statistics only - never the points, never an ``n x n``
+matrix.
+
+Models
+------
+* identity statistic with any registered divergence: ``"sqeuclidean"`` (Ward), ``"mahalanobis"``
+  (Ward after whitening with ``A``), ``"kl"``, ``"itakura_saito"`` and user-registered generators;
+* ``"multinomial"``: ``kl`` on row-normalised counts (paper Example 4.7, "multi" in Table 1);
+* ``"l1_subgradient"``: not relatively differentiable, so Definition 3.7 is evaluated directly
+  from additive statistics (per-coordinate positive and negative mass);
+* ``"gaussian_diag"`` (``tau = (x, x^2)``, ``f = -1/2 sum log var``) and ``"gaussian_full"``
+  (``tau = (x, x x^T)``, ``f = -1/2 log det Sigma``), paper Examples 4.2 and 5.4.
+
+Algorithms
+----------
+* Ward costs (sqeuclidean, mahalanobis) are *reducible*: the nearest-neighbour chain is exact and
+  runs on cluster centroids (``O(n d)`` memory, like ``fastcluster.linkage_vector``).
+* kl, Itakura-Saito, the Gaussians, l1 and custom generators are **not** reducible (a merged cluster
+  can be closer to a third one than either part was), so they use Muellner's generic algorithm:
+  one lazily maintained nearest-neighbour candidate per cluster in an indexed priority queue. Costs
+  are recomputed from the statistics on demand.
+
+Heights
+-------
+``heights="cost"`` stores the merge cost itself. Ward costs never decrease along the merge sequence,
+but the other models can produce *inversions* (a later merge cheaper than an earlier one).
+``scipy.cluster.hierarchy.fcluster`` (criteria ``"distance"``, ``"maxclust"``), ``cophenet``,
+``dendrogram`` (drawing) and ``optimal_leaf_ordering`` assume monotone heights; for those use
+``heights="cumulative"`` (total cost of the forest after each merge, monotone because every merge
+cost of a relatively differentiable model is non-negative). ``is_valid_linkage``, ``leaves_list``,
+``to_tree`` and :func:`dendrogram_purity` work with either. For Ward, scipy's height ``h`` is
+``sqrt(2 * cost)``.
+
+References
+----------
+M. Telgarsky and S. Dasgupta. Agglomerative Bregman clustering. ICML 2012.
+D. Muellner. Modern hierarchical, agglomerative clustering algorithms. arXiv:1109.2378, 2011.
+"""
+
+import math
+import numbers
+import threading
+import types
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from . import _kernels as K
+from ._validation import DomainError, check_array
+from .divergences import Divergence, get_divergence
+
+__all__ = [
+    "AgglomerativeBregman",
+    "bregman_linkage",
+    "bregman_merge_cost",
+    "dendrogram_purity",
+    "list_agglomerative_models",
+]
+
+_JIT = dict(cache=True, nogil=True)
+
+# model kinds understood by the kernels
+_WARD, _SEP, _L1, _GDIAG, _GFULL = 0, 1, 2, 3, 4
+_GAUSSIAN_MODELS = ("gaussian_diag", "gaussian_full")
+
+
+def list_agglomerative_models():
+    """Model names accepted by :func:`bregman_linkage` besides registered divergence names."""
+    return ["multinomial", "gaussian_diag", "gaussian_full"]
+
+
+@njit(**_JIT)
+def _sep_phi(fcode, x):
+    """The scalar generator of a built-in separable divergence, by code (the registry's own
+    functions). Custom generators get engine clones in which this function is replaced."""
+    if fcode == 1:
+        return K.kl_phi(x)
+    if fcode == 2:
+        return K.is_phi(x)
+    return K.sq_phi(x)
+
+
+# ============================================================================ numba kernels
+@njit(**_JIT)
+def _l1_cost_coord(P, N):
+    """Cost of one coordinate of an l1_subgradient cluster with positive mass ``P`` and negative
+    mass ``N``: the mean's sign is the side with more mass, and every point on the other side (or
+    every point, when the mean is 0) pays ``2 |x|`` (paper Example 2.2)."""
+    if P > N:
+        return 2.0 * N
+    if N > P:
+        return 2.0 * P
+    return 2.0 * (P + N)
+
+
+@njit(**_JIT)
+def _chol_logdet(S, d):
+    """In-place lower Cholesky of the leading ``d x d`` block of ``S``; returns ``log det S``
+    (``+inf`` if ``S`` is not positive definite)."""
+    ld = 0.0
+    for j in range(d):
+        s = S[j, j]
+        for k in range(j):
+            s -= S[j, k] * S[j, k]
+        if not (s > 0.0):
+            return np.inf
+        r = math.sqrt(s)
+        S[j, j] = r
+        ld += math.log(s)
+        inv = 1.0 / r
+        for i in range(j + 1, d):
+            t = S[i, j]
+            for k in range(j):
+                t -= S[i, k] * S[j, k]
+            S[i, j] = t * inv
+    return ld
+
+
+@njit(**_JIT)
+def _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, fcode):
+    """Separable cost when slot ``j`` has unit weight and sparse support: outside that support
+    ``j`` holds the statistic ``c`` of a raw zero, so ``C[i, 1]`` (the sum for a merge with an
+    all-zero unit-weight point) is corrected on ``j``'s support only - ``O(|supp j|)``."""
+    wi = w[i]
+    w12 = wi + 1.0
+    s = C[i, 1]
+    li = slen[i]
+    if li < 0:
+        for p in range(lj):
+            k = sup[j, p]
+            a = wi * A[i, k]
+            s += (_sep_phi(fcode, (a + B[j, p]) / w12)
+                  - _sep_phi(fcode, (a + fc[1, k]) / w12))
+    else:  # i sparse too: walk both supports (values of i are fc[1, k] off its support)
+        p = 0
+        q = 0
+        while q < lj:
+            k = sup[j, q]
+            while p < li and sup[i, p] < k:
+                p += 1
+            a = wi * (B[i, p] if (p < li and sup[i, p] == k) else fc[1, k])
+            s += (_sep_phi(fcode, (a + B[j, q]) / w12)
+                  - _sep_phi(fcode, (a + fc[1, k]) / w12))
+            q += 1
+    return C[i, 0] + C[j, 0] - w12 * s
+
+
+@njit(**_JIT)
+def _gfull_rank_one(i, j, A, B, C, w, work):
+    """Full-Gaussian cost of cluster ``i`` and a unit-weight point ``j`` with zero scatter:
+    ``Sigma12 = A_i + (c / w12) delta delta^T`` with ``A_i = M2_i / (w_i + 1) + I``, whose
+    Cholesky factor (``B[i, d^2:]``) and log-determinant (``C[i, 1]``) are cached, so
+    ``log det Sigma12 = log det A_i + log(1 + (c / w12) |L_i^-1 delta|^2)`` costs ``O(d^2)``."""
+    d = A.shape[1]
+    dd = d * d
+    wi = w[i]
+    w12 = wi + 1.0
+    q = 0.0
+    for k in range(d):
+        t = A[i, k] - A[j, k]
+        for l in range(k):
+            t -= B[i, dd + k * d + l] * work[d, l]
+        y = t / B[i, dd + k * d + k]
+        work[d, k] = y
+        q += y * y
+    ld = C[i, 1] + math.log1p(wi / w12 / w12 * q)
+    return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
+
+
+@njit(**_JIT)
+def _cost(kind, i, j, A, B, C, w, sup, slen, aux, fc, fcode, work):
+    """Merge cost of the clusters in slots ``i`` and ``j`` (see module docstring)."""
+    wi = w[i]
+    wj = w[j]
+    w12 = wi + wj
+    d = A.shape[1]
+    if kind == 0:  # Ward: closed form of the Jensen gap of ||.||^2
+        s = 0.0
+        for k in range(d):
+            t = A[i, k] - A[j, k]
+            s += t * t
+        return wi * wj / w12 * s
+    if kind == 1:  # separable generator, Jensen gap of phi shifted by f(c) (cancels in the gap)
+        li = slen[i]
+        lj = slen[j]
+        if lj >= 0 and wj == 1.0 and (li < 0 or li > lj):
+            return _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, fcode)
+        if li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
+            return _sep_one_sided(j, i, A, B, C, w, sup, slen, li, fc, fcode)
+        s = 0.0
+        if li >= 0 and lj >= 0:
+            p = 0
+            q = 0
+            while p < li or q < lj:
+                if q >= lj or (p < li and sup[i, p] < sup[j, q]):
+                    k = sup[i, p]
+                    m = (wi * B[i, p] + wj * fc[1, k]) / w12
+                    p += 1
+                elif p >= li or sup[j, q] < sup[i, p]:
+                    k = sup[j, q]
+                    m = (wi * fc[1, k] + wj * B[j, q]) / w12
+                    q += 1
+                else:
+                    k = sup[i, p]
+                    m = (wi * B[i, p] + wj * B[j, q]) / w12
+                    p += 1
+                    q += 1
+                s += _sep_phi(fcode, m) - fc[0, k]
+        else:
+            for k in range(d):
+                m = (wi * A[i, k] + wj * A[j, k]) / w12
+                s += _sep_phi(fcode, m) - fc[0, k]
+        return C[i, 0] + C[j, 0] - w12 * s
+    if kind == 2:  # l1_subgradient: Definition 3.7 from positive / negative masses
+        s = 0.0
+        for k in range(d):
+            s += _l1_cost_coord(A[i, k] + A[j, k], B[i, k] + B[j, k])
+        return s - C[i, 0] - C[j, 0]
+    c = wi * wj / w12
+    if kind == 3:  # diagonal Gaussian (whitened: the smoothing bandwidth is 1)
+        s = 0.0
+        for k in range(d):
+            t = A[i, k] - A[j, k]
+            s += math.log((B[i, k] + B[j, k] + c * t * t) / w12 + 1.0)
+        return 0.5 * (w12 * s - C[i, 0] - C[j, 0])
+    # full Gaussian (whitened: the smoothing covariance is the identity)
+    if aux[i] == 1 and aux[j] == 1:  # both scatter matrices are zero: rank-one update of I
+        s = 0.0
+        for k in range(d):
+            t = A[i, k] - A[j, k]
+            s += t * t
+        return 0.5 * w12 * math.log1p(c * s / w12)
+    if B.shape[1] >= 2 * d * d:
+        if aux[j] == 1 and wj == 1.0:
+            return _gfull_rank_one(i, j, A, B, C, w, work)
+        if aux[i] == 1 and wi == 1.0:
+            return _gfull_rank_one(j, i, A, B, C, w, work)
+    for k in range(d):
+        work[d, k] = A[i, k] - A[j, k]
+    for k in range(d):
+        tk = work[d, k]
+        for l in range(k + 1):
+            work[k, l] = (B[i, k * d + l] + B[j, k * d + l] + c * tk * work[d, l]) / w12
+        work[k, k] += 1.0
+    ld = _chol_logdet(work, d)
+    return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
+
+
+@njit(**_JIT)
+def _slot_cache(kind, j, A, B, C, w, sup, slen, fc, fcode, work):
+    """Recompute the cached per-cluster terms ``C[j, :]`` from the statistics of slot ``j``:
+    ``C[j, 0] = w f(tau)`` (up to constants that cancel) and, for sparse separable models,
+    ``C[j, 1]``, the shifted generator summed at the merge with a unit-weight all-zero point."""
+    d = A.shape[1]
+    wj = w[j]
+    C[j, 1] = 0.0
+    if kind == 0:
+        C[j, 0] = 0.0
+    elif kind == 1:
+        s = 0.0
+        s1 = 0.0
+        if slen[j] >= 0:  # off the support the statistic is fc[1, k]: both terms vanish there
+            for p in range(slen[j]):
+                k = sup[j, p]
+                s += _sep_phi(fcode, B[j, p]) - fc[0, k]
+                s1 += _sep_phi(fcode, (wj * B[j, p] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
+        else:
+            for k in range(d):
+                s += _sep_phi(fcode, A[j, k]) - fc[0, k]
+                if sup.shape[1] > 0:
+                    s1 += _sep_phi(fcode, (wj * A[j, k] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
+        C[j, 0] = wj * s
+        C[j, 1] = s1
+    elif kind == 2:
+        s = 0.0
+        for k in range(d):
+            s += _l1_cost_coord(A[j, k], B[j, k])
+        C[j, 0] = s
+    elif kind == 3:
+        s = 0.0
+        for k in range(d):
+            s += math.log(B[j, k] / wj + 1.0)
+        C[j, 0] = wj * s
+    else:
+        for k in range(d):
+            for l in range(k + 1):
+                work[k, l] = B[j, k * d + l] / wj
+            work[k, k] += 1.0
+        C[j, 0] = wj * _chol_logdet(work, d)
+        dd = d * d
+        if B.shape[1] >= 2 * dd:  # factor of M2 / (w + 1) + I for merges with a unit point
+            for k in range(d):
+                for l in range(k + 1):
+                    work[k, l] = B[j, k * d + l] / (wj + 1.0)
+                work[k, k] += 1.0
+            C[j, 1] = _chol_logdet(work, d)
+            for k in range(d):
+                for l in range(k + 1):
+                    B[j, dd + k * d + l] = work[k, l]
+
+
+@njit(**_JIT)
+def _init_cache(kind, A, B, C, w, sup, slen, fc, fcode, work):
+    for j in range(A.shape[0]):
+        _slot_cache(kind, j, A, B, C, w, sup, slen, fc, fcode, work)
+
+
+@njit(**_JIT)
+def _merge(kind, i, j, A, B, C, w, sup, slen, aux, fc, fcode, work, ibuf):
+    """Merge slot ``i`` into slot ``j`` (slot ``j`` holds the union afterwards)."""
+    wi = w[i]
+    wj = w[j]
+    w12 = wi + wj
+    d = A.shape[1]
+    if kind == 2:  # additive masses
+        for k in range(d):
+            A[j, k] += A[i, k]
+            B[j, k] += B[i, k]
+    else:
+        c = wi * wj / w12
+        if kind == 3:
+            for k in range(d):
+                t = A[i, k] - A[j, k]
+                B[j, k] += B[i, k] + c * t * t
+        elif kind == 4:
+            for k in range(d):
+                work[d, k] = A[i, k] - A[j, k]
+            for k in range(d):
+                tk = work[d, k]
+                for l in range(k + 1):
+                    B[j, k * d + l] += B[i, k * d + l] + c * tk * work[d, l]
+            aux[j] = 0
+        for k in range(d):
+            A[j, k] = (wi * A[i, k] + wj * A[j, k]) / w12
+        if kind == 1 and slen[j] >= 0:
+            if slen[i] < 0:
+                slen[j] = -1
+            else:
+                li = slen[i]
+                lj = slen[j]
+                p = 0
+                q = 0
+                r = 0
+                while p < li or q < lj:
+                    if q >= lj or (p < li and sup[i, p] < sup[j, q]):
+                        ibuf[r] = sup[i, p]
+                        p += 1
+                    elif p >= li or sup[j, q] < sup[i, p]:
+                        ibuf[r] = sup[j, q]
+                        q += 1
+                    else:
+                        ibuf[r] = sup[i, p]
+                        p += 1
+                        q += 1
+                    r += 1
+                if r > sup.shape[1]:
+                    slen[j] = -1
+                else:
+                    for p in range(r):
+                        sup[j, p] = ibuf[p]
+                        B[j, p] = A[j, ibuf[p]]
+                    slen[j] = r
+    w[j] = w12
+    _slot_cache(kind, j, A, B, C, w, sup, slen, fc, fcode, work)
+
+
+# ---------------------------------------------------------------------------- indexed binary heap
+@njit(**_JIT)
+def _less(key, a, b):
+    return key[a] < key[b] or (key[a] == key[b] and a < b)
+
+
+@njit(**_JIT)
+def _sift_up(heap, where, key, p):
+    x = heap[p]
+    while p > 0:
+        q = (p - 1) >> 1
+        y = heap[q]
+        if _less(key, x, y):
+            heap[p] = y
+            where[y] = p
+            p = q
+        else:
+            break
+    heap[p] = x
+    where[x] = p
+
+
+@njit(**_JIT)
+def _sift_down(heap, where, key, p, size):
+    x = heap[p]
+    while True:
+        c = 2 * p + 1
+        if c >= size:
+            break
+        if c + 1 < size and _less(key, heap[c + 1], heap[c]):
+            c += 1
+        y = heap[c]
+        if _less(key, y, x):
+            heap[p] = y
+            where[y] = p
+            p = c
+        else:
+            break
+    heap[p] = x
+    where[x] = p
+
+
+@njit(**_JIT)
+def _heap_update(heap, where, key, slot, size):
+    p = where[slot]
+    _sift_up(heap, where, key, p)
+    _sift_down(heap, where, key, where[slot], size)
+
+
+# ---------------------------------------------------------------------------- the two drivers
+@njit(**_JIT)
+def _generic_linkage(kind, A, B, C, w, sup, slen, aux, fc, fcode, out_i, out_j, out_h):
+    """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics.
+
+    Each active slot ``x`` keeps a candidate ``nn[x] > x`` and ``mind[x]``, a lower bound of its
+    cost to every active slot above it; ``stale[x]`` marks bounds that may be strict. The heap
+    top, once exact, is a globally cheapest pair. Merges store the union in the higher slot.
+    Writes merge ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``.
+    """
+    n = A.shape[0]
+    d = A.shape[1]
+    work = np.zeros((d + 1, d)) if kind == 4 else np.zeros((1, 1))  # Cholesky scratch
+    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
+    succ = np.empty(n, dtype=np.int64)
+    pred = np.empty(n, dtype=np.int64)
+    for x in range(n):
+        succ[x] = x + 1 if x + 1 < n else -1
+        pred[x] = x - 1
+    head = 0
+    nn = np.full(n, -1, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    stale = np.zeros(n, dtype=np.bool_)
+    for x in range(n - 1):
+        best = np.inf
+        bj = -1
+        for y in range(x + 1, n):
+            c = _cost(kind, x, y, A, B, C, w, sup, slen, aux, fc, fcode, work)
+            if c < best or bj < 0:
+                best = c
+                bj = y
+        nn[x] = bj
+        mind[x] = best
+    heap = np.arange(n)
+    where = np.arange(n)
+    for p in range(n // 2 - 1, -1, -1):
+        _sift_down(heap, where, mind, p, n)
+    for t in range(n - 1):
+        while True:
+            a = heap[0]
+            if not stale[a]:
+                break
+            best = np.inf
+            bj = -1
+            y = succ[a]
+            while y >= 0:
+                c = _cost(kind, a, y, A, B, C, w, sup, slen, aux, fc, fcode, work)
+                if c < best or bj < 0:
+                    best = c
+                    bj = y
+                y = succ[y]
+            nn[a] = bj
+            mind[a] = best
+            stale[a] = False
+            _heap_update(heap, where, mind, a, n)
+        a = heap[0]
+        b = nn[a]
+        out_i[t] = a
+        out_j[t] = b
+        out_h[t] = mind[a]
+        _merge(kind, a, b, A, B, C, w, sup, slen, aux, fc, fcode, work, ibuf)
+        # remove a
+        if pred[a] >= 0:
+            succ[pred[a]] = succ[a]
+        else:
+            head = succ[a]
+        if succ[a] >= 0:
+            pred[succ[a]] = pred[a]
+        mind[a] = np.inf
+        stale[a] = False
+        _heap_update(heap, where, mind, a, n)
+        # slots below b: the new cluster may be a better candidate; candidates a and b went stale
+        x = head
+        while x >= 0 and x < b:
+            c = _cost(kind, x, b, A, B, C, w, sup, slen, aux, fc, fcode, work)
+            if c < mind[x]:
+                mind[x] = c
+                nn[x] = b
+                stale[x] = False
+                _heap_update(heap, where, mind, x, n)
+            elif nn[x] == a or nn[x] == b:
+                nn[x] = b
+                if c != mind[x]:
+                    stale[x] = True
+            x = succ[x]
+        # the new cluster's own candidate among the slots above it
+        best = np.inf
+        bj = -1
+        y = succ[b]
+        while y >= 0:
+            c = _cost(kind, b, y, A, B, C, w, sup, slen, aux, fc, fcode, work)
+            if c < best or bj < 0:
+                best = c
+                bj = y
+            y = succ[y]
+        nn[b] = bj
+        mind[b] = best
+        stale[b] = False
+        _heap_update(heap, where, mind, b, n)
+
+
+# fastmath: the Ward kernel is a plain sum of squared differences (no logs, no subtraction of
+# nearly equal sums), so letting LLVM reassociate it into SIMD lanes only changes rounding.
+@njit(cache=True, nogil=True, fastmath=True)
+def _ward_row(A, a, act, na, w, out):
+    d = A.shape[1]
+    wa = w[a]
+    for t in range(na):
+        x = act[t]
+        s = 0.0
+        for k in range(d):
+            u = A[a, k] - A[x, k]
+            s += u * u
+        out[t] = wa * w[x] / (wa + w[x]) * s
+
+
+@njit(**_JIT)
+def _nn_chain_ward(A, w, out_i, out_j, out_h):
+    """Nearest-neighbour chain for Ward costs on centroids (``A`` holds the running cluster
+    means and is overwritten). Merges are written in chain order (not sorted)."""
+    n, d = A.shape
+    act = np.arange(n)
+    pos = np.arange(n)
+    na = n
+    chain = np.empty(n, dtype=np.int64)
+    cl = 0
+    row = np.empty(n)
+    formed = np.zeros(n)
+    for t in range(n - 1):
+        if cl == 0:
+            chain[0] = act[0]
+            cl = 1
+        while True:
+            a = chain[cl - 1]
+            prev = chain[cl - 2] if cl >= 2 else -1
+            _ward_row(A, a, act, na, w, row)
+            best = np.inf
+            bx = -1
+            if prev >= 0:
+                best = row[pos[prev]]
+                bx = prev
+            for s in range(na):
+                x = act[s]
+                if x != a and row[s] < best:
+                    best = row[s]
+                    bx = x
+            if bx == prev:
+                break
+            chain[cl] = bx
+            cl += 1
+        cl -= 2
+        lo = min(a, prev)
+        hi = max(a, prev)
+        out_i[t] = lo
+        out_j[t] = hi
+        # reducibility makes a merge at least as costly as the merges that formed its parts;
+        # the clamp only removes rounding-level inversions so that sorting keeps children first
+        best = max(best, formed[lo], formed[hi])
+        formed[hi] = best
+        out_h[t] = best
+        wl = w[lo]
+        wh = w[hi]
+        for k in range(d):
+            A[hi, k] = (wl * A[lo, k] + wh * A[hi, k]) / (wl + wh)
+        w[hi] = wl + wh
+        # swap-remove lo from the active list
+        p = pos[lo]
+        last = act[na - 1]
+        act[p] = last
+        pos[last] = p
+        na -= 1
+
+
+@njit(**_JIT)
+def _slots_to_linkage(n, si, sj, h, counts0, Z):
+    """scipy linkage rows from merges of slots (the union lives in slot ``sj``)."""
+    node = np.arange(n)
+    size = counts0.copy()
+    for t in range(n - 1):
+        a = node[si[t]]
+        b = node[sj[t]]
+        Z[t, 0] = min(a, b)
+        Z[t, 1] = max(a, b)
+        Z[t, 2] = h[t]
+        size[sj[t]] += size[si[t]]
+        Z[t, 3] = size[sj[t]]
+        node[sj[t]] = n + t
+
+
+@njit(**_JIT)
+def _replay(kind, Z, A, B, C, w, sup, slen, aux, fc, fcode, first, outA, outB, outC, outw,
+            outsup, outslen, outaux):
+    """Re-run the merges of a linkage matrix on singleton statistics and keep a copy of the
+    clusters formed at steps ``first, ..., n-2`` (row ``r`` of the outputs = step ``n-2-r``,
+    so row 0 is the root)."""
+    n = A.shape[0]
+    d = A.shape[1]
+    work = np.zeros((d + 1, d)) if kind == 4 else np.zeros((1, 1))  # Cholesky scratch
+    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
+    slot = np.empty(2 * n - 1, dtype=np.int64)
+    for x in range(n):
+        slot[x] = x
+    for t in range(n - 1):
+        i = slot[np.int64(Z[t, 0])]
+        j = slot[np.int64(Z[t, 1])]
+        _merge(kind, i, j, A, B, C, w, sup, slen, aux, fc, fcode, work, ibuf)
+        slot[n + t] = j
+        if t >= first:
+            r = n - 2 - t
+            outA[r, :] = A[j, :]
+            outB[r, :] = B[j, :]
+            outC[r, :] = C[j, :]
+            outw[r] = w[j]
+            outsup[r, :] = sup[j, :]
+            outslen[r] = slen[j]
+            outaux[r] = aux[j]
+
+
+@njit(**_JIT)
+def _cross_costs(kind, nc, A, B, C, w, sup, slen, aux, fc, fcode, out):
+    """``out[p, q] = cost(cluster slot q, point slot nc + p)`` for a stacked state."""
+    d = A.shape[1]
+    work = np.zeros((d + 1, d)) if kind == 4 else np.zeros((1, 1))  # Cholesky scratch
+    m = A.shape[0] - nc
+    for p in range(m):
+        for q in range(nc):
+            out[p, q] = _cost(kind, q, nc + p, A, B, C, w, sup, slen, aux, fc, fcode, work)
+
+
+@njit(**_JIT)
+def _purity_counts(n, Z, y, n_labels):
+    """Dendrogram purity numerator: sum over internal nodes of same-label pairs split between
+    the two children times the node's purity for that label; O(n L)."""
+    cnt = np.zeros((2 * n - 1, n_labels), dtype=np.int64)
+    for i in range(n):
+        cnt[i, y[i]] = 1
+    total = 0.0
+    for t in range(n - 1):
+        a = np.int64(Z[t, 0])
+        b = np.int64(Z[t, 1])
+        size = 0
+        for l in range(n_labels):
+            cnt[n + t, l] = cnt[a, l] + cnt[b, l]
+            size += cnt[n + t, l]
+        for l in range(n_labels):
+            pairs = cnt[a, l] * cnt[b, l]
+            if pairs > 0:
+                total += pairs * (cnt[n + t, l] / size)
+    return total
+
+
+# ============================================================================ Python layer
+_ENGINE_NAMES = ("_l1_cost_coord", "_sep_one_sided", "_gfull_rank_one", "_chol_logdet", "_cost", "_slot_cache", "_init_cache",
+                 "_merge", "_less", "_sift_up", "_sift_down", "_heap_update", "_generic_linkage",
+                 "_replay", "_cross_costs")
+_BUILTIN_FCODE = {"sqeuclidean": (0, K.sq_phi), "kl": (1, K.kl_phi), "itakura_saito": (2, K.is_phi)}
+_CUSTOM_ENGINES = {}
+_ENGINE_LOCK = threading.Lock()
+
+
+def _module_engine():
+    return types.SimpleNamespace(**{name: globals()[name] for name in _ENGINE_NAMES})
+
+
+def _engine_for(div):
+    """``(engine, fcode)``: the cached module kernels for built-in generators; for a custom
+    generator, uncached clones of the same kernels in which ``_sep_phi`` calls its ``phi``.
+
+    numba cannot cache functions that take a jitted function as an argument (the cache key holds
+    the dispatcher's identity, so every process would compile and append a new entry), so the
+    built-ins are selected by an integer code and custom generators are compiled once per
+    process and registration.
+    """
+    if div is None:
+        return _module_engine(), 0
+    hit = _BUILTIN_FCODE.get(div.name)
+    if hit is not None and div.phi is hit[1]:
+        return _module_engine(), hit[0]
+    with _ENGINE_LOCK:
+        cached = _CUSTOM_ENGINES.get(div.name)
+        if cached is not None and cached[0] is div.phi:
+            return cached[1], -1
+        phi = div.phi
+
+        @njit(nogil=True)
+        def _custom_phi(fcode, x):
+            return phi(x)
+
+        g = dict(globals())
+        clones = {}
+        for name in _ENGINE_NAMES:
+            f = globals()[name]
+            f = getattr(f, "py_func", f)  # plain functions under NUMBA_DISABLE_JIT=1
+            fn = types.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
+            clones[name] = njit(nogil=True)(fn)
+        g.update(clones)
+        g["_sep_phi"] = _custom_phi
+        eng = types.SimpleNamespace(**clones)
+        _CUSTOM_ENGINES[div.name] = (div.phi, eng)
+        return eng, -1
+
+
+class _Plan:
+    """Everything that turns data into singleton statistics for one fitted model."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    # -- singleton state ---------------------------------------------------------------
+    def state(self, X, w):
+        """Singleton statistics ``(A, B, C, w, sup, slen, aux)`` of validated data ``X``."""
+        n = X.shape[0]
+        d = self.d
+        kind = self.kind
+        # one dense n x d copy, transformed in place (the statistics themselves)
+        T = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64, order="C")
+        if self.normalize:
+            T /= T.sum(axis=1, keepdims=True)
+        if kind in (_WARD, _SEP, _L1):
+            if self.scale != 1.0:
+                T *= self.scale
+            if np.any(self.shift):
+                T += self.shift
+        if self.whiten is not None:
+            if self.whiten.ndim == 1:
+                T /= self.whiten
+            else:
+                T = np.ascontiguousarray(T @ self.whiten)
+        w = np.ascontiguousarray(w, dtype=np.float64).copy()
+        sup = np.zeros((n, 0), dtype=np.int32)
+        slen = np.full(n, -1, dtype=np.int64)
+        aux = np.zeros(n, dtype=np.int64)
+        if kind == _L1:
+            A = np.ascontiguousarray(w[:, None] * np.maximum(T, 0.0))
+            B = np.ascontiguousarray(w[:, None] * np.maximum(-T, 0.0))
+        else:
+            A = np.ascontiguousarray(T, dtype=np.float64)
+            if kind == _GDIAG:
+                B = np.zeros((n, d))
+            elif kind == _GFULL:  # scatter matrix and the cached Cholesky factor, d^2 each
+                B = np.zeros((n, 2 * d * d))
+                aux[:] = 1
+            else:
+                B = np.zeros((n, 0))
+        if kind == _SEP and self.smax > 0:
+            sup = np.zeros((n, self.smax), dtype=np.int32)
+            Xs = sp.csr_matrix(X) if sp.issparse(X) else sp.csr_matrix(np.asarray(X))
+            Xs.sort_indices()
+            Xs.eliminate_zeros()
+            lens = np.diff(Xs.indptr)
+            B = np.zeros((n, self.smax))  # support values, contiguous (B is unused otherwise)
+            for i in range(n):
+                li = lens[i]
+                if li <= self.smax:
+                    cols = Xs.indices[Xs.indptr[i]:Xs.indptr[i + 1]]
+                    sup[i, :li] = cols
+                    B[i, :li] = A[i, cols]
+                    slen[i] = li
+        C = np.zeros((n, 2))
+        work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky scratch
+        self.engine._init_cache(kind, A, B, C, w, sup, slen, self.fc, self.fcode, work)
+        return A, B, C, w, sup, slen, aux
+
+
+def _resolve_model(model, model_params):
+    """``(model name, Divergence or None, kind)``."""
+    params = dict(model_params or {})
+    if isinstance(model, str):
+        key = model.strip().lower().replace("-", "_")
+        if key in _GAUSSIAN_MODELS:
+            if params:
+                raise TypeError(f"model {key!r} takes no model_params, got {sorted(params)}.")
+            return key, None, (_GDIAG if key == "gaussian_diag" else _GFULL)
+        if key in ("multinomial", "multi"):
+            if params:
+                raise TypeError(f"model 'multinomial' takes no model_params, got {sorted(params)}.")
+            return "multinomial", get_divergence("kl"), _SEP
+        if key == "ward":
+            key = "sqeuclidean"
+        try:
+            div = get_divergence(key, **params)
+        except ValueError as exc:
+            raise ValueError(
+                f"unknown model {model!r}: use 'multinomial', 'gaussian_diag', 'gaussian_full' or "
+                f"a registered divergence. {exc}"
+            ) from None
+    elif isinstance(model, Divergence):
+        div = get_divergence(model, **params)
+    else:
+        raise TypeError(
+            f"model must be a string or a Divergence, got {type(model).__name__}."
+        )
+    kind_name = getattr(div, "_kind", "separable")
+    if kind_name == "mahalanobis" or div.name == "sqeuclidean":
+        return div.name, div, _WARD
+    if kind_name == "l1":
+        return div.name, div, _L1
+    if div.phi is None:
+        raise ValueError(
+            f"divergence {div.name!r} has no scalar generator phi; agglomerative clustering needs "
+            "a separable generator (or sqeuclidean/mahalanobis)."
+        )
+    return div.name, div, _SEP
+
+
+def _normal_reference(X, w):
+    """Per-coordinate normal-reference bandwidths ``sigma_k (4 / ((d + 2) n))^(1/(d+4))``
+    (Bowman & Azzalini 1997, Sec. 2.4.2) and the weighted standard deviations."""
+    n, d = X.shape
+    W = w.sum()
+    mu = (w @ X) / W
+    var = (w @ (X - mu) ** 2) / W
+    sd = np.sqrt(np.maximum(var, 0.0))
+    factor = (4.0 / ((d + 2.0) * n)) ** (1.0 / (d + 4.0))
+    return sd * factor, sd
+
+
+def _positive_floor(h, X):
+    """Give constant coordinates (zero bandwidth) a harmless positive one: a constant feature
+    contributes the same ``log h^2`` to every cluster, which cancels in merge costs."""
+    h = np.asarray(h, dtype=np.float64).copy()
+    pos = h[h > 0]
+    floor = pos.mean() if pos.size else max(1.0, float(np.abs(X).max()) if X.size else 1.0)
+    h[~(h > 0)] = floor
+    return h
+
+
+def _parse_user_smoothing(smoothing):
+    if len(smoothing) == 2:
+        alpha, z = smoothing
+        form = "convex"
+    elif len(smoothing) == 3:
+        alpha, z, form = smoothing
+    else:
+        raise ValueError(
+            "smoothing as a tuple must be (alpha, z) or (alpha, z, 'convex'|'cone'), got "
+            f"{len(smoothing)} items."
+        )
+    if form not in ("convex", "cone"):
+        raise ValueError(f"smoothing form must be 'convex' or 'cone', got {form!r}.")
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha):
+        raise TypeError(f"smoothing alpha must be a real number, got {alpha!r}.")
+    if form == "convex" and not 0.0 < alpha < 1.0:
+        raise ValueError(f"smoothing alpha must lie in (0, 1) for the convex form, got {alpha}.")
+    if form == "cone" and not alpha > 0.0:
+        raise ValueError(f"smoothing alpha must be > 0, got {alpha}.")
+    z = np.asarray(z, dtype=np.float64)
+    if not np.isfinite(z).all():
+        raise ValueError("smoothing z contains NaN or infinity.")
+    return float(alpha), z, form
+
+
+def _build_plan(X, w, model, model_params, smoothing):
+    name, div, kind = _resolve_model(model, model_params)
+    n, d = X.shape
+    plan = dict(name=name, divergence=div, kind=kind, d=d, normalize=False, scale=1.0,
+                shift=np.zeros(d), whiten=None, smax=0, fc=np.zeros((2, d)), fcode=0, engine=None,
+                smoothing_description="none")
+    if isinstance(smoothing, str):
+        smoothing = smoothing.strip().lower()
+        smoothing = {"-nd": "nd", "-n": "n", "multi": "multinomial"}.get(smoothing, smoothing)
+    if smoothing is None:
+        smoothing = "none"
+    if name == "multinomial":
+        rs = np.asarray(X.sum(axis=1)).ravel()
+        if (rs <= 0).any():
+            r = int(np.argmax(rs <= 0))
+            raise ValueError(
+                f"model 'multinomial' normalises rows to sum 1, but row {r} sums to {rs[r]:g}; "
+                "drop empty documents first."
+            )
+        plan["normalize"] = True
+    if kind in (_GDIAG, _GFULL):
+        Xd = X.toarray() if sp.issparse(X) else X
+        if isinstance(smoothing, str):
+            if smoothing == "auto":
+                smoothing = "nd" if kind == _GDIAG else "n"
+            if smoothing == "nd":
+                h, _ = _normal_reference(Xd, w)
+                H = _positive_floor(h, Xd) ** 2
+                desc = "normal reference rule per coordinate (-nd)"
+            elif smoothing == "n":
+                h, sd = _normal_reference(Xd, w)
+                hbar = float(np.sqrt(np.mean(h ** 2)))
+                H = np.full(d, hbar ** 2 if hbar > 0 else _positive_floor(np.zeros(1), Xd)[0] ** 2)
+                desc = "normal reference rule, one bandwidth for all directions (-n)"
+            elif smoothing == "none":
+                raise ValueError(
+                    f"model {name!r} needs smoothing: a cluster of fewer than d + 1 points has a "
+                    "singular covariance. Use smoothing='nd', 'n' or (alpha, Z)."
+                )
+            else:
+                raise ValueError(
+                    f"unknown smoothing {smoothing!r} for {name!r}; use 'auto', 'nd', 'n' or a "
+                    "tuple (alpha, Z) adding alpha * Z to every covariance."
+                )
+        else:
+            alpha, Z, _ = _parse_user_smoothing(tuple(smoothing) + ("cone",)
+                                                if len(smoothing) == 2 else smoothing)
+            if Z.ndim == 0:
+                H = np.full(d, alpha * float(Z))
+            elif Z.shape == (d,):
+                H = alpha * Z
+            elif Z.shape == (d, d) and kind == _GFULL:
+                H = alpha * 0.5 * (Z + Z.T)
+            else:
+                raise ValueError(
+                    f"smoothing Z for {name!r} must be a scalar, a ({d},) vector of variances"
+                    + (f" or a ({d}, {d}) SPD matrix" if kind == _GFULL else "")
+                    + f"; got shape {Z.shape}."
+                )
+            if H.ndim == 1 and not (H > 0).all():
+                raise ValueError("smoothing alpha * Z must be positive in every coordinate.")
+            desc = f"user covariance alpha * Z with alpha={alpha:g}"
+        if H.ndim == 1:
+            plan["whiten"] = np.sqrt(H)
+        else:
+            try:
+                L = np.linalg.cholesky(H)
+            except np.linalg.LinAlgError:
+                raise ValueError("smoothing alpha * Z must be symmetric positive definite.") from None
+            plan["whiten"] = np.linalg.inv(L).T  # x -> L^-1 x, as rows: X @ L^-T
+        plan["smoothing_description"] = desc
+        plan["bandwidth"] = H
+        plan["engine"], plan["fcode"] = _engine_for(None)
+        return _Plan(**plan)
+
+    # identity-statistic models
+    if not isinstance(smoothing, str):
+        alpha, z, form = _parse_user_smoothing(smoothing)
+        z = np.broadcast_to(z, (d,)).astype(np.float64) if z.ndim <= 1 else None
+        if z is None:
+            raise ValueError(f"smoothing z must be a scalar or a ({d},) vector.")
+        if form == "convex":
+            div.check_domain(z.reshape(1, -1), name="smoothing z", side="right")
+            plan["scale"] = 1.0 - alpha
+        plan["shift"] = alpha * z
+        plan["smoothing_description"] = f"user {form} smoothing, alpha={alpha:g}"
+    else:
+        if smoothing == "auto":
+            smoothing = "multinomial" if (name == "multinomial" or div.name == "kl") else "none"
+        if smoothing == "multinomial":
+            m = float(X.sum())
+            if not m > 0:
+                raise ValueError("multinomial smoothing needs data with positive total mass.")
+            p = 1.0 / d
+            eps = 1.0 / m + math.sqrt(p * (1.0 - p) / m)
+            plan["shift"] = np.full(d, eps)
+            plan["smoothing_description"] = (
+                f"multinomial confidence term 1/m + sqrt(p(1-p)/m) = {eps:.3g} added to every "
+                f"coordinate (m = {m:g} total mass, p = 1/{d})"
+            )
+        elif smoothing == "none":
+            pass
+        elif smoothing in ("nd", "n"):
+            raise ValueError(
+                f"smoothing {smoothing!r} (normal reference rule) applies to the Gaussian models; "
+                f"for {name!r} use 'auto', 'none', 'multinomial' or (alpha, z)."
+            )
+        else:
+            raise ValueError(
+                f"unknown smoothing {smoothing!r}; use 'auto', 'none', 'multinomial', 'nd', 'n' "
+                "or a tuple (alpha, z[, 'convex'|'cone'])."
+            )
+    if kind == _WARD and div._kind == "mahalanobis":
+        plan["whiten"] = np.linalg.cholesky(div.param("A"))  # rows: x -> x L, ||.||^2 = x^T A x
+    if kind == _SEP:
+        shift = plan["shift"]
+        c0 = shift.copy()  # statistic of a raw zero
+        uniq, inv = np.unique(c0, return_inverse=True)
+        with np.errstate(all="ignore"):
+            fc = np.array([div.phi(float(v)) for v in uniq])[inv]
+        nnz = X.nnz if sp.issparse(X) else int(np.count_nonzero(X))
+        density = nnz / max(1, n * d)
+        if density < 0.5 and np.isfinite(fc).all() and d >= 16:
+            plan["smax"] = d // 2  # int32 supports: a quarter of the statistics' memory
+            plan["fc"] = np.ascontiguousarray(np.vstack([fc, c0]))
+    plan["engine"], plan["fcode"] = _engine_for(div if kind == _SEP else None)
+    return _Plan(**plan)
+
+
+def _validate(X, model, model_params, sample_weight, *, name="X"):
+    """Validated ``X`` (dense or CSR float64) and positive weights."""
+    mname, div, kind = _resolve_model(model, model_params)
+    accept_sparse = kind in (_SEP, _L1)
+    X = check_array(X, name=name, accept_sparse=True,
+                    divergence=div if kind in (_SEP, _L1, _WARD) else None)
+    if sp.issparse(X) and not accept_sparse:
+        X = X.toarray()
+    if mname == "multinomial" and (X.data if sp.issparse(X) else X).min(initial=0.0) < 0:
+        raise DomainError(f"model 'multinomial' needs non-negative counts; {name} has negative entries.")
+    n = X.shape[0]
+    if sample_weight is None:
+        w = np.ones(n)
+    else:
+        w = np.asarray(sample_weight, dtype=np.float64)
+        if w.ndim == 0:
+            w = np.full(n, float(w))
+        if w.ndim != 1 or w.shape[0] != n:
+            raise ValueError(f"sample_weight must be 1-D of length n_samples={n}, got shape {w.shape}.")
+        if not np.isfinite(w).all() or not (w > 0).all():
+            raise ValueError(
+                "sample_weight must be finite and strictly positive (a zero-weight point has no "
+                "statistic); drop zero-weight samples first."
+            )
+    return X, w
+
+
+def _run(X, w, plan, algorithm):
+    """Merges as slot pairs and costs, in the order the tree is to be built."""
+    n = X.shape[0]
+    if algorithm not in ("auto", "nn_chain", "generic"):
+        raise ValueError(f"algorithm must be 'auto', 'nn_chain' or 'generic', got {algorithm!r}.")
+    if algorithm == "nn_chain" and plan.kind != _WARD:
+        raise ValueError(
+            f"algorithm='nn_chain' is exact only for reducible merge costs (sqeuclidean, "
+            f"mahalanobis); {plan.name!r} is not reducible, use algorithm='generic' or 'auto'."
+        )
+    si = np.zeros(max(n - 1, 0), dtype=np.int64)
+    sj = np.zeros(max(n - 1, 0), dtype=np.int64)
+    h = np.zeros(max(n - 1, 0))
+    if n < 2:
+        return si, sj, h
+    A, B, C, w2, sup, slen, aux = plan.state(X, w)
+    if plan.kind == _WARD and algorithm != "generic":
+        _nn_chain_ward(A, w2, si, sj, h)
+        order = np.argsort(h, kind="stable")
+        return si[order], sj[order], h[order]
+    plan.engine._generic_linkage(plan.kind, A, B, C, w2, sup, slen, aux, plan.fc, plan.fcode,
+                                 si, sj, h)
+    return si, sj, h
+
+
+def _linkage_from_merges(n, si, sj, h, heights):
+    if heights not in ("cost", "cumulative"):
+        raise ValueError(f"heights must be 'cost' or 'cumulative', got {heights!r}.")
+    # both drivers emit (lower slot, higher slot) with the union kept in the higher slot
+    if heights == "cumulative":
+        vals = np.maximum(np.cumsum(h), 0.0)
+        vals = np.maximum.accumulate(vals) if vals.size else vals
+    else:
+        vals = np.maximum(h, 0.0)
+    Z = np.zeros((max(n - 1, 0), 4))
+    if n >= 2:
+        _slots_to_linkage(n, si, sj, vals, np.ones(n, dtype=np.int64), Z)
+    return Z
+
+
+def bregman_linkage(X, model="sqeuclidean", *, model_params=None, smoothing="auto",
+                    sample_weight=None, heights="cost", algorithm="auto"):
+    """Agglomerative Bregman clustering; returns a scipy linkage matrix.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        Data; sparse input is accepted for identity-statistic models (statistics are kept dense,
+        ``O(n d)``), and densified for the Gaussian models.
+    model : str or Divergence, default="sqeuclidean"
+        A registered divergence (identity statistic; ``"sqeuclidean"`` = Ward, ``"mahalanobis"``
+        needs ``model_params={"A": A}``, ``"kl"``, ``"itakura_saito"``, ``"l1_subgradient"``,
+        custom generators), ``"multinomial"`` (``kl`` on row-normalised counts),
+        ``"gaussian_diag"`` or ``"gaussian_full"``.
+    model_params : dict, default=None
+        Parameters of the divergence (``A`` for mahalanobis).
+    smoothing : str or tuple, default="auto"
+        Paper Sec. 5 (Theorem 5.2). ``"auto"``: ``"nd"`` for gaussian_diag, ``"n"`` for
+        gaussian_full, ``"multinomial"`` for kl and multinomial, none otherwise.
+        ``"nd"``/``"n"``: normal-reference bandwidths per coordinate / one for all directions,
+        added to every covariance. ``"multinomial"``: ``1/m + sqrt(p (1 - p) / m)`` added to every
+        coordinate (``m`` = total mass of ``X``, e.g. the number of tokens; ``p = 1/n_features``).
+        ``(alpha, z)``: ``tau = (1 - alpha) x + alpha z`` (identity models; ``z`` in the interior
+        of the domain); ``(alpha, z, "cone")``: ``tau = x + alpha z``. For the Gaussian models
+        ``(alpha, Z)`` adds ``alpha Z`` (scalar, ``(d,)`` variances, or ``(d, d)`` SPD) to every
+        covariance. ``"none"`` disables smoothing (not allowed for the Gaussians).
+    sample_weight : array-like of shape (n_samples,), default=None
+        Positive weights replacing cluster sizes in the statistics and costs (e.g. document
+        lengths). Column 3 of the linkage matrix still counts points.
+    heights : {"cost", "cumulative"}, default="cost"
+        What column 2 holds: the merge cost, or the total cost of the forest after the merge
+        (monotone; see the module docstring for which scipy tools need which). Costs are clipped
+        at 0 (rounding, and l1_subgradient's exact ties, can make them slightly negative).
+    algorithm : {"auto", "nn_chain", "generic"}, default="auto"
+        ``"auto"`` = nearest-neighbour chain for Ward costs, Muellner's generic algorithm
+        otherwise. ``"nn_chain"`` is refused for non-reducible costs.
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples - 1, 4)
+        scipy linkage matrix (``scipy.cluster.hierarchy.is_valid_linkage(Z)`` holds). Rows are
+        in merge order (for Ward sorted by cost, like scipy).
+
+    Raises
+    ------
+    ValueError, TypeError, DomainError
+        Invalid data, model, smoothing or weights.
+
+    Notes
+    -----
+    Merge cost ``Delta(C1, C2) = |C1| f(tau1) + |C2| f(tau2) - |C12| f(tau12)`` (Telgarsky &
+    Dasgupta 2012, Prop. 3.8); for Ward this is ``|C1||C2|/|C12| ||tau1 - tau2||^2 = h^2 / 2``
+    with scipy's Ward height ``h``. Memory is ``O(n p)`` for statistics of size ``p``
+    (``p = d`` except ``gaussian_full``, ``p = d^2``); no pairwise matrix is stored.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.cluster.hierarchy import linkage
+    >>> from bregclust.agglomerative import bregman_linkage
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [5.0, 5.0], [5.0, 7.0]])
+    >>> Z = bregman_linkage(X, "sqeuclidean")
+    >>> np.allclose(np.sqrt(2 * Z[:, 2]), linkage(X, "ward")[:, 2])
+    True
+    """
+    X, w = _validate(X, model, model_params, sample_weight)
+    plan = _build_plan(X, w, model, model_params, smoothing)
+    si, sj, h = _run(X, w, plan, algorithm)
+    return _linkage_from_merges(X.shape[0], si, sj, h, heights)
+
+
+def bregman_merge_cost(X, members1, members2, *, model="sqeuclidean", model_params=None,
+                       smoothing="auto", sample_weight=None):
+    """Merge cost ``Delta(C1, C2)`` of two disjoint groups of rows of ``X`` from their statistics.
+
+    The smoothing is resolved on all of ``X`` (as in :func:`bregman_linkage`), so the value is
+    the one the agglomeration would use. ``members1``/``members2`` are index arrays or boolean
+    masks.
+    """
+    X, w = _validate(X, model, model_params, sample_weight)
+    plan = _build_plan(X, w, model, model_params, smoothing)
+    n = X.shape[0]
+    i1 = np.arange(n)[np.asarray(members1)] if np.asarray(members1).dtype == bool else np.asarray(members1, dtype=np.int64)
+    i2 = np.arange(n)[np.asarray(members2)] if np.asarray(members2).dtype == bool else np.asarray(members2, dtype=np.int64)
+    if i1.size == 0 or i2.size == 0:
+        raise ValueError("members1 and members2 must be non-empty.")
+    if np.intersect1d(i1, i2).size:
+        raise ValueError("members1 and members2 must be disjoint.")
+    sub = np.concatenate([i1, i2])
+    Xs = X[sub]
+    A, B, C, w2, sup, slen, aux = plan.state(Xs, w[sub])
+    d = A.shape[1]
+    work = np.zeros((d + 1, d)) if plan.kind == _GFULL else np.zeros((1, 1))  # Cholesky scratch
+    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
+    eng = plan.engine
+    for t in range(1, i1.size):
+        eng._merge(plan.kind, t - 1, t, A, B, C, w2, sup, slen, aux, plan.fc, plan.fcode, work,
+                   ibuf)
+    for t in range(i1.size + 1, sub.size):
+        eng._merge(plan.kind, t - 1, t, A, B, C, w2, sup, slen, aux, plan.fc, plan.fcode, work,
+                   ibuf)
+    return float(eng._cost(plan.kind, i1.size - 1, sub.size - 1, A, B, C, w2, sup, slen, aux,
+                           plan.fc, plan.fcode, work))
+
+
+def dendrogram_purity(Z, y):
+    """Dendrogram purity (Heller & Ghahramani 2005; Telgarsky & Dasgupta 2012, Sec. 7.1).
+
+    For every pair of points with the same label ``l``, take the smallest cluster of the tree
+    containing both; its purity is the fraction of that cluster labelled ``l``. The dendrogram
+    purity is the average over all such pairs. Computed in ``O(n L)`` by counting, at every
+    internal node, the same-label pairs split between its two children.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_samples - 1, 4)
+        scipy linkage matrix (heights are not used).
+    y : array-like of shape (n_samples,)
+        Class labels.
+
+    Returns
+    -------
+    float in (0, 1]
+
+    Raises
+    ------
+    ValueError
+        Shapes disagree, ``Z`` is not a valid linkage, or no two points share a label.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Z = np.array([[0, 1, 1.0, 2], [2, 3, 1.0, 2], [4, 5, 2.0, 4]])
+    >>> dendrogram_purity(Z, [0, 0, 1, 1])
+    1.0
+    >>> round(dendrogram_purity(Z, [0, 1, 0, 1]), 6)
+    0.5
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    n = y.shape[0]
+    if Z.ndim != 2 or Z.shape != (n - 1, 4):
+        raise ValueError(
+            f"Z must be a linkage matrix of shape (n_samples - 1, 4) = ({n - 1}, 4) for {n} "
+            f"labels, got {Z.shape}."
+        )
+    if n >= 2:
+        from scipy.cluster.hierarchy import is_valid_linkage
+
+        if not is_valid_linkage(Z):
+            raise ValueError("Z is not a valid scipy linkage matrix (see is_valid_linkage).")
+    _, yi = np.unique(y, return_inverse=True)
+    counts = np.bincount(yi)
+    n_pairs = float(np.sum(counts * (counts - 1) / 2.0))
+    if n_pairs == 0:
+        raise ValueError("dendrogram purity needs at least two points with the same label.")
+    total = _purity_counts(n, Z, yi.astype(np.int64), counts.size)
+    return float(total / n_pairs)
+
+
+def _labels_from_linkage(Z, n, n_merges):
+    """Flat labels after the first ``n_merges`` merges of ``Z`` (numbered by first appearance)."""
+    parent = np.full(2 * n - 1, -1, dtype=np.int64)
+    for t in range(n_merges):
+        parent[int(Z[t, 0])] = n + t
+        parent[int(Z[t, 1])] = n + t
+    lab = np.full(n + n_merges, -1, dtype=np.int64)
+    nxt = 0
+    for v in range(n + n_merges - 1, -1, -1):  # parents have larger ids than children
+        if parent[v] < 0:
+            lab[v] = nxt
+            nxt += 1
+        else:
+            lab[v] = lab[parent[v]]
+    leaves = lab[:n]
+    _, first = np.unique(leaves, return_index=True)
+    remap = np.empty(first.size, dtype=np.int64)
+    remap[np.argsort(first)] = np.arange(first.size)
+    _, inv = np.unique(leaves, return_inverse=True)
+    return remap[inv]
+
+
+class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
+    """Agglomerative clustering with a Bregman merge cost (Telgarsky & Dasgupta, ICML 2012).
+
+    Builds the full tree greedily - always merging the pair of clusters whose union raises the
+    Bregman hard-clustering cost least - from cluster statistics only (``O(n d)`` memory), then
+    cuts it at ``n_clusters`` clusters (undoing the last merges) or at ``distance_threshold``.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=2
+        Number of clusters of the cut; must be None when ``distance_threshold`` is given.
+    model : str or Divergence, default="sqeuclidean"
+        See :func:`bregman_linkage` (registered divergences, ``"multinomial"``,
+        ``"gaussian_diag"``, ``"gaussian_full"``).
+    model_params : dict, default=None
+        Divergence parameters (``{"A": A}`` for mahalanobis).
+    smoothing : str or tuple, default="auto"
+        See :func:`bregman_linkage`.
+    distance_threshold : float, default=None
+        Stop merging at the first merge whose height (per ``heights``) is ``>= distance_threshold``.
+    heights : {"cost", "cumulative"}, default="cost"
+        Heights stored in ``linkage_matrix_`` / ``distances_`` and used by ``distance_threshold``.
+    algorithm : {"auto", "nn_chain", "generic"}, default="auto"
+    n_features : int, default=16
+        Number of tree features produced by :meth:`transform`: the clusters formed by the last
+        ``n_features`` merges (the root first), capped at ``n_samples - 1``.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+    n_clusters_ : int
+    children_ : ndarray of shape (n_samples - 1, 2)
+        Node ids as in scikit-learn: ``< n_samples`` are points, ``n_samples + t`` is merge ``t``.
+    distances_ : ndarray of shape (n_samples - 1,)
+    linkage_matrix_ : ndarray of shape (n_samples - 1, 4)
+        scipy linkage matrix.
+    n_leaves_ : int
+    n_features_in_ : int
+    divergence_ : Divergence or None
+        The divergence of identity-statistic models.
+    smoothing_ : str
+        Description of the smoothing that was applied.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bregclust.agglomerative import AgglomerativeBregman
+    >>> X = np.array([[1.0, 9.0], [1.2, 8.0], [9.0, 1.0], [8.0, 1.5]])
+    >>> AgglomerativeBregman(2, model="kl").fit(X).labels_
+    array([0, 0, 1, 1])
+    """
+
+    def __init__(self, n_clusters=2, *, model="sqeuclidean", model_params=None, smoothing="auto",
+                 distance_threshold=None, heights="cost", algorithm="auto", n_features=16):
+        self.n_clusters = n_clusters
+        self.model = model
+        self.model_params = model_params
+        self.smoothing = smoothing
+        self.distance_threshold = distance_threshold
+        self.heights = heights
+        self.algorithm = algorithm
+        self.n_features = n_features
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Build the tree on ``X`` and cut it.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        if (self.n_clusters is None) == (self.distance_threshold is None):
+            raise ValueError(
+                "exactly one of n_clusters and distance_threshold must be given (set the other "
+                f"to None); got n_clusters={self.n_clusters!r}, "
+                f"distance_threshold={self.distance_threshold!r}."
+            )
+        if self.n_clusters is not None and (
+                isinstance(self.n_clusters, bool) or not isinstance(self.n_clusters, numbers.Integral)):
+            raise TypeError(f"n_clusters must be an int or None, got {self.n_clusters!r}.")
+        if self.distance_threshold is not None and (
+                isinstance(self.distance_threshold, bool)
+                or not isinstance(self.distance_threshold, numbers.Real)):
+            raise TypeError(f"distance_threshold must be a real number, got {self.distance_threshold!r}.")
+        if (isinstance(self.n_features, bool) or not isinstance(self.n_features, numbers.Integral)
+                or self.n_features < 1):
+            raise ValueError(f"n_features must be a positive int, got {self.n_features!r}.")
+        Xv, w = _validate(X, self.model, self.model_params, sample_weight)
+        n = Xv.shape[0]
+        if self.n_clusters is not None and not 1 <= self.n_clusters <= n:
+            raise ValueError(
+                f"n_clusters={self.n_clusters} must lie in [1, n_samples={n}]."
+            )
+        plan = _build_plan(Xv, w, self.model, self.model_params, self.smoothing)
+        si, sj, h = _run(Xv, w, plan, self.algorithm)
+        Z = _linkage_from_merges(n, si, sj, h, self.heights)
+        if self.n_clusters is not None:
+            n_merges = n - self.n_clusters
+        else:
+            above = np.flatnonzero(Z[:, 2] >= self.distance_threshold)
+            n_merges = int(above[0]) if above.size else n - 1
+        self.linkage_matrix_ = Z
+        self.children_ = Z[:, :2].astype(np.int64)
+        self.distances_ = Z[:, 2].copy()
+        self.labels_ = _labels_from_linkage(Z, n, n_merges)
+        self.n_clusters_ = n - n_merges
+        self.n_leaves_ = n
+        self.n_features_in_ = Xv.shape[1]
+        self.divergence_ = plan.divergence
+        self.smoothing_ = plan.smoothing_description
+        self._plan = plan
+        # statistics of the top clusters for transform (root first)
+        k = min(self.n_features, max(n - 1, 0))
+        st = plan.state(Xv, w)
+        A, B, C, w2, sup, slen, aux = st
+        outs = (np.zeros((k, A.shape[1])), np.zeros((k, B.shape[1])), np.zeros((k, 2)), np.zeros(k),
+                np.zeros((k, sup.shape[1]), dtype=sup.dtype), np.zeros(k, dtype=np.int64),
+                np.zeros(k, dtype=np.int64))
+        if k > 0:
+            plan.engine._replay(plan.kind, Z, A, B, C, w2, sup, slen, aux, plan.fc, plan.fcode,
+                                n - 1 - k, *outs)
+        self._top_state = outs
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fit and return ``labels_``."""
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def transform(self, X):
+        """Tree features (paper Sec. 7.2): ``F[p, i] = Delta(C_i, {x_p})`` for the top clusters.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        F : ndarray of shape (n_samples, k)
+            ``k = min(n_features, n_leaves_ - 1)``; column 0 is the root, then the clusters of
+            the following merges, last to first. Each point counts with weight 1.
+        """
+        check_is_fitted(self, "linkage_matrix_")
+        Xv, w = _validate(X, self.model, self.model_params, None)
+        if Xv.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {Xv.shape[1]} features, but AgglomerativeBregman is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        plan = self._plan
+        top = self._top_state
+        k = top[0].shape[0]
+        m = Xv.shape[0]
+        F = np.empty((m, k))
+        step = max(1, 4096 if plan.kind != _GFULL else 256)
+        for s in range(0, m, step):
+            e = min(m, s + step)
+            pts = plan.state(Xv[s:e], w[s:e])
+            st = []
+            for a, b in zip(top, pts):
+                if a.ndim == 2 and a.shape[1] != b.shape[1]:  # support widths always agree
+                    raise RuntimeError("internal: statistic widths differ")
+                st.append(np.ascontiguousarray(np.concatenate([a, b.astype(a.dtype)], axis=0)))
+            A, B, C, w2, sup, slen, aux = st
+            out = np.empty((e - s, k))
+            plan.engine._cross_costs(plan.kind, k, A, B, C, w2, sup, slen, aux, plan.fc,
+                                     plan.fcode, out)
+            F[s:e] = out
+        return F
+
+
+def _demo(Xs, ys, random_state=0):
+    """Rows for ``bregclust demo``: agglomerative Bregman clustering per task (Ward and kl),
+    each tree cut at the task's number of classes. The trees are deterministic, so
+    ``random_state`` is unused (kept for the common demo signature).
+
+    Returns
+    -------
+    rows : list of (str, list of (nmi, ari, accuracy))
+        One row per method, one triple per task.
+    """
+    from .metrics import ari, clustering_accuracy, nmi
+
+    rows = []
+    for name, model in (("AGG (Ward = sqeuclidean)", "sqeuclidean"), ("AGG (kl)", "kl")):
+        per_task = []
+        for X, y in zip(Xs, ys):
+            k = int(np.unique(y).size)
+            lab = AgglomerativeBregman(k, model=model).fit(X).labels_
+            per_task.append((nmi(y, lab), ari(y, lab), clustering_accuracy(y, lab)))
+        rows.append((name, per_task))
+    return rows

@@ -1,0 +1,380 @@
+"""Agglomerative Bregman clustering: oracles (scipy Ward, brute-force Definition 3.7), the
+paper's propositions, smoothing, dendrogram purity, the estimator and bad input."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import require_data
+from naive_agglomerative import (
+    Reference,
+    check_greedy,
+    merges_from_linkage,
+    naive_agglomerate,
+    naive_dendrogram_purity,
+    prop38_merge_cost,
+)
+from scipy.cluster.hierarchy import fcluster, is_monotonic, is_valid_linkage, linkage
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.metrics import adjusted_rand_score
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from bregclust import DomainError, register_divergence, unregister_divergence
+from bregclust.agglomerative import (
+    AgglomerativeBregman,
+    bregman_linkage,
+    bregman_merge_cost,
+    dendrogram_purity,
+)
+
+
+def _sparse_counts(rng, n, d, density=0.2):
+    X = rng.poisson(1.5, size=(n, d)).astype(float) * (rng.random((n, d)) < density)
+    X[:, 0] += 1.0  # no empty rows
+    return X
+
+
+# ---------------------------------------------------------------------------- scipy Ward oracle
+def test_ward_reproduces_scipy_on_glass():
+    from bregclust.datasets import load_glass
+
+    require_data("uci_glass/glass.data")
+    X = load_glass().X
+    Z = bregman_linkage(X, "sqeuclidean")
+    Zs = linkage(X, "ward")
+    assert is_valid_linkage(Z)
+    np.testing.assert_array_equal(Z[:, [0, 1, 3]], Zs[:, [0, 1, 3]])
+    np.testing.assert_allclose(np.sqrt(2.0 * Z[:, 2]), Zs[:, 2], rtol=1e-12, atol=1e-12)
+
+
+def test_ward_reproduces_scipy_on_digits():
+    X = load_digits().data
+    # integer pixels give exactly tied merges, resolved differently by equally valid trees:
+    # the heights agree on the raw data, the merges too once a 1e-7 jitter breaks the ties
+    Z = bregman_linkage(X, "ward")
+    assert is_valid_linkage(Z)
+    np.testing.assert_allclose(np.sqrt(2.0 * Z[:, 2]), linkage(X, "ward")[:, 2], rtol=1e-12,
+                               atol=1e-10)
+    Xj = X + 1e-7 * np.random.default_rng(0).standard_normal(X.shape)
+    Z = bregman_linkage(Xj, "ward")
+    Zs = linkage(Xj, "ward")
+    np.testing.assert_array_equal(Z[:, [0, 1, 3]], Zs[:, [0, 1, 3]])
+    np.testing.assert_allclose(np.sqrt(2.0 * Z[:, 2]), Zs[:, 2], rtol=1e-12, atol=1e-10)
+
+
+def test_generic_algorithm_equals_nn_chain_for_ward():
+    X = np.random.default_rng(0).normal(size=(150, 4))
+    Z1 = bregman_linkage(X, "sqeuclidean", algorithm="nn_chain")
+    Z2 = bregman_linkage(X, "sqeuclidean", algorithm="generic")
+    np.testing.assert_array_equal(Z1[:, [0, 1, 3]], Z2[:, [0, 1, 3]])
+    np.testing.assert_allclose(Z1[:, 2], Z2[:, 2], rtol=1e-12)
+
+
+def test_mahalanobis_is_ward_after_whitening():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    M = rng.normal(size=(3, 3))
+    A = M @ M.T + 0.5 * np.eye(3)
+    Z = bregman_linkage(X, "mahalanobis", model_params={"A": A})
+    Zs = linkage(X @ np.linalg.cholesky(A), "ward")
+    np.testing.assert_array_equal(Z[:, [0, 1, 3]], Zs[:, [0, 1, 3]])
+    np.testing.assert_allclose(np.sqrt(2.0 * Z[:, 2]), Zs[:, 2], rtol=1e-10)
+
+
+def test_weighted_ward_equals_duplicated_points():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(12, 2))
+    w = np.array([1, 2, 1, 3, 1, 1, 2, 1, 1, 1, 2, 1], dtype=float)
+    Z = bregman_linkage(X, "sqeuclidean", sample_weight=w)
+    ref = Reference(X, "sqeuclidean", w=w)
+    assert check_greedy(ref, merges_from_linkage(Z, 12)) == []
+
+
+# ---------------------------------------------------------------------------- brute force
+_CASES = {
+    "kl_sparse": ("kl", "sparse", "multinomial", None),
+    "kl_dense_nosmooth": ("kl", "gamma", "none", None),
+    "kl_user_convex": ("kl", "sparse", (0.3, 0.5), None),
+    "itakura_saito": ("itakura_saito", "gamma", None, None),
+    "gaussian_diag": ("gaussian_diag", "normal", None, None),
+    "gaussian_full": ("gaussian_full", "normal", None, None),
+    "gaussian_full_nd": ("gaussian_full", "normal", "nd", None),
+    "l1_subgradient": ("l1_subgradient", "normal", None, None),
+    "multinomial": ("multinomial", "sparse", "multinomial", None),
+    "multinomial_weighted": ("multinomial", "sparse", "multinomial", "lengths"),
+    "gaussian_diag_weighted": ("gaussian_diag", "normal", None, "random"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CASES))
+def test_merges_equal_brute_force_definition_3_7(case):
+    model, data, smoothing, weights = _CASES[case]
+    rng = np.random.default_rng(sum(map(ord, case)))
+    n = 13
+    X = {"sparse": lambda: _sparse_counts(rng, n, 24),
+         "gamma": lambda: rng.gamma(2.0, size=(n, 4)),
+         "normal": lambda: rng.normal(size=(n, 3))}[data]()
+    w = None
+    if weights == "lengths":
+        w = X.sum(axis=1)
+    elif weights == "random":
+        w = rng.random(n) + 0.5
+    ref_smoothing = smoothing
+    if model.startswith("gaussian") and smoothing is None:
+        ref_smoothing = "nd" if model == "gaussian_diag" else "n"
+    ref = Reference(X, model, w=w, smoothing=ref_smoothing)
+    Z = bregman_linkage(X, model, smoothing="auto" if smoothing is None else smoothing,
+                        sample_weight=w)
+    assert is_valid_linkage(Z)
+    assert check_greedy(ref, merges_from_linkage(Z, n), rtol=1e-8) == []
+
+
+def test_merges_equal_brute_force_exactly_without_ties():
+    X = np.random.default_rng(5).gamma(2.0, size=(11, 3))
+    ref = Reference(X, "kl", smoothing="multinomial")
+    naive = naive_agglomerate(ref)
+    ours = merges_from_linkage(bregman_linkage(X, "kl"), 11)
+    assert [{a, b} for a, b, _ in naive] == [{a, b} for a, b, _ in ours]
+    np.testing.assert_allclose([c for *_, c in naive], [h for *_, h in ours], rtol=1e-10)
+
+
+def test_custom_generator_works_and_matches_brute_force():
+    name = "agglo_test_cosh"
+    div = register_divergence(name, phi=lambda x: math.cosh(x), dphi=lambda x: math.sinh(x))
+    try:
+        X = np.random.default_rng(7).normal(size=(10, 3))
+        Z = bregman_linkage(X, name)
+        assert check_greedy(Reference(X, name), merges_from_linkage(Z, 10)) == []
+        Z2 = bregman_linkage(X, div)  # a Divergence object works too
+        np.testing.assert_array_equal(Z, Z2)
+    finally:
+        unregister_divergence(name)
+
+
+# ---------------------------------------------------------------------------- the propositions
+@pytest.mark.parametrize("model", ["sqeuclidean", "kl", "itakura_saito"])
+def test_jensen_gap_equals_definition_and_prop_3_8(model):
+    rng = np.random.default_rng(11)
+    X = rng.gamma(1.5, size=(9, 5)) + 0.05
+    w = rng.random(9) + 0.3
+    i1, i2 = [0, 2, 3, 7], [1, 4, 8]
+    fast = bregman_merge_cost(X, i1, i2, model=model, smoothing="none", sample_weight=w)
+    ref = Reference(X, model, w=w)
+    definition = ref.merge_cost(i1, i2)
+    prop = prop38_merge_cost(X[i1], w[i1], X[i2], w[i2], model)
+    np.testing.assert_allclose(fast, definition, rtol=1e-10)
+    np.testing.assert_allclose(fast, prop, rtol=1e-10)
+
+
+def test_ward_cost_closed_form():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(7, 3))
+    c = bregman_merge_cost(X, [0, 1, 2], [3, 4, 5, 6])
+    m1, m2 = X[:3].mean(0), X[3:].mean(0)
+    np.testing.assert_allclose(c, 3 * 4 / 7 * np.sum((m1 - m2) ** 2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("model", ["gaussian_diag", "gaussian_full"])
+def test_gaussian_cost_is_gaussian_kl_sum(model):
+    X = np.random.default_rng(4).normal(size=(12, 3))
+    H = np.array([0.3, 0.2, 0.5])
+    c = bregman_merge_cost(X, np.arange(5), np.arange(5, 12), model=model, smoothing=(1.0, H))
+    ref = Reference(X, model, smoothing=np.diag(H))
+    np.testing.assert_allclose(c, ref.merge_cost(range(5), range(5, 12)), rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------- smoothing
+def test_smoothing_keeps_singleton_costs_finite_in_high_dimension():
+    X = np.random.default_rng(8).normal(size=(6, 20))  # d > n: every covariance is singular
+    for model in ("gaussian_diag", "gaussian_full"):
+        Z = bregman_linkage(X, model)
+        assert np.isfinite(Z[:, 2]).all() and (Z[:, 2] > 0).all()
+    Xc = _sparse_counts(np.random.default_rng(9), 8, 30, density=0.1)
+    Z = bregman_linkage(Xc, "multinomial")
+    assert np.isfinite(Z[:, 2]).all()
+
+
+def test_gaussians_refuse_no_smoothing():
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    with pytest.raises(ValueError, match="needs smoothing"):
+        bregman_linkage(X, "gaussian_full", smoothing="none")
+
+
+def test_multinomial_smoothing_is_the_confidence_term():
+    X = _sparse_counts(np.random.default_rng(1), 6, 40)
+    est = AgglomerativeBregman(2, model="multinomial").fit(X)
+    m, p = X.sum(), 1 / 40
+    assert f"{1 / m + math.sqrt(p * (1 - p) / m):.3g}" in est.smoothing_
+
+
+def test_sparse_input_equals_dense_input():
+    X = _sparse_counts(np.random.default_rng(12), 40, 50)
+    Zd = bregman_linkage(X, "kl")
+    Zs = bregman_linkage(sp.csr_matrix(X), "kl")
+    np.testing.assert_array_equal(Zd[:, [0, 1, 3]], Zs[:, [0, 1, 3]])
+    np.testing.assert_allclose(Zd[:, 2], Zs[:, 2], rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------- dendrogram purity
+def test_dendrogram_purity_equals_pairwise_definition():
+    rng = np.random.default_rng(13)
+    for n, L in [(30, 3), (25, 2), (40, 5)]:
+        X = rng.normal(size=(n, 2))
+        y = rng.integers(0, L, n)
+        Z = linkage(X, "average")
+        assert dendrogram_purity(Z, y) == pytest.approx(naive_dendrogram_purity(Z, y), rel=1e-12)
+
+
+def test_dendrogram_purity_hand_examples():
+    Z = np.array([[0, 1, 1.0, 2], [2, 3, 1.0, 2], [4, 5, 2.0, 4]])
+    assert dendrogram_purity(Z, [0, 0, 1, 1]) == 1.0
+    assert dendrogram_purity(Z, ["a", "b", "a", "b"]) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="at least two points with the same label"):
+        dendrogram_purity(Z, [0, 1, 2, 3])
+    with pytest.raises(ValueError, match="shape"):
+        dendrogram_purity(Z, [0, 1, 1])
+
+
+# ---------------------------------------------------------------------------- heights, estimator
+def test_cumulative_heights_are_monotone_and_cost_heights_may_invert():
+    X = np.random.default_rng(14).gamma(0.7, size=(80, 6))
+    Zc = bregman_linkage(X, "itakura_saito", heights="cumulative")
+    Zh = bregman_linkage(X, "itakura_saito", heights="cost")
+    assert is_valid_linkage(Zc) and is_monotonic(Zc)
+    np.testing.assert_array_equal(Zc[:, [0, 1, 3]], Zh[:, [0, 1, 3]])
+    np.testing.assert_allclose(Zc[:, 2], np.cumsum(Zh[:, 2]), rtol=1e-10)
+
+
+def test_estimator_cut_matches_fcluster_for_ward():
+    X = load_digits().data[:300]
+    est = AgglomerativeBregman(n_clusters=7).fit(X)
+    ref = fcluster(linkage(X, "ward"), 7, criterion="maxclust")
+    assert est.n_clusters_ == 7
+    assert adjusted_rand_score(est.labels_, ref) == 1.0
+    assert est.children_.shape == (299, 2) and est.distances_.shape == (299,)
+    np.testing.assert_array_equal(est.fit_predict(X), est.labels_)
+
+
+def test_distance_threshold_cut():
+    X = np.array([[0.0], [0.1], [5.0], [5.2], [20.0]])
+    est = AgglomerativeBregman(None, distance_threshold=1.0).fit(X)
+    assert est.n_clusters_ == 3
+    np.testing.assert_array_equal(est.labels_, [0, 0, 1, 1, 2])
+
+
+def test_transform_gives_merge_costs_to_top_clusters():
+    rng = np.random.default_rng(15)
+    X = rng.normal(size=(30, 3))
+    Xnew = rng.normal(size=(4, 3))
+    H = np.array([0.2, 0.3, 0.4])
+    est = AgglomerativeBregman(3, model="gaussian_diag", smoothing=(1.0, H), n_features=3).fit(X)
+    F = est.transform(Xnew)
+    assert F.shape == (4, 3)
+    ref = Reference(np.vstack([X, Xnew]), "gaussian_diag", smoothing=np.diag(H))
+    for p in range(4):
+        expect = ref.merge_cost(range(30), [30 + p])  # column 0 is the root
+        assert F[p, 0] == pytest.approx(expect, rel=1e-10)
+    # the next columns are the root's children
+    Z = est.linkage_matrix_
+    members = merges_from_linkage(Z, 30)
+    child = members[-2][0] | members[-2][1]
+    assert F[0, 1] == pytest.approx(ref.merge_cost(sorted(child), [30]), rel=1e-10)
+
+
+def test_transform_sparse_kl_matches_merge_cost():
+    X = _sparse_counts(np.random.default_rng(16), 25, 40)
+    est = AgglomerativeBregman(2, model="kl", n_features=2).fit(X[:20])
+    F = est.transform(X[20:])
+    m = X[:20].sum()  # the smoothing is resolved on the training data
+    eps = 1 / m + math.sqrt((1 / 40) * (1 - 1 / 40) / m)
+    for p in range(5):  # column 0: the root, i.e. all 20 training points
+        Xa = np.vstack([X[:20], X[20 + p]])
+        ref = Reference(Xa, "kl")
+        ref.T = Xa + eps
+        assert F[p, 0] == pytest.approx(ref.merge_cost(range(20), [20]), rel=1e-9)
+
+
+def test_estimator_pickle_clone_and_no_mutation():
+    X = np.random.default_rng(17).gamma(2.0, size=(25, 4))
+    X0 = X.copy()
+    est = AgglomerativeBregman(3, model="kl", n_features=4).fit(X)
+    np.testing.assert_array_equal(X, X0)
+    est2 = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(est2.labels_, est.labels_)
+    np.testing.assert_allclose(est2.transform(X[:3]), est.transform(X[:3]))
+    c = clone(est)
+    assert c.get_params() == est.get_params() and not hasattr(c, "labels_")
+
+
+# ---------------------------------------------------------------------------- degenerate data
+@pytest.mark.parametrize("model", ["sqeuclidean", "kl", "itakura_saito", "gaussian_diag",
+                                   "gaussian_full", "l1_subgradient", "multinomial"])
+def test_degenerate_inputs(model):
+    same = np.ones((6, 3))
+    Z = bregman_linkage(same, model)
+    assert is_valid_linkage(Z) and np.allclose(Z[:, 2], 0.0, atol=1e-9)
+    X = np.random.default_rng(18).gamma(2.0, size=(8, 3))
+    X[:, 1] = 2.0  # a constant feature
+    X[3] = X[5]  # a duplicate point
+    Z = bregman_linkage(X, model)
+    assert is_valid_linkage(Z) and np.isfinite(Z).all()
+    assert bregman_linkage(X[:1], model).shape == (0, 4)
+    Z2 = bregman_linkage(X[:2], model)
+    assert Z2.shape == (1, 4) and Z2[0, 3] == 2
+    labels = AgglomerativeBregman(1, model=model).fit(X[:1]).labels_
+    np.testing.assert_array_equal(labels, [0])
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_bad_input_messages():
+    X = np.random.default_rng(19).gamma(2.0, size=(6, 2))
+    bad = X.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        bregman_linkage(bad)
+    with pytest.raises(DomainError, match="kl needs non-negative"):
+        bregman_linkage(X - 3.0, "kl")
+    with pytest.raises(DomainError, match="itakura_saito needs positive"):
+        bregman_linkage(np.vstack([X, np.zeros((1, 2))]), "itakura_saito")
+    with pytest.raises(ValueError, match="unknown model"):
+        bregman_linkage(X, "no_such_model")
+    with pytest.raises(ValueError, match="not reducible"):
+        bregman_linkage(X, "kl", algorithm="nn_chain")
+    with pytest.raises(ValueError, match="unknown smoothing"):
+        bregman_linkage(X, "kl", smoothing="bogus")
+    with pytest.raises(ValueError, match="applies to the Gaussian models"):
+        bregman_linkage(X, "kl", smoothing="nd")
+    with pytest.raises(ValueError, match="alpha must lie in"):
+        bregman_linkage(X, "kl", smoothing=(1.5, 1.0))
+    with pytest.raises(ValueError, match="heights must be"):
+        bregman_linkage(X, heights="tall")
+    with pytest.raises(ValueError, match="strictly positive"):
+        bregman_linkage(X, sample_weight=[1, 1, 0, 1, 1, 1])
+    with pytest.raises(ValueError, match="row 1 sums to 0"):
+        bregman_linkage(np.array([[1.0, 2.0], [0.0, 0.0]]), "multinomial")
+    with pytest.raises(ValueError, match="exactly one of n_clusters and distance_threshold"):
+        AgglomerativeBregman(2, distance_threshold=1.0).fit(X)
+    with pytest.raises(ValueError, match="must lie in"):
+        AgglomerativeBregman(9).fit(X)
+    est = AgglomerativeBregman(2).fit(X)
+    with pytest.raises(ValueError, match="X has 3 features, but AgglomerativeBregman is expecting 2"):
+        est.transform(np.ones((2, 3)))
+    with pytest.raises(TypeError, match="model must be a string"):
+        bregman_linkage(X, model=3)
+
+
+_ZERO_WEIGHTS = ("zero weights are refused: a zero-weight point has no statistic (documented)")
+
+
+@parametrize_with_checks(
+    [AgglomerativeBregman(2)],
+    expected_failed_checks=lambda est: {
+        "check_sample_weight_equivalence_on_dense_data": _ZERO_WEIGHTS,
+        "check_sample_weight_equivalence_on_sparse_data": _ZERO_WEIGHTS,
+    },
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
