@@ -18,10 +18,20 @@ from .divergences import (
 from .kernel_mtc import LNKMTC, LSKMTC, NonparametricKernelMTC, SpectralKernelMTC, kernel_kmeans
 from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
 from .metrics import ari, clustering_accuracy, clustering_scores, nmi, partition_emd
+from .model_relation import (
+    ModelRelationClustering,
+    SymmetricNMF,
+    project_simplex,
+    similarity_matrix,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ModelRelationClustering",
+    "SymmetricNMF",
+    "project_simplex",
+    "similarity_matrix",
     "AgglomerativeBregman",
     "bregman_linkage",
     "bregman_merge_cost",

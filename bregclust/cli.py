@@ -104,7 +104,18 @@ def _fit_agglomerative(Xs, args):
             for X, k in zip(Xs, ks)]
 
 
-METHODS = {"kmeans": _fit_kmeans, "agglomerative": _fit_agglomerative}
+def _fit_mtcmrl(Xs, args):
+    """MTCMRL on all task files together (paper defaults; --lam sets lambda)."""
+    from .model_relation import ModelRelationClustering
+
+    ks = _per_task(args.n_clusters, len(Xs))
+    lam = 4.0 if args.lam is None else args.lam
+    m = ModelRelationClustering(ks, lam=lam, max_iter=args.max_iter,
+                                random_state=args.seed).fit(Xs)
+    return m.labels_
+
+
+METHODS = {"kmeans": _fit_kmeans, "agglomerative": _fit_agglomerative, "mtcmrl": _fit_mtcmrl}
 
 
 def _per_task(n_clusters, T):
@@ -151,8 +162,13 @@ def _demo_agglomerative(Xs, ys, random_state):
     return _demo(Xs, ys, random_state=random_state)
 
 
+def _demo_model_relation(Xs, ys, random_state):
+    from .model_relation import _demo
+    return _demo(Xs, ys, random_state=random_state)
+
+
 DEMOS = [("IND", _demo_ind), ("Agglomerative", _demo_agglomerative),
-         ("KernelMTC", _demo_kernel_mtc)]
+         ("KernelMTC", _demo_kernel_mtc), ("MTCMRL", _demo_model_relation)]
 
 
 def _cmd_demo(args):
@@ -262,7 +278,8 @@ def build_parser():
                         "gaussian_full, multinomial)")
     p.add_argument("--mahalanobis-matrix", default=None,
                    help="file holding the SPD matrix A for --divergence mahalanobis")
-    p.add_argument("--lam", type=float, default=0.5, help="task coupling for multi-task methods")
+    p.add_argument("--lam", type=float, default=None,
+                   help="task coupling of the multi-task method (default: the paper's value)")
     p.add_argument("--n-init", type=int, default=1, help="restarts (best objective wins)")
     p.add_argument("--max-iter", type=int, default=300)
     p.add_argument("--seed", type=int, default=0)

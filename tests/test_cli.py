@@ -99,3 +99,17 @@ def test_fit_agglomerative_two_tasks(tmp_path):
     for t in range(2):
         lab = np.loadtxt(tmp_path / "out" / f"task{t}.labels.txt", dtype=int)
         assert len(set(lab[:15])) == 1 and len(set(lab[15:])) == 1 and lab[0] != lab[-1]
+
+
+def test_fit_mtcmrl_two_tasks(tmp_path):
+    rng = np.random.default_rng(2)
+    files = []
+    for t in range(2):
+        X = np.vstack([rng.poisson([8, 1, 1, 0.5], (20, 4)), rng.poisson([1, 1, 8, 0.5], (20, 4))])
+        files.append(tmp_path / f"t{t}.npy")
+        np.save(files[-1], X.astype(float))
+    assert main(["fit", *map(str, files), "--method", "mtcmrl", "-k", "2", "--quiet"]) == 0
+    for t in range(2):
+        lab = np.loadtxt(tmp_path / f"t{t}.labels.txt", dtype=int)
+        assert (lab[:20] == lab[0]).mean() >= 0.9 and (lab[20:] == lab[-1]).mean() >= 0.9
+        assert lab[0] != lab[-1]
