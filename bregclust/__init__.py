@@ -24,10 +24,15 @@ from .model_relation import (
     project_simplex,
     similarity_matrix,
 )
+from .shared_subspace import LSSMTC, LSSTTC, SharedSubspaceClustering, SharedSubspaceTransfer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LSSMTC",
+    "LSSTTC",
+    "SharedSubspaceClustering",
+    "SharedSubspaceTransfer",
     "ModelRelationClustering",
     "SymmetricNMF",
     "project_simplex",

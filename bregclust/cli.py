@@ -115,7 +115,32 @@ def _fit_mtcmrl(Xs, args):
     return m.labels_
 
 
-METHODS = {"kmeans": _fit_kmeans, "agglomerative": _fit_agglomerative, "mtcmrl": _fit_mtcmrl}
+def _fit_lssmtc(Xs, args):
+    """LSSMTC on all task files together (one K for all tasks; --lam sets lambda)."""
+    from .shared_subspace import SharedSubspaceClustering
+
+    ks = set(_per_task(args.n_clusters, len(Xs)))
+    if len(ks) != 1:
+        raise ValueError("lssmtc clusters every task into the same number of clusters; give one -k.")
+    lam = 0.5 if args.lam is None else args.lam
+    m = SharedSubspaceClustering(ks.pop(), lam=lam, random_state=args.seed).fit(Xs)
+    return m.labels_
+
+
+def _fit_kernel_mtc(Xs, args):
+    """LSKMTC on all task files together (the paper's b=1, r=30, kNN 10; --lam sets C)."""
+    from .kernel_mtc import SpectralKernelMTC
+
+    ks = _per_task(args.n_clusters, len(Xs))
+    C = 100.0 if args.lam is None else args.lam
+    joint = len(set(ks)) == 1
+    m = SpectralKernelMTC(ks[0] if joint else ks, C=C, joint=joint,
+                          random_state=args.seed).fit(Xs)
+    return m.labels_
+
+
+METHODS = {"kmeans": _fit_kmeans, "agglomerative": _fit_agglomerative, "mtcmrl": _fit_mtcmrl,
+           "lssmtc": _fit_lssmtc, "lskmtc": _fit_kernel_mtc}
 
 
 def _per_task(n_clusters, T):
@@ -167,8 +192,14 @@ def _demo_model_relation(Xs, ys, random_state):
     return _demo(Xs, ys, random_state=random_state)
 
 
+def _demo_shared_subspace(Xs, ys, random_state):
+    from .shared_subspace import _demo
+    return _demo(Xs, ys, random_state=random_state)
+
+
 DEMOS = [("IND", _demo_ind), ("Agglomerative", _demo_agglomerative),
-         ("KernelMTC", _demo_kernel_mtc), ("MTCMRL", _demo_model_relation)]
+         ("KernelMTC", _demo_kernel_mtc), ("LSSMTC", _demo_shared_subspace),
+         ("MTCMRL", _demo_model_relation)]
 
 
 def _cmd_demo(args):

@@ -113,3 +113,19 @@ def test_fit_mtcmrl_two_tasks(tmp_path):
         lab = np.loadtxt(tmp_path / f"t{t}.labels.txt", dtype=int)
         assert (lab[:20] == lab[0]).mean() >= 0.9 and (lab[20:] == lab[-1]).mean() >= 0.9
         assert lab[0] != lab[-1]
+
+
+@pytest.mark.parametrize("method", ["lssmtc", "lskmtc"])
+def test_fit_other_multitask_methods(tmp_path, method):
+    rng = np.random.default_rng(3)
+    files = []
+    for t in range(2):
+        X = np.vstack([rng.normal(0, 0.5, (25, 4)) + [4, 0, 0, 0],
+                       rng.normal(0, 0.5, (25, 4)) + [0, 4, 0, 0]])
+        files.append(tmp_path / f"t{t}.csv")
+        np.savetxt(files[-1], X, delimiter=",")
+    assert main(["fit", *map(str, files), "--method", method, "-k", "2", "--quiet"]) == 0
+    for t in range(2):
+        lab = np.loadtxt(tmp_path / f"t{t}.labels.txt", dtype=int)
+        assert lab.shape == (50,) and set(lab) <= {0, 1}
+        assert (lab[:25] == lab[0]).mean() >= 0.9 and (lab[25:] == lab[-1]).mean() >= 0.9

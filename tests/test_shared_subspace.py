@@ -1,0 +1,332 @@
+"""Tests for LSSMTC / LSSTTC (bregclust.shared_subspace) against tests/naive_shared_subspace.py."""
+
+import pickle
+
+import naive_shared_subspace as naive
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import require_data
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from bregclust.shared_subspace import (
+    SharedSubspaceClustering,
+    SharedSubspaceTransfer,
+    _lss_fit,
+    _SpanBasis,
+    _stack,
+    _w_step,
+)
+
+NEVER_STOP = -np.inf  # tol for _lss_fit: run exactly max_iter sweeps
+
+
+def _blobs(rng, n_per, centres, noise=1.0, shift=0.0):
+    c, d = centres.shape
+    X = np.repeat(centres, n_per, axis=0) + shift + noise * rng.normal(size=(c * n_per, d))
+    return X, np.repeat(np.arange(c), n_per)
+
+
+def _tasks(seed=0, d=6, c=3, n_per=10, m=2, sep=3.0):
+    rng = np.random.default_rng(seed)
+    centres = sep * rng.normal(size=(c, d))
+    Xs, ys = [], []
+    for k in range(m):
+        X, y = _blobs(rng, n_per, centres, shift=0.3 * k)
+        Xs.append(X)
+        ys.append(y)
+    return Xs, ys
+
+
+def _soft_init(ys, c, seed=0):
+    rng = np.random.default_rng(seed)
+    return [np.eye(c)[y] + 0.2 + 0.3 * rng.uniform(size=(y.size, c)) for y in ys]
+
+
+def _run(Xs, P0, lam, l, n_iter, *, update=None, within=None, trace=False, solver="auto"):
+    m = len(Xs)
+    basis = _SpanBasis(_stack(Xs))
+    out = _lss_fit(Xs, basis, P0, lam=lam, n_components=l, update=update or [True] * m,
+                   within=within or [True] * m, max_iter=n_iter, tol=NEVER_STOP,
+                   eig_solver=solver, trace=trace)
+    return basis, out
+
+
+# ------------------------------------------------------------------ against the dense reference
+
+@pytest.mark.parametrize("lam", [0.0, 0.4, 1.0])
+def test_matches_naive_full_eigenproblem(lam):
+    # d < n: the span-restricted W-step must equal the full d x d eigen-solution.
+    Xs, ys = _tasks(seed=1)
+    P0 = _soft_init(ys, 3)
+    basis, (P, Z, M, Mk, hist, n_iter, _, _) = _run(Xs, P0, lam, 2, 8)
+    Pn, Wn, hn = naive.lssmtc([X.T for X in Xs], P0, lam, 2, 8)
+    W = basis.components(Z)
+    assert n_iter == 8
+    for a, b in zip(P, Pn):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(W @ W.T, Wn @ Wn.T, atol=1e-9)
+    np.testing.assert_allclose(hist, hn, rtol=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["dense", "arpack"])
+def test_w_step_equals_d_by_d_eigenproblem(solver):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 12)) * np.linspace(0.2, 3.0, 12)
+    P = rng.uniform(size=(60, 3))
+    basis = _SpanBasis(X)
+    assert basis.rank == 12
+    for l in (1, 3, 5):
+        W = basis.components(_w_step(basis, P, l, solver=solver))
+        Wn, w = naive.w_step([X.T], [P], l)
+        assert w[l] - w[l - 1] > 1e-6  # a gap, so the projector is unique
+        np.testing.assert_allclose(W @ W.T, Wn @ Wn.T, atol=1e-8)
+
+
+def test_w_step_sparse_gram_paths_match_dense():
+    rng = np.random.default_rng(4)
+    P = rng.uniform(size=(40, 2))
+    for d in (10, 90):  # d <= n: X^T X route; d > n: X X^T route with implicit V
+        X = rng.poisson(0.7, size=(40, d)).astype(float)
+        Wd = _SpanBasis(X).components(_w_step(_SpanBasis(X), P, 3))
+        bs = _SpanBasis(sp.csr_matrix(X))
+        Ws = bs.components(_w_step(bs, P, 3))
+        np.testing.assert_allclose(Ws @ Ws.T, Wd @ Wd.T, atol=1e-7)
+
+
+def test_lambda_one_is_per_task_relaxed_kmeans():
+    Xs, ys = _tasks(seed=2)
+    P0 = _soft_init(ys, 3, seed=1)
+    _, (P, *_rest) = _run(Xs, P0, 1.0, 2, 6)
+    for X, P0k, Pk in zip(Xs, P0, P):
+        np.testing.assert_allclose(Pk, naive.relaxed_kmeans(X.T, P0k, 6), rtol=1e-9)
+
+
+def test_lambda_zero_is_asi_on_all_tasks_together():
+    Xs, ys = _tasks(seed=5)
+    P0 = _soft_init(ys, 3, seed=2)
+    basis, (P, Z, *_rest) = _run(Xs, P0, 0.0, 2, 6)
+    Pa, Wa = naive.asi(np.vstack(Xs).T, np.vstack(P0), 2, 6)
+    np.testing.assert_allclose(np.vstack(P), Pa, rtol=1e-8, atol=1e-12)
+    W = basis.components(Z)
+    np.testing.assert_allclose(W @ W.T, Wa @ Wa.T, atol=1e-8)
+
+
+# ------------------------------------------------------------------ guarantees of the method
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("lam", [0.0, 0.25, 0.75])
+@pytest.mark.parametrize("d", [8, 150])
+def test_objective_non_increasing_every_step(sparse, lam, d):
+    rng = np.random.default_rng(7)
+    Xs = [rng.poisson(0.5, size=(n, d)).astype(float) for n in (40, 35, 30)]
+    Xs = [sp.csr_matrix(X) for X in Xs] if sparse else Xs
+    P0 = [rng.uniform(0.05, 1.0, size=(X.shape[0], 3)) for X in Xs]
+    _, (P, Z, M, Mk, hist, _, _, steps) = _run(Xs, P0, lam, 3, 15, trace=True)
+    values = np.array([v for _, v in steps])
+    # Tolerance relative to ||X||^2 (with lam = 0 and d > n the optimum is J = 0 up to rounding).
+    scale = sum(float((X.multiply(X) if sparse else X * X).sum()) for X in Xs)
+    assert np.all(np.diff(values) <= 1e-10 * scale), steps
+    assert np.all(np.diff(hist) <= 1e-10 * scale)
+    assert values[-1] < values[0] or values[0] < 1e-12 * scale
+    assert all(np.all(Pk >= 0) for Pk in P)
+
+
+def test_high_dimensional_w_stays_in_span():
+    # d > n: the unrestricted eigen-solution lies in the null space of X (cross term 0);
+    # the restricted one lies in the row space and sees the data.
+    rng = np.random.default_rng(8)
+    Xs = [rng.normal(size=(15, 80)) for _ in range(2)]
+    P0 = [rng.uniform(0.1, 1, size=(15, 2)) for _ in range(2)]
+    _, w = naive.w_step([X.T for X in Xs], P0, 3)
+    X = np.vstack(Xs)
+    # The full-space problem is degenerate: eigenvalue 0 has multiplicity >= d - n = 50
+    # (the null space of X), so any W in it is optimal and gives X W = 0.
+    assert np.abs(w[:50]).max() < 1e-9 * w.max()
+    est = SharedSubspaceClustering(2, n_components=3, lam=0.5, init=P0, tol=0.0,
+                                   max_iter=5)
+    with pytest.warns(ConvergenceWarning, match="max_iter=5"):
+        est.fit(Xs)
+    W = est.components_.T
+    np.testing.assert_allclose(W.T @ W, np.eye(3), atol=1e-10)
+    # W lies in the row space of X: projecting onto it changes nothing.
+    Q, _ = np.linalg.qr(X.T)
+    np.testing.assert_allclose(Q @ (Q.T @ W), W, atol=1e-10)
+    assert np.linalg.norm(X @ W) > 1e-3
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_estimator_orthonormal_nonnegative_and_dense_equals_sparse(sparse):
+    Xs, ys = _tasks(seed=9, d=10)
+    Xs = [np.abs(X) for X in Xs]
+    P0 = _soft_init(ys, 3)
+    dense = SharedSubspaceClustering(3, n_components=4, lam=0.5, init=P0, max_iter=10,
+                                     tol=1e-12)
+    other = clone(dense)
+    with pytest.warns(ConvergenceWarning, match="LSSMTC stopped"):
+        dense.fit(Xs)
+        other.fit([sp.csr_matrix(X) for X in Xs] if sparse else [X.copy() for X in Xs])
+    W = dense.components_.T
+    np.testing.assert_allclose(W.T @ W, np.eye(4), atol=1e-10)
+    assert all(np.all(P >= 0) for P in dense.membership_)
+    for a, b in zip(dense.membership_, other.membership_):
+        np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(dense.objective_history_, other.objective_history_, rtol=1e-9)
+    assert dense.shared_centers_.shape == (3, 4)
+    assert [C.shape for C in dense.centers_] == [(3, 10), (3, 10)]
+    assert [lab.shape for lab in dense.labels_] == [(30,), (30,)]
+    Z = dense.transform(Xs)
+    np.testing.assert_allclose(Z[0], Xs[0] @ W)
+
+
+def test_kmeans_init_recovers_and_aligns_clusters():
+    rng = np.random.default_rng(10)
+    centres = np.array([[0.0, 0, 0, 0], [8, 0, 0, 0], [0, 8, 0, 0]]) + 5.0
+    X1, y1 = _blobs(rng, 25, centres, noise=0.5)
+    X2, y2 = _blobs(rng, 20, centres, noise=0.5, shift=0.5)
+    est = SharedSubspaceClustering(3, n_components=2, lam=0.5, random_state=0, n_init=3)
+    labels = est.fit_predict([X1, X2])
+    # Perfect recovery, and cluster j is the same blob in both tasks.
+    maps = []
+    for lab, y in zip(labels, (y1, y2)):
+        mapping = [int(np.bincount(lab[y == t], minlength=3).argmax()) for t in range(3)]
+        assert sorted(mapping) == [0, 1, 2]
+        assert np.mean(lab == np.array(mapping)[y]) == 1.0
+        maps.append(mapping)
+    assert maps[0] == maps[1]
+    assert np.all(np.diff(est.objective_history_) <= 1e-10 * est.objective_history_[0])
+
+
+def test_reproducible_inputs_unchanged_and_picklable():
+    Xs, _ = _tasks(seed=11)
+    Xs_copy = [X.copy() for X in Xs]
+    a = SharedSubspaceClustering(3, n_components=2, random_state=3).fit(Xs)
+    b = SharedSubspaceClustering(3, n_components=2, random_state=3).fit(Xs)
+    for X, Xc in zip(Xs, Xs_copy):
+        np.testing.assert_array_equal(X, Xc)
+    for la, lb in zip(a.labels_, b.labels_):
+        np.testing.assert_array_equal(la, lb)
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(c.transform(Xs[0]), a.transform(Xs[0]))
+
+
+# ------------------------------------------------------------------ LSSTTC
+
+def test_transfer_source_equals_target_is_perfect():
+    rng = np.random.default_rng(12)
+    centres = 4.0 * rng.normal(size=(4, 20))
+    X, y = _blobs(rng, 30, centres)
+    names = np.array(["course", "faculty", "project", "student"])
+    clf = SharedSubspaceTransfer(n_components=5, lam=0.5).fit(X, names[y], X.copy())
+    np.testing.assert_array_equal(clf.predict(), names[y])
+    np.testing.assert_array_equal(clf.classes_, names)
+    np.testing.assert_array_equal(clf.predict(X), names[y])
+    W = clf.components_.T
+    np.testing.assert_allclose(W.T @ W, np.eye(5), atol=1e-10)
+    assert np.all(clf.membership_ >= 0)
+    assert np.all(np.diff(clf.objective_history_) <= 1e-10 * clf.objective_history_[0])
+
+
+def test_transfer_cluster_j_is_source_class_j_on_a_shifted_target():
+    rng = np.random.default_rng(13)
+    # Centres away from the origin: the relaxed P reconstructs x as a non-negative
+    # combination of centres, so a centre near 0 would be represented by scaling another.
+    centres = np.array([[0.0, 0, 0], [6, 0, 0], [0, 6, 0]]) + 5.0
+    Xs_, ys_ = _blobs(rng, 20, centres, noise=0.6)
+    Xt, yt = _blobs(rng, 15, centres, noise=0.6, shift=[1.0, 1.0, 2.0])
+    names = np.array(["zeta", "alpha", "mu"])  # class order is np.unique order, not data order
+    clf = SharedSubspaceTransfer(n_components=2, lam=0.25).fit(Xs_, names[ys_], Xt)
+    np.testing.assert_array_equal(clf.classes_, ["alpha", "mu", "zeta"])
+    np.testing.assert_array_equal(clf.predict(), names[yt])
+
+
+def test_transfer_matches_naive_with_fixed_source():
+    Xs, ys = _tasks(seed=14, d=7)
+    P1 = np.eye(3)[ys[0]]
+    P2 = _soft_init([ys[1]], 3, seed=5)[0]
+    basis, (P, Z, M, Mk, hist, _, _, steps) = _run(
+        Xs, [P1, P2], 0.5, 2, 6, update=[False, True], within=[False, True], trace=True)
+    Pn, Wn, hn = naive.lssmtc([X.T for X in Xs], [P1, P2], 0.5, 2, 6,
+                              update=[False, True], within=[False, True])
+    np.testing.assert_array_equal(P[0], P1)
+    np.testing.assert_allclose(P[1], Pn[1], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(hist, hn, rtol=1e-9)
+    values = [v for _, v in steps]
+    assert np.all(np.diff(values) <= 1e-10 * values[0])
+
+
+def test_transfer_sparse_equals_dense():
+    rng = np.random.default_rng(15)
+    Xs_ = rng.poisson(0.6, size=(50, 120)).astype(float)
+    Xt = rng.poisson(0.6, size=(40, 120)).astype(float)
+    ys_ = rng.integers(0, 2, size=50)
+    kw = dict(n_components=10, lam=0.5, max_iter=8, tol=0.0)
+    with pytest.warns(ConvergenceWarning, match="LSSTTC stopped"):
+        a = SharedSubspaceTransfer(**kw).fit(Xs_, ys_, Xt)
+        b = SharedSubspaceTransfer(**kw).fit(sp.csr_matrix(Xs_), ys_, sp.csr_matrix(Xt))
+    np.testing.assert_allclose(a.membership_, b.membership_, rtol=1e-6, atol=1e-10)
+    np.testing.assert_array_equal(a.predict(), b.predict())
+
+
+# ------------------------------------------------------------------ bad input
+
+def test_bad_input_messages():
+    rng = np.random.default_rng(16)
+    X1, X2 = rng.normal(size=(20, 5)), rng.normal(size=(20, 6))
+    with pytest.raises(ValueError, match="share one feature space.*task 1 has 6"):
+        SharedSubspaceClustering(2).fit([X1, X2])
+    with pytest.raises(ValueError, match="share one feature space"):
+        SharedSubspaceTransfer(n_components=2).fit(X1, np.arange(20) % 2, X2)
+    with pytest.raises(ValueError, match=r"n_components=6 exceeds the rank 5"):
+        SharedSubspaceClustering(2, n_components=6, random_state=0).fit([X1, X1])
+    low_rank = np.outer(rng.normal(size=20), rng.normal(size=5))
+    with pytest.raises(ValueError, match=r"n_components=2 exceeds the rank 1"):
+        SharedSubspaceTransfer(n_components=2).fit(low_rank, np.arange(20) % 2, low_rank)
+    with pytest.raises(ValueError, match="lam must be <= 1"):
+        SharedSubspaceClustering(2, lam=1.5).fit([X1])
+    with pytest.raises(ValueError, match="larger than the 20 samples of task 0"):
+        SharedSubspaceClustering(25).fit([X1])
+    with pytest.raises(ValueError, match=r"init\[1\] must have shape \(20, 2\)"):
+        SharedSubspaceClustering(2, init=[rng.uniform(size=(20, 2)),
+                                          rng.uniform(size=(19, 2))]).fit([X1, X1])
+    with pytest.raises(ValueError, match=r"init\[0\] has rank < n_clusters=2"):
+        SharedSubspaceClustering(2, init=[np.ones((20, 2))]).fit([X1])
+    with pytest.raises(ValueError, match="init must be 'k-means', 'random'"):
+        SharedSubspaceClustering(2, init="spectral").fit([X1])
+    y = np.array(["a", "b"] * 10)
+    with pytest.raises(ValueError, match="do not cover the classes.*'c'"):
+        SharedSubspaceTransfer(n_components=2, classes=["a", "b", "c"]).fit(X1, y, X1)
+    with pytest.raises(ValueError, match="labels not in classes"):
+        SharedSubspaceTransfer(n_components=2, classes=["a"]).fit(X1, y, X1)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        SharedSubspaceTransfer(n_components=2).fit(X1, np.zeros(20), X1)
+    with pytest.raises(ValueError, match="one label per source row"):
+        SharedSubspaceTransfer(n_components=2).fit(X1, y[:-1], X1)
+    with pytest.raises(TypeError, match="list of 2-D arrays"):
+        SharedSubspaceClustering(2).fit(X1)
+    clf = SharedSubspaceTransfer(n_components=2).fit(X1, y, X1)
+    with pytest.raises(ValueError, match="X has 6 features"):
+        clf.predict(X2)
+
+
+# ------------------------------------------------------------------ real data
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_webkb4_span_path_monotone():
+    require_data("webkb4_linqs/cornell.content")
+    from bregclust.datasets import load_webkb4
+
+    data = load_webkb4(sparse=True)
+    Xs = data.Xs[:2]  # 2 tasks, 320 pages x 1,703 terms: d > n, the Gram route
+    est = SharedSubspaceClustering(4, n_components=4, lam=0.5, max_iter=8, tol=0.0,
+                                   random_state=0)
+    with pytest.warns(ConvergenceWarning, match="LSSMTC stopped"):
+        est.fit(Xs)
+    assert est.rank_ <= sum(X.shape[0] for X in Xs)
+    W = est.components_.T
+    np.testing.assert_allclose(W.T @ W, np.eye(4), atol=1e-8)
+    h = np.array(est.objective_history_)
+    assert np.all(np.diff(h) <= 1e-10 * h[0])
+    assert np.linalg.norm(est.transform(Xs[0])) > 0
