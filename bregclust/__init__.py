@@ -17,6 +17,7 @@ from .divergences import (
 )
 from .kernel_mtc import LNKMTC, LSKMTC, NonparametricKernelMTC, SpectralKernelMTC, kernel_kmeans
 from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
+from .mbc import MultitaskBregmanClustering, multitask_bregman_clustering
 from .metrics import ari, clustering_accuracy, clustering_scores, nmi, partition_emd
 from .model_relation import (
     ModelRelationClustering,
@@ -29,6 +30,8 @@ from .shared_subspace import LSSMTC, LSSTTC, SharedSubspaceClustering, SharedSub
 __version__ = "0.1.0"
 
 __all__ = [
+    "MultitaskBregmanClustering",
+    "multitask_bregman_clustering",
     "LSSMTC",
     "LSSTTC",
     "SharedSubspaceClustering",

@@ -129,3 +129,25 @@ def test_fit_other_multitask_methods(tmp_path, method):
         lab = np.loadtxt(tmp_path / f"t{t}.labels.txt", dtype=int)
         assert lab.shape == (50,) and set(lab) <= {0, 1}
         assert (lab[:25] == lab[0]).mean() >= 0.9 and (lab[25:] == lab[-1]).mean() >= 0.9
+
+
+def test_fit_mbc_two_tasks(tmp_path):
+    rng = np.random.default_rng(4)
+    files = []
+    for t in range(2):
+        X = np.vstack([rng.poisson([9, 1, 1], (20, 3)), rng.poisson([1, 1, 9], (20, 3))])
+        files.append(tmp_path / f"m{t}.npy")
+        np.save(files[-1], X.astype(float))
+    assert main(["fit", *map(str, files), "--method", "mbc", "-k", "2", "--divergence", "kl",
+                 "--lam", "0.5", "--quiet"]) == 0
+    for t in range(2):
+        lab = np.loadtxt(tmp_path / f"m{t}.labels.txt", dtype=int)
+        assert len(set(lab[:20])) == 1 and len(set(lab[20:])) == 1 and lab[0] != lab[-1]
+
+
+def test_demo_all_methods(capsys):
+    assert main(["demo", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    for name in ("IND k-means", "MBC (sqeuclidean", "MBC (kl", "AGG (Ward", "LNKMTC", "LSKMTC",
+                 "LSSMTC", "MTCMRL"):
+        assert name in out, name

@@ -1,0 +1,62 @@
+"""Slow, obvious references for bregclust.mbc (tests only).
+
+- :func:`naive_objective`: the MBC objective with one ``Divergence.divergence`` call per term.
+- :func:`lp_transport`: the relation-matrix LP (paper Eq. 10) solved by cvxpy.
+- :func:`scipy_centroid`: ``argmin_u A d(mu_L, u) + B d(u, mu_R)`` by ``scipy.optimize.minimize``.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+from bregclust.divergences import get_divergence
+
+
+def naive_objective(Xs, labels, centers, relations, divergence, lam, *, smoothing=0.0,
+                    smoothing_points=None):
+    div = get_divergence(divergence)
+    T = len(Xs)
+    total = 0.0
+    for t in range(T):
+        X = Xs[t].toarray() if sp.issparse(Xs[t]) else np.asarray(Xs[t])
+        part = sum(div.divergence(X[i], centers[t][labels[t][i]]) for i in range(X.shape[0]))
+        if smoothing > 0:
+            part += smoothing * sum(div.divergence(smoothing_points[t], u) for u in centers[t])
+        total += part / X.shape[0]
+    if T > 1:
+        for t in range(T):
+            for s in range(T):
+                if s == t:
+                    continue
+                W = relations[(t, s)]
+                for z in range(W.shape[0]):
+                    for l in range(W.shape[1]):
+                        total += lam / (T - 1) * W[z, l] * div.divergence(centers[t][z],
+                                                                          centers[s][l])
+    return total
+
+
+def lp_transport(a, b, C):
+    """``min <W, C>`` s.t. ``W 1 = a``, ``W^T 1 = b``, ``W >= 0`` (cvxpy). Returns (W, value)."""
+    import cvxpy as cp
+
+    W = cp.Variable(C.shape, nonneg=True)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(C, W))),
+                      [cp.sum(W, axis=1) == a, cp.sum(W, axis=0) == b])
+    prob.solve()
+    assert prob.status == cp.OPTIMAL, prob.status
+    return np.asarray(W.value), float(prob.value)
+
+
+def scipy_centroid(divergence, A, B, mL, mR, lower=None):
+    """Minimise ``A d(mL, u) + B d(u, mR)`` over ``u`` (one centre) with L-BFGS-B."""
+    div = get_divergence(divergence)
+
+    def f(u):
+        return A * div.divergence(mL, u) + B * div.divergence(u, mR)
+
+    x0 = (A * mL + B * mR) / (A + B)
+    bounds = None if lower is None else [(lower, None)] * mL.shape[0]
+    res = minimize(f, x0, method="L-BFGS-B", bounds=bounds,
+                   options=dict(ftol=1e-15, gtol=1e-12, maxiter=10000))
+    return res.x, f(res.x), f

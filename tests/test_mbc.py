@@ -1,0 +1,488 @@
+"""Tests of Multitask Bregman Clustering (bregclust.mbc)."""
+
+import math
+import pickle
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import require_data
+from naive_mbc import lp_transport, naive_objective, scipy_centroid
+from scipy.optimize import brentq
+from scipy.special import lambertw
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+import bregclust.mbc as mbc
+from bregclust.divergences import (
+    get_divergence,
+    list_divergences,
+    register_divergence,
+    unregister_divergence,
+)
+from bregclust.kmeans import BregmanKMeans, bregman_kmeans_plusplus, smoothing_point
+from bregclust.mbc import MultitaskBregmanClustering, mbc_objective, solve_centroids
+
+CUSTOM = "mbc_test_pow15"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def custom_divergence():
+    """An asymmetric separable generator f(x) = x^1.5 on x >= 0 (no closed-form centroid)."""
+    div = register_divergence(CUSTOM, phi=lambda x: x ** 1.5, dphi=lambda x: 1.5 * math.sqrt(x),
+                              domain="nonnegative", overwrite=True)
+    yield div
+    unregister_divergence(CUSTOM)
+
+
+def _tasks(rng, sizes=(60, 50), d=4, positive=False, k=3):
+    """Related tasks: Gaussian blobs around shared centres (shifted per task)."""
+    base = rng.normal(0, 3, size=(k, d))
+    Xs, ys = [], []
+    for t, n in enumerate(sizes):
+        y = np.arange(n) % k
+        X = base[y] + 0.3 * t + rng.normal(0, 1.0, size=(n, d))
+        if positive:
+            X = np.exp(X / 3.0)
+        Xs.append(X)
+        ys.append(y)
+    return Xs, ys
+
+
+def _params_for(name, d=4):
+    if name == "mahalanobis":
+        A = np.diag(np.linspace(0.5, 2.0, d)) + 0.1
+        return {"A": A}
+    return None
+
+
+def _needs_positive(name):
+    return get_divergence(name, **(_params_for(name) or {})).domain != "real"
+
+
+# ------------------------------------------------------------------------- centroid solver
+@pytest.mark.parametrize("name", ["kl", "itakura_saito", CUSTOM])
+def test_centroid_solver_matches_scipy_minimize(name):
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        d = 3
+        A, B = rng.uniform(0.05, 2.0, size=2)
+        mL = rng.uniform(0.05, 4.0, size=d)
+        mR = rng.uniform(0.05, 4.0, size=d)
+        u = solve_centroids(name, [A], [B], mL[None], mR[None])[0]
+        u_ref, f_ref, f = scipy_centroid(name, A, B, mL, mR, lower=1e-9)
+        # ours is at least as good as scipy's optimum, and the same point
+        assert f(u) <= f_ref * (1 + 1e-10) + 1e-14
+        np.testing.assert_allclose(u, u_ref, rtol=1e-4)
+        # the root lies between mu_L and mu_R coordinate-wise
+        assert np.all(u >= np.minimum(mL, mR) * (1 - 1e-12))
+        assert np.all(u <= np.maximum(mL, mR) * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("name", ["kl", "itakura_saito", CUSTOM])
+def test_centroid_solver_solves_stationarity_to_machine_precision(name):
+    div = get_divergence(name)
+    rng = np.random.default_rng(2)
+    A = rng.uniform(0.01, 3.0, size=6)
+    B = rng.uniform(0.01, 3.0, size=6)
+    mL = rng.uniform(1e-3, 5.0, size=(6, 5))
+    mR = rng.uniform(1e-3, 5.0, size=(6, 5))
+    U = solve_centroids(div, A, B, mL, mR)
+    for z in range(6):
+        for j in range(5):
+            def g(u, z=z, j=j):  # d/du [A d(mL, u) + B d(u, mR)] / f''(u)
+                h = 1e-6 * u
+                f2 = (div.dphi(u + h) - div.dphi(u - h)) / (2 * h)
+                return A[z] * (u - mL[z, j]) + B[z] * (div.dphi(u) - div.dphi(mR[z, j])) / f2
+            lo, hi = sorted((mL[z, j], mR[z, j]))
+            root = brentq(g, lo, hi, xtol=1e-15, rtol=1e-15)
+            assert U[z, j] == pytest.approx(root, rel=1e-8)
+
+
+def test_kl_closed_form_equals_lambertw():
+    rng = np.random.default_rng(3)
+    A, B = 0.7, 0.4
+    mL = rng.uniform(0.1, 3, size=(1, 8))
+    mR = rng.uniform(0.1, 3, size=(1, 8))
+    u = solve_centroids("kl", [A], [B], mL, mR)[0]
+    c = A * mL[0] / (B * mR[0]) * np.exp(A / B)
+    ref = A * mL[0] / (B * lambertw(c).real)
+    np.testing.assert_allclose(u, ref, rtol=1e-13)
+    # stationarity A (1 - mL/u) + B log(u/mR) = 0
+    np.testing.assert_allclose(A * (1 - mL[0] / u) + B * np.log(u / mR[0]), 0, atol=1e-13)
+
+
+def test_kl_solver_extreme_weights_and_zero_left_mean():
+    # tiny B: exp(A/B) overflows, the Wright-omega form does not; mL = 0 has u = mR exp(-A/B)
+    u = solve_centroids("kl", [1.0, 1.0], [1e-6, 0.5], np.array([[2.0, 0.0], [0.0, 1.0]]),
+                        np.array([[3.0, 1.0], [2.0, 1.0]]))
+    assert np.isfinite(u).all()
+    assert u[0, 0] == pytest.approx(2.0, rel=1e-5)
+    assert u[1, 0] == pytest.approx(2.0 * math.exp(-2.0), rel=1e-12)
+    assert u[1, 1] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_symmetric_closed_form_and_degenerate_weights():
+    mL = np.array([[0.0, 2.0], [1.0, 1.0], [5.0, 5.0], [7.0, 7.0]])
+    mR = np.array([[4.0, 2.0], [3.0, 3.0], [9.0, 9.0], [8.0, 8.0]])
+    cur = np.full((4, 2), -1.0)
+    U = solve_centroids("sqeuclidean", [1.0, 0.0, 2.0, 0.0], [3.0, 1.0, 0.0, 0.0], mL, mR,
+                        current=cur)
+    np.testing.assert_allclose(U, [[3.0, 2.0], [3.0, 3.0], [5.0, 5.0], [-1.0, -1.0]])
+
+
+@pytest.mark.parametrize("name", ["kl", "itakura_saito"])
+def test_geodesic_walk_gap_is_measured(name):
+    """The paper's geodesic-walk approximation is never better than the exact solve, and for
+    unequal weights it is strictly worse (the optimum is off the dual geodesic)."""
+    div = get_divergence(name)
+    rng = np.random.default_rng(4)
+    k, d = 20, 4
+    A = rng.uniform(0.05, 2.0, size=k)
+    B = rng.uniform(0.05, 2.0, size=k)
+    mL = rng.uniform(0.05, 3.0, size=(k, d))
+    mR = rng.uniform(0.05, 3.0, size=(k, d))
+    Ue = solve_centroids(div, A, B, mL, mR)
+    Ug = solve_centroids(div, A, B, mL, mR, solver="geodesic")
+
+    def obj(U):
+        return np.array([A[z] * div.divergence(mL[z], U[z]) + B[z] * div.divergence(U[z], mR[z])
+                         for z in range(k)])
+
+    fe, fg = obj(Ue), obj(Ug)
+    gap = (fg - fe) / fe
+    assert np.all(gap >= -1e-9)
+    assert gap.max() > 1e-4  # measured: up to a few percent on these instances
+
+
+def test_geodesic_is_exact_for_symmetric():
+    rng = np.random.default_rng(5)
+    mL, mR = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    A, B = rng.uniform(0.1, 1, 3), rng.uniform(0.1, 1, 3)
+    # force the geodesic code path on a symmetric generator
+    Ug = mbc._geodesic_centroids(get_divergence("sqeuclidean"), A[:, None], B[:, None], mL, mR)
+    np.testing.assert_allclose(Ug, (A[:, None] * mL + B[:, None] * mR) / (A + B)[:, None],
+                               rtol=1e-6, atol=1e-7)
+
+
+# ------------------------------------------------------------------------- transport
+def test_transport_plan_matches_cvxpy_lp():
+    rng = np.random.default_rng(6)
+    for k1, k2 in [(3, 3), (4, 2), (5, 6)]:
+        C = rng.uniform(0, 5, size=(k1, k2))
+        a = np.full(k1, 1 / k1)
+        b = rng.dirichlet(np.ones(k2))
+        W = mbc._emd(a, b, C)
+        np.testing.assert_allclose(W.sum(axis=1), a, atol=1e-12)
+        np.testing.assert_allclose(W.sum(axis=0), b, atol=1e-12)
+        assert (W >= 0).all()
+        _, value = lp_transport(a, b, C)
+        assert float((W * C).sum()) == pytest.approx(value, rel=1e-6, abs=1e-9)
+
+
+def test_fitted_relations_are_optimal_plans():
+    rng = np.random.default_rng(7)
+    Xs, _ = _tasks(rng, sizes=(40, 30, 35))
+    est = MultitaskBregmanClustering([3, 4, 2], lam=0.5, random_state=0).fit(Xs)
+    div = est.divergence_
+    for (t, s), W in est.relations_.items():
+        kt, ks = est.n_clusters_[t], est.n_clusters_[s]
+        assert W.shape == (kt, ks)
+        np.testing.assert_allclose(W.sum(axis=1), 1 / kt, atol=1e-12)
+        np.testing.assert_allclose(W.sum(axis=0), 1 / ks, atol=1e-12)
+        C = div.pairwise(est.cluster_centers_[t], est.cluster_centers_[s])
+        _, value = lp_transport(np.full(kt, 1 / kt), np.full(ks, 1 / ks), C)
+        assert float((W * C).sum()) == pytest.approx(value, rel=1e-6, abs=1e-10)
+
+
+def test_transport_result_code_gives_convergence_warning(monkeypatch):
+    import ot
+
+    def fake_emd(a, b, M, **kw):
+        return np.outer(a, b), {"result_code": 2, "warning": "numItermax reached", "cost": 0.0}
+
+    monkeypatch.setattr(ot, "emd", fake_emd)
+    with pytest.warns(ConvergenceWarning, match="tasks 0 and 1.*result code 2"):
+        mbc._emd(np.full(2, .5), np.full(2, .5), np.eye(2), where=" between tasks 0 and 1")
+
+
+def test_task_divergences_equal_partition_emd():
+    from bregclust.metrics import mixture_proportions, partition_emd
+
+    rng = np.random.default_rng(8)
+    Xs, _ = _tasks(rng, positive=True)
+    est = MultitaskBregmanClustering([3, 2], divergence="kl", lam=0.3, random_state=1).fit(Xs)
+    for t, s in [(0, 1), (1, 0)]:
+        ref = partition_emd(est.cluster_centers_[t],
+                            mixture_proportions(est.labels_[t], est.n_clusters_[t]),
+                            est.cluster_centers_[s],
+                            mixture_proportions(est.labels_[s], est.n_clusters_[s]), "kl")
+        assert est.task_divergences_[t, s] == pytest.approx(ref, rel=1e-9, abs=1e-12)
+    assert est.task_divergences_[0, 0] == 0.0
+
+
+# ------------------------------------------------------------------------- the objective
+# every built-in plus the custom generator registered above (divergences registered by other
+# test modules are left to them)
+BUILTINS = ("sqeuclidean", "mahalanobis", "kl", "itakura_saito", "l1_subgradient")
+ALL_DIVERGENCES = [n for n in list_divergences() if n in BUILTINS] + [CUSTOM]
+
+
+@pytest.mark.parametrize("marginals", ["uniform", "empirical"])
+@pytest.mark.parametrize("n_tasks", [2, 3])
+@pytest.mark.parametrize("name", ALL_DIVERGENCES)
+def test_objective_never_increases(monkeypatch, name, n_tasks, marginals):
+    monkeypatch.setattr(mbc, "_TRACE_BLOCKS", True)
+    rng = np.random.default_rng(zlib.crc32(f"{name}{n_tasks}{marginals}".encode()))
+    Xs, _ = _tasks(rng, sizes=(50, 40, 30)[:n_tasks], positive=_needs_positive(name))
+    for lam in (0.1, 3.0):
+        est = MultitaskBregmanClustering([3, 2, 4][:n_tasks], divergence=name,
+                                         divergence_params=_params_for(name), lam=lam,
+                                         marginals=marginals, tol=0.0, max_iter=15,
+                                         random_state=int(lam * 10))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(Xs)
+        blocks = np.array([v for _, v in est._block_history])
+        assert len(blocks) >= 4
+        assert np.all(np.diff(blocks) <= 1e-10 * np.abs(blocks[:-1]) + 1e-13), (lam, blocks)
+        hist = np.asarray(est.objective_history_)
+        assert np.all(np.diff(hist) <= 1e-10 * np.abs(hist[:-1]) + 1e-13)
+        # the loop's O(k d) bookkeeping equals the definition
+        zs = [smoothing_point(X, est.divergence_) for X in Xs] if est.smoothing_ > 0 else None
+        ref = mbc_objective(Xs, est.labels_, est.cluster_centers_, est.relations_,
+                            est.divergence_, lam, smoothing=est.smoothing_, smoothing_points=zs)
+        assert est.objective_ == pytest.approx(ref, rel=1e-9, abs=1e-12)
+
+
+def test_objective_matches_naive_reference():
+    rng = np.random.default_rng(9)
+    Xs, _ = _tasks(rng, sizes=(12, 9), positive=True)
+    est = MultitaskBregmanClustering([3, 2], divergence="itakura_saito", lam=0.8,
+                                     random_state=0).fit(Xs)
+    zs = [smoothing_point(X, est.divergence_) for X in Xs]
+    ref = naive_objective(Xs, est.labels_, est.cluster_centers_, est.relations_,
+                          "itakura_saito", 0.8, smoothing=est.smoothing_, smoothing_points=zs)
+    assert est.objective_ == pytest.approx(ref, rel=1e-10)
+
+
+# ------------------------------------------------------------------------- lam = 0 / one task
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl"])
+def test_one_task_equals_bregman_kmeans_same_random_state(name):
+    rng = np.random.default_rng(10)
+    Xs, _ = _tasks(rng, sizes=(80,), positive=name == "kl")
+    for seed in (0, 1, 2):
+        est = MultitaskBregmanClustering(4, divergence=name, lam=0.5, random_state=seed,
+                                         n_init=2).fit(Xs)
+        km = BregmanKMeans(4, divergence=name, random_state=seed, n_init=2).fit(Xs[0])
+        np.testing.assert_array_equal(est.labels_[0], km.labels_)
+        np.testing.assert_array_equal(est.cluster_centers_[0], km.cluster_centers_)
+        assert est.n_iter_ == km.n_iter_
+        assert est.predict(Xs[0]).tolist() == km.predict(Xs[0]).tolist()
+
+
+def test_lam_zero_equals_bregman_kmeans_per_task():
+    rng = np.random.default_rng(11)
+    Xs, _ = _tasks(rng, sizes=(70, 50, 40), positive=True)
+    K = [3, 4, 2]
+    r = np.random.RandomState(5)
+    init = [bregman_kmeans_plusplus(X, k, "kl", random_state=r, smoothing=1.0)[0]
+            for X, k in zip(Xs, K)]
+    est = MultitaskBregmanClustering(K, divergence="kl", lam=0.0, init=init).fit(Xs)
+    for t in range(3):
+        km = BregmanKMeans(K[t], divergence="kl", init=init[t]).fit(Xs[t])
+        np.testing.assert_array_equal(est.labels_[t], km.labels_)
+        np.testing.assert_array_equal(est.cluster_centers_[t], km.cluster_centers_)
+    # relations are still reported (computed once for the final centres)
+    assert set(est.relations_) == {(t, s) for t in range(3) for s in range(3) if s != t}
+
+
+def test_kmeanspp_seeding_shared_between_ind_and_mbc():
+    """k-means++ draws the tasks in order from one stream, so IND run the same way starts
+    from the same centres as MBC."""
+    rng = np.random.default_rng(12)
+    Xs, _ = _tasks(rng)
+    est = MultitaskBregmanClustering([3, 3], lam=0.0, random_state=7).fit(Xs)
+    r = np.random.RandomState(7)
+    init = [bregman_kmeans_plusplus(X, 3, "sqeuclidean", random_state=r)[0] for X in Xs]
+    for t in range(2):
+        km = BregmanKMeans(3, init=init[t]).fit(Xs[t])
+        np.testing.assert_array_equal(est.cluster_centers_[t], km.cluster_centers_)
+
+
+# ------------------------------------------------------------------------- edge cases
+def test_different_k_and_single_cluster_task():
+    rng = np.random.default_rng(13)
+    Xs, _ = _tasks(rng, sizes=(40, 30, 20))
+    est = MultitaskBregmanClustering([4, 1, 2], lam=0.7, random_state=0).fit(Xs)
+    assert [c.shape[0] for c in est.cluster_centers_] == [4, 1, 2]
+    assert est.relations_[(0, 1)].shape == (4, 1)
+    np.testing.assert_allclose(est.relations_[(0, 1)].ravel(), 0.25)
+    assert set(est.labels_[1].tolist()) == {0}
+
+
+def test_empty_cluster_keeps_a_finite_centre():
+    rng = np.random.default_rng(14)
+    Xs, _ = _tasks(rng, sizes=(30, 30), k=2)
+    # the third centre of task 0 is far from every point: its cluster starts (and stays) empty
+    init = [np.vstack([Xs[0][:2], np.full((1, 4), 1e3)]), Xs[1][:3].copy()]
+    est = MultitaskBregmanClustering(3, lam=0.5, init=init, tol=0.0, max_iter=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(Xs)
+    assert np.isfinite(est.cluster_centers_[0]).all()
+    hist = np.asarray(est.objective_history_)
+    assert np.all(np.diff(hist) <= 1e-12 * hist[:-1])
+    # with lam > 0 the empty cluster's centre is pulled towards its matched centres (A = lam/K)
+    assert np.abs(est.cluster_centers_[0]).max() < 1e3
+
+
+def test_tasks_of_very_different_sizes():
+    rng = np.random.default_rng(15)
+    Xs, ys = _tasks(rng, sizes=(600, 9))
+    est = MultitaskBregmanClustering(3, lam=0.5, random_state=0).fit(Xs)
+    assert est.labels_[0].shape == (600,) and est.labels_[1].shape == (9,)
+    assert np.isfinite(est.objective_)
+
+
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl"])
+@pytest.mark.parametrize("marginals", ["uniform", "empirical"])
+def test_sparse_and_dense_give_the_same_result(name, marginals):
+    rng = np.random.default_rng(16)
+    Xs = [sp.random(60, 30, density=0.2, random_state=s, format="csr") * 5 for s in (1, 2)]
+    Xs = [X + sp.csr_matrix(np.eye(60, 30)) for X in Xs]  # no empty rows
+    dense = [X.toarray() for X in Xs]
+    kw = dict(divergence=name, lam=0.6, marginals=marginals, random_state=3)
+    a = MultitaskBregmanClustering([3, 4], **kw).fit(Xs)
+    b = MultitaskBregmanClustering([3, 4], **kw).fit(dense)
+    for t in range(2):
+        np.testing.assert_array_equal(a.labels_[t], b.labels_[t])
+        np.testing.assert_allclose(a.cluster_centers_[t], b.cluster_centers_[t], rtol=1e-9,
+                                   atol=1e-12)
+    assert sp.issparse(Xs[0])  # input untouched
+    assert rng is not None
+
+
+def test_init_labels_and_centres():
+    rng = np.random.default_rng(17)
+    Xs, ys = _tasks(rng)
+    est = MultitaskBregmanClustering(3, lam=0.0, init=[ys[0], "k-means++"], max_iter=1,
+                                     random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(Xs)
+    km = BregmanKMeans(3, init=np.vstack([Xs[0][ys[0] == z].mean(0) for z in range(3)]),
+                       max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km.fit(Xs[0])
+    np.testing.assert_allclose(est.cluster_centers_[0], km.cluster_centers_, rtol=1e-12)
+
+
+def test_predict_transform_pickle_clone_and_determinism():
+    rng = np.random.default_rng(18)
+    Xs, _ = _tasks(rng, positive=True)
+    Xs_copy = [X.copy() for X in Xs]
+    est = MultitaskBregmanClustering([3, 2], divergence="kl", lam=0.5, random_state=4).fit(Xs)
+    for X, Xc in zip(Xs, Xs_copy):
+        np.testing.assert_array_equal(X, Xc)
+    for t in range(2):
+        np.testing.assert_array_equal(est.predict(Xs[t], task=t), est.labels_[t])
+        assert est.transform(Xs[t], task=t).shape == (Xs[t].shape[0], est.n_clusters_[t])
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(Xs[1], task=1), est.predict(Xs[1], task=1))
+    twin = MultitaskBregmanClustering([3, 2], divergence="kl", lam=0.5, random_state=4).fit(Xs)
+    for t in range(2):
+        np.testing.assert_array_equal(twin.labels_[t], est.labels_[t])
+    assert clone(est).get_params()["lam"] == 0.5
+
+
+def test_n_init_keeps_the_best_restart():
+    rng = np.random.default_rng(19)
+    Xs, _ = _tasks(rng, k=4)
+    one = MultitaskBregmanClustering(4, lam=0.5, random_state=0, n_init=1).fit(Xs)
+    many = MultitaskBregmanClustering(4, lam=0.5, random_state=0, n_init=4).fit(Xs)
+    assert many.objective_ <= one.objective_ + 1e-12
+
+
+def test_geodesic_solver_option_runs_and_is_not_better():
+    rng = np.random.default_rng(20)
+    Xs, _ = _tasks(rng, positive=True)
+    r = np.random.RandomState(0)
+    init = [bregman_kmeans_plusplus(X, 3, "kl", random_state=r, smoothing=1.0)[0] for X in Xs]
+    kw = dict(divergence="kl", lam=1.0, init=init, max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ex = MultitaskBregmanClustering(3, centroid_solver="exact", **kw).fit(Xs)
+        geo = MultitaskBregmanClustering(3, centroid_solver="geodesic", **kw).fit(Xs)
+    assert geo.objective_history_[1] >= ex.objective_history_[1] - 1e-12
+
+
+# ------------------------------------------------------------------------- bad input
+def test_bad_input_messages():
+    rng = np.random.default_rng(21)
+    X1, X2 = rng.random((10, 3)), rng.random((8, 4))
+    with pytest.raises(ValueError, match="task 0 has 3 features but task 1 has 4"):
+        MultitaskBregmanClustering(2).fit([X1, X2])
+    with pytest.raises(ValueError, match="n_clusters=9 for task 1 is larger than n_samples=8"):
+        MultitaskBregmanClustering([2, 9]).fit([X1, rng.random((8, 3))])
+    with pytest.raises(ValueError, match="Xs is empty"):
+        MultitaskBregmanClustering(2).fit([])
+    with pytest.raises(ValueError, match="kl needs non-negative data; task 1 has -1"):
+        MultitaskBregmanClustering(2, divergence="kl").fit([X1, -np.ones((5, 3))])
+    with pytest.raises(ValueError, match="n_clusters has 3 entries but there are 2 tasks"):
+        MultitaskBregmanClustering([2, 2, 2]).fit([X1, X1])
+    with pytest.raises(ValueError, match="lam must be >= 0"):
+        MultitaskBregmanClustering(2, lam=-1.0).fit([X1, X1])
+    with pytest.raises(ValueError, match="marginals must be one of"):
+        MultitaskBregmanClustering(2, marginals="balanced").fit([X1, X1])
+    with pytest.raises(ValueError, match="centroid_solver must be one of"):
+        MultitaskBregmanClustering(2, centroid_solver="newton").fit([X1, X1])
+    with pytest.raises(ValueError, match="init centres for task 1 must have shape"):
+        MultitaskBregmanClustering(2, init=["k-means++", np.zeros((3, 3))]).fit([X1, X1])
+    with pytest.raises(ValueError, match="init labels for task 0 must lie in"):
+        MultitaskBregmanClustering(2, init=[np.full(10, 5), "k-means++"]).fit([X1, X1])
+    with pytest.raises(ValueError, match="needs smoothing > 0"):
+        MultitaskBregmanClustering(2, divergence="kl", smoothing=0.0).fit([X1, X1])
+    with pytest.raises(TypeError, match="single matrix"):
+        MultitaskBregmanClustering(2).fit(X1)
+    with pytest.raises(ValueError, match="solver must be one of"):
+        solve_centroids("kl", [1.0], [1.0], np.ones((1, 2)), np.ones((1, 2)), solver="x")
+    with pytest.raises(ValueError, match="l1_subgradient is not differentiable"):
+        solve_centroids("l1", [1.0], [1.0], np.ones((1, 2)), np.ones((1, 2)))
+    est = MultitaskBregmanClustering(2, random_state=0).fit([X1, X1])
+    with pytest.raises(ValueError, match="pass task=t"):
+        est.predict(X1)
+    with pytest.raises(ValueError, match="task must be in"):
+        est.predict(X1, task=2)
+    with pytest.raises(ValueError, match="X has 4 features, but the model was fitted with 3"):
+        est.predict(X2, task=0)
+
+
+# ------------------------------------------------------------------------- real data and demo
+def test_demo_rows_on_bundled_digits():
+    from bregclust.datasets import make_digits_tasks
+
+    b = make_digits_tasks()
+    rows = mbc._demo(b.Xs, b.ys, 0)
+    assert [r[0].split()[0] for r in rows] == ["IND", "MBC"]
+    for _, per_task in rows:
+        assert len(per_task) == len(b.Xs)
+        for nmi_, ari_, acc in per_task:
+            assert 0.3 < nmi_ <= 1 and -1 <= ari_ <= 1 and 0.3 < acc <= 1
+
+
+@pytest.mark.data
+def test_real_data_tr11_runs_monotone(monkeypatch):
+    require_data("cluto_docs/tr11.mat")
+    from bregclust.datasets import load_mbc_tasks
+    from bregclust.metrics import nmi
+
+    monkeypatch.setattr(mbc, "_TRACE_BLOCKS", True)
+    b = load_mbc_tasks("tr11")
+    est = MultitaskBregmanClustering([7, 7], lam=0.5, random_state=0).fit(b.Xs)
+    blocks = np.array([v for _, v in est._block_history])
+    assert np.all(np.diff(blocks) <= 1e-10 * blocks[:-1])
+    assert min(nmi(y, l) for y, l in zip(b.ys, est.labels_)) > 0.3
