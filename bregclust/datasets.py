@@ -116,6 +116,18 @@ def _check_choice(value, name, choices):
 _REPRESENTATIONS = {"count": "counts", "counts": "counts", "tfidf": "tfidf", "tf-idf": "tfidf"}
 
 
+def _select_categories(categories, labels, what):
+    """The sorted requested categories (all when None), checked against those in ``labels``."""
+    known = sorted(set(labels))
+    if categories is None:
+        return known
+    cats = [categories] if isinstance(categories, str) else list(categories)
+    unknown = [c for c in cats if c not in known]
+    if unknown:
+        raise ValueError(f"unknown {what} {unknown}; known: {known}.")
+    return sorted(set(cats))
+
+
 def _check_representation(value, name="representation"):
     if value not in _REPRESENTATIONS:
         raise ValueError(f"{name} must be 'counts' (alias 'count') or 'tfidf'; got {value!r}.")
@@ -418,15 +430,7 @@ def load_20newsgroups(categories=None, subset="all", vectorizer="count", *, max_
     rep = _check_representation(vectorizer, "vectorizer")
     remove = _check_remove(remove)
     texts, groups, subsets, names = _20ng_raw(cache_dir)
-    all_groups = sorted(set(groups))
-    if categories is None:
-        cats = all_groups
-    else:
-        cats = [categories] if isinstance(categories, str) else list(categories)
-        unknown = [c for c in cats if c not in all_groups]
-        if unknown:
-            raise ValueError(f"unknown 20 Newsgroups categories {unknown}; known: {all_groups}.")
-        cats = sorted(set(cats))
+    cats = _select_categories(categories, groups, "20 Newsgroups categories")
     mask = np.isin(groups, cats)
     if subset != "all":
         mask &= subsets == subset
@@ -626,15 +630,7 @@ def load_reuters_r52(categories=None, subset="all", vectorizer="count", *, max_f
     _check_choice(subset, "subset", {"all", "train", "test"})
     rep = _check_representation(vectorizer, "vectorizer")
     labels, docs, subs = _r52_raw(subset)
-    known = sorted(set(labels))
-    if categories is None:
-        cats = known
-    else:
-        cats = [categories] if isinstance(categories, str) else list(categories)
-        unknown = [c for c in cats if c not in known]
-        if unknown:
-            raise ValueError(f"unknown R52 topics {unknown}; known: {known}.")
-        cats = sorted(set(cats))
+    cats = _select_categories(categories, labels, "R52 topics")
     idx = np.flatnonzero(np.isin(labels, cats))
     sel = [docs[i] for i in idx]
     X, feats = _ng_vectorize(sel, rep, min_df=min_df, max_df=max_df, max_features=max_features,

@@ -292,10 +292,7 @@ def _lss_fit(Xs, basis, P_list, *, lam, n_components, update, within, max_iter, 
 
 
 def _check_n_components(n_components, rank):
-    if isinstance(n_components, bool) or not isinstance(n_components, numbers.Integral):
-        raise TypeError(f"n_components must be an int, got {n_components!r}.")
-    if n_components < 1:
-        raise ValueError(f"n_components must be >= 1, got {n_components}.")
+    check_scalar(n_components, "n_components", kind=numbers.Integral, lo=1)
     if n_components > rank:
         raise ValueError(
             f"n_components={n_components} exceeds the rank {rank} of the stacked data: the "
