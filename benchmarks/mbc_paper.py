@@ -133,6 +133,9 @@ def run_dataset(name, args):
                 row["snmi"] = nmi(labels[0], labels[1])
             res[method].append(row)
         last_relation = mbc.relations_[(0, 1)]
+        if args.progress:
+            print(f"{name}: run {_run + 1}/{args.runs}, {time.perf_counter() - t0:.0f} s",
+                  file=sys.stderr, flush=True)
     U1, w1 = _true_mixture(Xs[0], ys[0], div, beta)
     U2, w2 = _true_mixture(Xs[1], ys[1], div, beta)
     true_dm = partition_emd(U1, w1, U2, w2, div)
@@ -239,6 +242,7 @@ def main(argv=None):
     ap.add_argument("--lam", type=float, default=0.5)
     ap.add_argument("--marginals", choices=("uniform", "empirical"), default="uniform")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--progress", action="store_true", help="print one line per run to stderr")
     ap.add_argument("--plot-dir", default=None,
                     help="write PNG figures here (e.g. /tmp/bregclust_mbc_plots); needs matplotlib")
     args = ap.parse_args(argv)

@@ -94,6 +94,89 @@ def weighted_sums_csr(data, indices, indptr, labels, w, S, W):
             S[j, indices[p]] += wi * data[p]
 
 
+@njit(**_PJIT)
+def lloyd_step_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W):
+    """One Lloyd pass in one read of ``X``: nearest centre of every row and the per-cluster
+    weighted sums for those labels.
+
+    ``D[i, j] = phi_x[i] + c[j] - (X G^T)[i, j]`` (the GEMM form), ``GT = G^T`` (d x k,
+    C-contiguous). The rows are split into ``T = S.shape[0]`` contiguous blocks, one per thread;
+    each block goes through ``chunk`` rows at a time: one BLAS product into a cache-sized buffer,
+    the argmin, then ``S[t, label] += w x`` while the rows are still in cache. Thread ``t``
+    accumulates into ``S[t]``/``W[t]``; the caller adds the ``T`` slices. The split is by block,
+    not by scheduler, so the sums (and hence the results) do not depend on thread timing.
+
+    Written by hand because no library fuses the product, the argmin and the centre sums
+    (scikit-learn does the same fusion in Cython for the squared Euclidean case only); BLAS is
+    called through numba's ``np.dot(a, b, out)``, so the caller must limit BLAS to one thread.
+    """
+    n, d = X.shape
+    k = GT.shape[1]
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    for t in prange(T):
+        P = np.empty((chunk, k))
+        St = S[t]
+        Wt = W[t]
+        s0 = t * per
+        e0 = min(n, s0 + per)
+        for s in range(s0, e0, chunk):
+            e = min(e0, s + chunk)
+            Pc = P[:e - s]
+            np.dot(X[s:e], GT, Pc)
+            for i in range(e - s):
+                best = np.inf
+                bj = 0
+                for j in range(k):
+                    v = c[j] - Pc[i, j]
+                    if v < best:
+                        best = v
+                        bj = j
+                r = s + i
+                labels[r] = bj
+                v = phi_x[r] + best
+                mins[r] = v if v > 0.0 else 0.0
+                wi = w[r]
+                Wt[bj] += wi
+                for l in range(d):
+                    St[bj, l] += wi * X[r, l]
+
+
+@njit(**_PJIT)
+def lloyd_step_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S, W):
+    """:func:`lloyd_step_dense` for a CSR matrix: the product row by row over stored entries
+    (``GT`` rows are contiguous in ``k``), then the argmin and the sums over stored entries."""
+    n = indptr.shape[0] - 1
+    k = GT.shape[1]
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    for t in prange(T):
+        acc = np.empty(k)
+        St = S[t]
+        Wt = W[t]
+        for r in range(t * per, min(n, (t + 1) * per)):
+            acc[:] = 0.0
+            for p in range(indptr[r], indptr[r + 1]):
+                v = data[p]
+                g = GT[indices[p]]
+                for j in range(k):
+                    acc[j] += v * g[j]
+            best = np.inf
+            bj = 0
+            for j in range(k):
+                v = c[j] - acc[j]
+                if v < best:
+                    best = v
+                    bj = j
+            labels[r] = bj
+            v = phi_x[r] + best
+            mins[r] = v if v > 0.0 else 0.0
+            wi = w[r]
+            Wt[bj] += wi
+            for p in range(indptr[r], indptr[r + 1]):
+                St[bj, indices[p]] += wi * data[p]
+
+
 # --------------------------------------------------------------------------- generator factories
 def make_map(f, parallel=False):
     """Elementwise ``out = f(X)`` over a 2-D array (``parallel``: over rows)."""

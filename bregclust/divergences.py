@@ -23,6 +23,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -45,6 +46,7 @@ __all__ = [
 _DOMAINS = ("real", "nonnegative", "positive")
 _PARALLEL_MIN = 1 << 18  # elements below which elementwise kernels run serially
 _CHUNK_ELEMENTS = 1 << 17  # rows per chunk = this / k  (1 MB of float64 per block)
+_LLOYD_CHUNK = 256  # rows per BLAS call in the fused Lloyd pass (as scikit-learn's k-means)
 
 
 class _SeparableKernels:
@@ -315,6 +317,40 @@ class Divergence:
         _run_chunks(work, range(0, n, step))
         return labels, mins
 
+    def assign_and_sum(self, X, U, sample_weight=None, *, prepared=None):
+        """One Lloyd pass: ``(labels, mins, S, W)`` - :meth:`assign` and :meth:`weighted_sums`
+        for those labels, computed in a single read of ``X`` when the GEMM form applies.
+
+        The fused kernels (``_kernels.lloyd_step_dense``/``lloyd_step_csr``) give the same
+        labels and minima as :meth:`assign`; l1_subgradient and centres on the domain boundary
+        take the two-pass route.
+        """
+        Xg, phi_x = prepared if prepared is not None else self.prepare(X)
+        U = np.ascontiguousarray(U, dtype=np.float64)
+        n = X.shape[0]
+        k = U.shape[0]
+        w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        G, c = self.gemm_parts(U)
+        if self._kind == "l1" or not (np.isfinite(G).all() and np.isfinite(c).all()):
+            labels, mins = self.assign(X, U, prepared=prepared)
+            S, W = self.weighted_sums(X, labels, k, w)
+            return labels, mins, S, W
+        d = X.shape[1]
+        T = min(_n_workers(), numba.get_num_threads()) if n * d > _PARALLEL_MIN else 1
+        T = max(1, min(T, n))
+        GT = np.ascontiguousarray(G.T)
+        labels = np.empty(n, dtype=np.int64)
+        mins = np.empty(n)
+        S = np.zeros((T, k, d))
+        W = np.zeros((T, k))
+        if sp.issparse(Xg):
+            K.lloyd_step_csr(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
+        else:
+            Xg = np.ascontiguousarray(Xg, dtype=np.float64)
+            _blas_single_thread(K.lloyd_step_dense, Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels,
+                                mins, S, W)
+        return labels, mins, S.sum(axis=0) if T > 1 else S[0], W.sum(axis=0)
+
     # ------------------------------------------------------------------ slow, obvious versions
     def generic_pairwise(self, X, U):
         """The definition, coordinate by coordinate (the oracle for :meth:`pairwise`)."""
@@ -423,6 +459,16 @@ def _run_chunks(work, starts):
     with _CONTROLLER.limit(limits=1, user_api="blas"):
         for f in [_POOL.submit(work, s) for s in starts]:
             f.result()
+
+
+def _blas_single_thread(fn, *args):
+    """``fn(*args)`` with every BLAS library limited to one thread (the numba kernels call BLAS
+    from each of their own threads; nested BLAS threads would oversubscribe the cores)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
+        return fn(*args)
 
 
 def _n_workers():

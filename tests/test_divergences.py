@@ -111,6 +111,40 @@ def test_fast_kernel_equals_definition_dense_and_sparse(div):
     assert np.allclose(mins, ref.min(axis=1), rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_assign_and_sum_equals_assign_then_weighted_sums(div, parallel, monkeypatch):
+    """The fused Lloyd pass == the two-pass route == the definition, dense and CSR, weighted."""
+    import bregclust.divergences as dv
+
+    if parallel:  # split even tiny inputs over every thread
+        monkeypatch.setattr(dv, "_PARALLEL_MIN", 0)
+    rng = np.random.default_rng(11)
+    X = sample(div, 601, rng)
+    U = centres(div, 5, rng)
+    w = rng.uniform(0.5, 2.0, size=X.shape[0])
+    ref = div.generic_pairwise(X, U)
+    inputs = [X] + ([sp.csr_matrix(X)] if div.domain != "positive" else [])
+    for Xi in inputs:
+        before = Xi.copy()
+        labels, mins, S, W = div.assign_and_sum(Xi, U, w)
+        assert np.array_equal(labels, ref.argmin(axis=1))
+        assert np.allclose(mins, ref.min(axis=1), rtol=1e-10, atol=1e-10)
+        S2, W2 = div.weighted_sums(Xi, labels, U.shape[0], w)
+        assert np.allclose(S, S2, rtol=1e-12, atol=1e-12)
+        assert np.allclose(W, W2, rtol=1e-12)
+        assert np.allclose(W, np.bincount(labels, weights=w, minlength=5))
+        assert (abs(Xi - before)).sum() == 0  # input untouched
+
+
+def test_assign_and_sum_with_boundary_centre_takes_exact_route():
+    d = get_divergence("kl")
+    X = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]])
+    U = np.array([[1.0, 0.0], [0.5, 0.5]])  # a zero coordinate: the GEMM form is undefined
+    labels, mins, S, W = d.assign_and_sum(X, U, np.ones(3))
+    assert labels.tolist() == [0, 1, 0] and np.isfinite(mins).all()
+    assert np.allclose(S, [[4.0, 0.0], [0.0, 2.0]]) and W.tolist() == [2.0, 1.0]
+
+
 def test_definition_matches_naive_formula(div):
     rng = np.random.default_rng(2)
     X = sample(div, 12, rng)
