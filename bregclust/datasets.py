@@ -1088,8 +1088,8 @@ _REUTERS_ROOT = {"gnp": "economic index", "cpi": "economic index", "ipi": "econo
                  "cocoa": "food", "coffee": "food", "nat-gas": "energy"}
 
 
-def load_mtcmrl_tasks(name, *, representation="tfidf", min_df=1, max_df=1.0, max_features=None,
-                      stop_words=None, cache_dir=None):
+def load_mtcmrl_tasks(name, *, representation="tfidf", subset="all", min_df=1, max_df=1.0,
+                      max_features=None, stop_words=None, cache_dir=None):
     """Multi-task data sets of MTCMRL (multi-task clustering with model relation learning).
 
     Parameters
@@ -1104,6 +1104,9 @@ def load_mtcmrl_tasks(name, *, representation="tfidf", min_df=1, max_df=1.0, max
         'webkb4': :func:`load_webkb4` (one task per university, 4 classes).
     representation : {'tfidf', 'counts'}, default='tfidf'
         For the text sets (ignored for webkb4, whose features are binary).
+    subset : {'all', 'train', 'test'}, default='all'
+        For '20ng' only: the bydate split to use (the MTCMRL paper's 20 Newsgroups task sizes
+        match the 'test' split). The other sets accept only 'all'.
     min_df, max_df, max_features, stop_words
         CountVectorizer vocabulary selection, fitted on the union of the tasks.
     cache_dir : None, 'auto', False or path, default=None
@@ -1121,14 +1124,21 @@ def load_mtcmrl_tasks(name, *, representation="tfidf", min_df=1, max_df=1.0, max
     if name not in MTCMRL_NAMES:
         raise ValueError(f"unknown MTCMRL data set {name!r}; known: {list(MTCMRL_NAMES)}.")
     rep = _check_representation(representation)
+    _check_choice(subset, "subset", {"all", "train", "test"})
+    if subset != "all" and name != "20ng":
+        raise ValueError(f"subset={subset!r} applies to '20ng' only; use subset='all' for {name!r}.")
+    in_subset = None
     if name == "webkb4":
         return load_webkb4()
     if name == "20ng":
-        texts, groups, _, _ = _20ng_raw(cache_dir)
+        texts, groups, subsets, _ = _20ng_raw(cache_dir)
         disk = _20ng_disk(cache_dir)
         splits, labels = _MTCMRL_20NG, groups
         root_of = {g: g.split(".")[0] for s in splits for g in s}
-        src = f"20 Newsgroups bydate (train+test, {_NG_FILE}, latin-1, headers kept)"
+        part = "train+test" if subset == "all" else f"{subset} split"
+        src = f"20 Newsgroups bydate ({part}, {_NG_FILE}, latin-1, headers kept)"
+        if subset != "all":
+            in_subset = subsets == subset
     else:
         labels, texts, _ = _r52_raw("all")
         disk = (None, _signature(*(_data_file(f"{_R52_DIR}/reuters-r52-{s}.tab", "Reuters R52")
@@ -1137,7 +1147,8 @@ def load_mtcmrl_tasks(name, *, representation="tfidf", min_df=1, max_df=1.0, max
         root_of = _REUTERS_ROOT
         src = "Reuters-21578 R52 (Cardoso-Cachopo, train+test, all-terms)"
     roots = sorted(set(root_of.values()))
-    task_idx = [np.flatnonzero(np.isin(labels, list(s))) for s in splits]
+    task_idx = [np.flatnonzero(np.isin(labels, list(s)) & (True if in_subset is None else in_subset))
+                for s in splits]
     tasks, feats, n_dropped = _text_tasks(name, texts, task_idx, rep, min_df=min_df,
                                           max_df=max_df, max_features=max_features,
                                           stop_words=stop_words, disk=disk)

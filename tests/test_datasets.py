@@ -256,6 +256,28 @@ def test_mtcmrl_20ng(ng20):
     assert len({X.shape[1] for X in d.Xs}) == 1
 
 
+@pytest.mark.data
+@pytest.mark.slow
+def test_mtcmrl_20ng_test_subset_matches_20newsgroups_loader(ng20):
+    """subset='test' == the same categories through load_20newsgroups (the oracle route)."""
+    d = ds.load_mtcmrl_tasks("20ng", subset="test", max_features=3000)
+    assert [X.shape[0] for X in d.Xs] == [1181, 1561, 1185, 1429]  # the paper's task sizes
+    assert "test split" in d.description
+    cats = [c for task in ds._MTCMRL_20NG for c in task]
+    ref = ds.load_20newsgroups(categories=cats, subset="test", vectorizer="tfidf",
+                               max_features=3000)
+    groups = np.asarray(ref.target_names)[ref.y]
+    for task, X, y in zip(ds._MTCMRL_20NG, d.Xs, d.ys):
+        idx = np.flatnonzero(np.isin(groups, task))
+        assert abs(ref.X[idx] - X).max() == 0
+        roots = [d.target_names[0].index(g.split(".")[0]) for g in groups[idx]]
+        np.testing.assert_array_equal(y, roots)
+    with pytest.raises(ValueError, match="subset='test' applies to '20ng' only"):
+        ds.load_mtcmrl_tasks("reuters", subset="test")
+    with pytest.raises(ValueError, match="subset must be one of"):
+        ds.load_mtcmrl_tasks("20ng", subset="dev")
+
+
 # ------------------------------------------------------------------------- task splits
 
 
