@@ -335,10 +335,16 @@ class Divergence:
             labels, mins = self.assign(X, U, prepared=prepared)
             S, W = self.weighted_sums(X, labels, k, w)
             return labels, mins, S, W
-        d = X.shape[1]
+        return self._fused_pass((Xg, phi_x), np.ascontiguousarray(G.T), c, w)
+
+    @staticmethod
+    def _fused_pass(prepared, GT, c, w):
+        """The fused kernels on finite GEMM parts ``GT = G^T`` (d x k, C order) and ``c``."""
+        Xg, phi_x = prepared
+        n, d = Xg.shape
+        k = GT.shape[1]
         T = min(_n_workers(), numba.get_num_threads()) if n * d > _PARALLEL_MIN else 1
         T = max(1, min(T, n))
-        GT = np.ascontiguousarray(G.T)
         labels = np.empty(n, dtype=np.int64)
         mins = np.empty(n)
         S = np.zeros((T, k, d))

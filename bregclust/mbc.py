@@ -417,7 +417,7 @@ class _Task:
     """
 
     __slots__ = ("X", "prep", "n", "k", "beta", "z", "phi_z", "z_pn", "labels", "counts",
-                 "S", "Phi", "PN", "U", "G", "GT", "c", "phiU", "blocks")
+                 "S", "Phi", "PN", "U", "G", "GT", "c", "phiU", "pending")
 
     def __init__(self, X, prep, k, beta, z, div):
         self.X = X
@@ -434,7 +434,7 @@ class _Task:
             else:
                 self.phi_z = float(div.phi_rows(z[None, :])[0])
         self.labels = None
-        self.blocks = None
+        self.pending = None  # (labels, row sums per cluster) from the last fused assignment
 
     def set_labels(self, labels, div):
         """Recompute the cluster statistics for ``labels``."""
@@ -452,8 +452,11 @@ class _Task:
             d = self.X.shape[1]
             self.S = PN[:, :d] - PN[:, d:]
         else:
-            S = M @ self.X
-            S = S.toarray() if sp.issparse(S) else np.asarray(S)
+            if self.pending is not None and self.pending[0] is labels:
+                S = self.pending[1]  # summed during the assignment pass (one read of X)
+            else:
+                S = M @ self.X
+                S = S.toarray() if sp.issparse(S) else np.asarray(S)
             Phi = M @ phi_x
             if self.beta > 0:
                 S = S + self.beta * self.z
@@ -472,25 +475,16 @@ class _Task:
     def assign(self, div):
         """Nearest centres of the task's points, reusing the cached GEMM parts ``(G, c)``.
 
-        The registry's ``assign`` recomputes ``grad phi(U)`` and ``phi(U)`` (three passes over
-        the ``k x d`` centres, the dominant cost for 20 Newsgroups' 170,000 terms); here they
-        are computed once per centre update. Same chunked GEMM + fused argmin kernel.
+        The registry's ``assign_and_sum`` recomputes ``grad phi(U)`` and ``phi(U)`` (three
+        passes over the ``k x d`` centres, the dominant cost for 20 Newsgroups' 170,000 terms);
+        here they are computed once per centre update. Same fused kernels: the cluster sums
+        for the new labels come out of the same pass and are kept for :meth:`set_labels`.
         """
+        self.pending = None
         if div._kind == "l1" or not (np.isfinite(self.G).all() and np.isfinite(self.c).all()):
             return div.assign(self.X, self.U, prepared=self.prep)[0]
-        from ._kernels import fused_argmin
-
-        Xg, phi_x = self.prep
-        n, k = self.n, self.k
-        labels = np.empty(n, dtype=np.int64)
-        mins = np.empty(n)
-        if self.blocks is None:  # row chunks of the data, sliced once per fit (CSR slices copy)
-            step = div._chunk_rows(k)
-            self.blocks = [(s, min(n, s + step), Xg[s:min(n, s + step)])
-                           for s in range(0, n, step)]
-        for s, e, block in self.blocks:
-            P = np.ascontiguousarray(block @ self.GT)
-            fused_argmin(P, phi_x[s:e], self.c, labels[s:e], mins[s:e])
+        labels, _, S, _ = div._fused_pass(self.prep, self.GT, self.c, np.ones(self.n))
+        self.pending = (labels, S)
         return labels
 
     @property
