@@ -34,6 +34,23 @@ DOMAIN_CODES = {"real": 0, "nonnegative": 1, "positive": 2}
 
 # --------------------------------------------------------------------------- generator-free kernels
 @njit(**_JIT)
+def _nearest(p, c, phi_xi, i, labels, mins):
+    """Row ``i`` of the argmin: ``labels[i] = argmin_j c[j] - p[j]``, ``mins[i]`` the divergence
+    ``phi_xi + c[j] - p[j]`` clamped at 0. Returns the label."""
+    best = np.inf
+    bj = 0
+    for j in range(c.shape[0]):
+        v = c[j] - p[j]
+        if v < best:
+            best = v
+            bj = j
+    labels[i] = bj
+    v = phi_xi + best
+    mins[i] = v if v > 0.0 else 0.0
+    return bj
+
+
+@njit(**_JIT)
 def fused_argmin(P, phi_x, c, labels, mins):
     """``labels[i] = argmin_j phi_x[i] + c[j] - P[i, j]`` and the minimum (clamped at 0).
 
@@ -43,18 +60,8 @@ def fused_argmin(P, phi_x, c, labels, mins):
     a parallel launch per chunk cost more than the pass itself (measured in
     benchmarks/assign_speed.py on the 2-core machine).
     """
-    n, k = P.shape
-    for i in range(n):
-        best = np.inf
-        bj = 0
-        for j in range(k):
-            v = c[j] - P[i, j]
-            if v < best:
-                best = v
-                bj = j
-        labels[i] = bj
-        v = phi_x[i] + best
-        mins[i] = v if v > 0.0 else 0.0
+    for i in range(P.shape[0]):
+        _nearest(P[i], c, phi_x[i], i, labels, mins)
 
 
 @njit(**_JIT)
@@ -125,17 +132,8 @@ def lloyd_step_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W):
             Pc = P[:e - s]
             np.dot(X[s:e], GT, Pc)
             for i in range(e - s):
-                best = np.inf
-                bj = 0
-                for j in range(k):
-                    v = c[j] - Pc[i, j]
-                    if v < best:
-                        best = v
-                        bj = j
                 r = s + i
-                labels[r] = bj
-                v = phi_x[r] + best
-                mins[r] = v if v > 0.0 else 0.0
+                bj = _nearest(Pc[i], c, phi_x[r], r, labels, mins)
                 wi = w[r]
                 Wt[bj] += wi
                 for l in range(d):
@@ -161,16 +159,7 @@ def lloyd_step_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S, W):
                 g = GT[indices[p]]
                 for j in range(k):
                     acc[j] += v * g[j]
-            best = np.inf
-            bj = 0
-            for j in range(k):
-                v = c[j] - acc[j]
-                if v < best:
-                    best = v
-                    bj = j
-            labels[r] = bj
-            v = phi_x[r] + best
-            mins[r] = v if v > 0.0 else 0.0
+            bj = _nearest(acc, c, phi_x[r], r, labels, mins)
             wi = w[r]
             Wt[bj] += wi
             for p in range(indptr[r], indptr[r + 1]):
