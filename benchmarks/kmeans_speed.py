@@ -9,7 +9,7 @@ Issue 2, section 7:
    iteration and NMI over 10 seeds.
 3. Import time of bregclust and first-call (JIT compile) time of an assignment step.
 
-Run: python benchmarks/kmeans_speed.py [--seeds 10] [--skip-20ng]
+Run: python benchmarks/kmeans_speed.py [--seeds 10] [--iters 20] [--n-dense 200000] [--skip-20ng] [--skip-kl]
 """
 
 import argparse
@@ -51,6 +51,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--n-dense", type=int, default=200_000, help="rows of the dense problem")
     ap.add_argument("--skip-20ng", action="store_true")
     ap.add_argument("--skip-kl", action="store_true")
     a = ap.parse_args()
@@ -76,8 +77,8 @@ def main():
     rows = []
     rng = np.random.default_rng(0)
     centres = rng.normal(scale=4.0, size=(20, 50))
-    X = centres[rng.integers(0, 20, 200_000)] + rng.normal(scale=3.0, size=(200_000, 50))
-    compare(X, 20, a.iters, "dense n=200,000 d=50 k=20", rows)
+    X = centres[rng.integers(0, 20, a.n_dense)] + rng.normal(scale=3.0, size=(a.n_dense, 50))
+    compare(X, 20, a.iters, f"dense n={a.n_dense:,} d=50 k=20", rows)
     if not a.skip_20ng:
         from bregclust.datasets import load_20newsgroups
         ng = load_20newsgroups(vectorizer="tfidf")

@@ -1,0 +1,55 @@
+"""Every benchmark script runs end to end on a small problem and prints its table.
+
+The README's figures come from these scripts; a script that no longer runs (an API changed
+under it) would leave the figures unreproducible. Each script runs in a fresh interpreter with
+small sizes; what is checked is the exit code and a line of the table each must print (our
+numbers beside the peer's or the paper's). No timing is asserted.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, require_data
+
+BENCH = REPO / "benchmarks"
+
+# (script and its quick arguments, data needed (relative to BREGCLUST_DATA) or None, text that
+# must appear in the output)
+CASES = [
+    ("assign_speed.py --n 2000 --d 10 --k 5 --repeat 1", None, "ratio (target <= 1.5)"),
+    ("kmeans_speed.py --iters 2 --n-dense 5000 --skip-20ng", None, "ratio (target <= 1.0)"),
+    ("agglomerative_speed.py --n-ward 300 --n-kl 200 --terms 100", "20newsgroups",
+     "identical merges: True"),
+    ("mtcmrl_relation_speed.py --h 5 15 --repeats 1 --synthetic", None, "qp/exact"),
+    ("mbc_paper.py --runs 1 --datasets tr11 --plot-dir {tmp}", "cluto_docs/tr11.mat",
+     "Table 4: d_M"),
+    ("mbc_speed.py --max-iter 2", "20newsgroups", "time per iteration MBC / IND"),
+    ("agglomerative_paper.py --datasets glass --skip-features", "uci_glass", "paper 0.54"),
+    ("mtcmrl_paper.py --datasets reuters --runs 1 --lams 1 --alphas 1 --max-iter 5",
+     "reuters21578", "paper MTCMRL"),
+    ("kernel_mtc_paper.py --runs 1 --datasets webkb4", "webkb4_linqs", "| LNKMTC"),
+    ("lssmtc_paper.py --runs 1 --datasets webkb4 --part clustering", "webkb4_linqs", "| LSSMTC"),
+]
+
+
+def _ids(case):
+    return case[0].split()[0].removesuffix(".py")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[_ids(c) for c in CASES])
+def test_benchmark_script_runs(case, tmp_path):
+    cmd, needs, expected = case
+    if needs is not None:
+        require_data(needs)  # skips, or fails under BREGCLUST_REQUIRE_DATA=1
+    args = cmd.format(tmp=tmp_path).split()
+    env = dict(os.environ, MPLBACKEND="Agg")
+    res = subprocess.run([sys.executable, str(BENCH / args[0]), *args[1:]], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, f"{cmd} failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+    assert expected in res.stdout, f"{cmd}: {expected!r} not in output:\n{res.stdout[-3000:]}"
+    if "--plot-dir" in cmd:
+        assert sorted(p.name for p in tmp_path.glob("*.png")) == [
+            "mbc_nmi_pairs_tr11.png", "mbc_relation_tr11.png"]
