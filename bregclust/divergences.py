@@ -353,8 +353,8 @@ class Divergence:
             K.lloyd_step_csr(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
         else:
             Xg = np.ascontiguousarray(Xg, dtype=np.float64)
-            _blas_single_thread(K.lloyd_step_dense, Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels,
-                                mins, S, W)
+            with _blas_one_thread():
+                K.lloyd_step_dense(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W)
         return labels, mins, S.sum(axis=0) if T > 1 else S[0], W.sum(axis=0)
 
     # ------------------------------------------------------------------ slow, obvious versions
@@ -452,7 +452,7 @@ def _run_chunks(work, starts):
     Oversubscription (BLAS threads x workers) made the GEMM several times slower on the 2-core
     machine (benchmarks/assign_speed.py), hence one BLAS thread per worker.
     """
-    global _POOL, _CONTROLLER
+    global _POOL
     starts = list(starts)
     workers = _n_workers()
     if len(starts) <= 1 or workers <= 1:
@@ -461,20 +461,18 @@ def _run_chunks(work, starts):
         return
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bregclust")
-        _CONTROLLER = ThreadpoolController()
-    with _CONTROLLER.limit(limits=1, user_api="blas"):
+    with _blas_one_thread():
         for f in [_POOL.submit(work, s) for s in starts]:
             f.result()
 
 
-def _blas_single_thread(fn, *args):
-    """``fn(*args)`` with every BLAS library limited to one thread (the numba kernels call BLAS
-    from each of their own threads; nested BLAS threads would oversubscribe the cores)."""
+def _blas_one_thread():
+    """Context limiting every BLAS library to one thread: our threads (the pool above, the
+    numba kernels) each call BLAS, and nested BLAS threads would oversubscribe the cores."""
     global _CONTROLLER
     if _CONTROLLER is None:
         _CONTROLLER = ThreadpoolController()
-    with _CONTROLLER.limit(limits=1, user_api="blas"):
-        return fn(*args)
+    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _n_workers():
