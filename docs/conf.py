@@ -16,8 +16,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-import bregclust  # noqa: E402
 from gallery_skips import skipped_examples  # noqa: E402
+
+import bregclust  # noqa: E402
 
 project = "bregclust"
 author = "the bregclust developers"
@@ -78,12 +79,17 @@ def public_callables(modname):
         names = [n for n, obj in vars(mod).items()
                  if not n.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj))
                  and getattr(obj, "__module__", "").startswith(modname)]
-    out = []
+    out, aliases = [], []
     for n in names:
         obj = getattr(mod, n, None)
-        if callable(obj) and getattr(obj, "__module__", "").startswith(modname):
+        if not (callable(obj) and getattr(obj, "__module__", "").startswith(modname)):
+            continue
+        if getattr(obj, "__name__", n) != n:  # a second name of a documented object
+            aliases.append((n, obj.__name__))
+        else:
             out.append(n)
-    return sorted(out, key=lambda n: (not inspect.isclass(getattr(mod, n)), n.lower()))
+    out.sort(key=lambda n: (not inspect.isclass(getattr(mod, n)), n.lower()))
+    return out, sorted(aliases)
 
 
 def write_api_pages(app=None):
@@ -102,8 +108,11 @@ def write_api_pages(app=None):
     index += [f"   {m}" for m in mods]
     _write(api / "index.rst", "\n".join(index) + "\n")
     for m in mods:
-        names = public_callables(m)
+        names, aliases = public_callables(m)
         lines = [m, "=" * len(m), "", f".. automodule:: {m}", "   :no-members:", ""]
+        if aliases:
+            lines += ["Aliases: " + ", ".join(f"``{a}`` = :class:`{t}`" for a, t in aliases)
+                      + ".", ""]
         if names:
             lines += [f".. currentmodule:: {m}", "", ".. autosummary::",
                       "   :toctree: generated/", "   :nosignatures:", ""]
@@ -133,6 +142,8 @@ sphinx_gallery_conf = {
     "image_scrapers": ("matplotlib",),
     "reset_modules": ("matplotlib",),
     "min_reported_time": 1,
+    "doc_module": ("bregclust",),
+    "backreferences_dir": "api/generated/backreferences",
 }
 if _skips:
     print(f"[bregclust docs] gallery examples skipped: {', '.join(sorted(_skips))}")

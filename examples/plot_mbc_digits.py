@@ -10,7 +10,6 @@ the plan matched; clusters are named by their majority digit and its share. The 
 compares MBC with k-means on each task alone (IND) from the same seed.
 """
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from bregclust import BregmanKMeans, MultitaskBregmanClustering, nmi

@@ -8,7 +8,6 @@ Here four pairs of digit tasks that share some digits, kl on pixel proportions, 
 each; IND and MBC start from the same seeds.
 """
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from bregclust import BregmanKMeans, MultitaskBregmanClustering, nmi
