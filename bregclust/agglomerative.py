@@ -1400,7 +1400,7 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------

@@ -51,7 +51,6 @@ html_theme_options = {
 
 # API reference -------------------------------------------------------------------------------
 autosummary_generate = True
-autodoc_default_options = {"members": False, "inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
