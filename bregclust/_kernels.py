@@ -3,7 +3,7 @@
 Two families live here:
 
 * **Fast kernels.** For every differentiable generator the ``n x k x d`` part of the pairwise
-  divergence is a matrix product (MATH.md 1)::
+  divergence is a matrix product (docs: guide/divergences)::
 
       D[i, j] = phi(x_i) + c_j - <x_i, g_j>,   g_j = grad phi(u_j),  c_j = <u_j, g_j> - phi(u_j)
 

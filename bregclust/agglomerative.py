@@ -2,7 +2,7 @@
 
 A cluster ``C`` is summarised by its weight ``|C|`` and its mean statistic ``tau(C)``; merging two
 clusters costs the growth of the Bregman hard-clustering objective (paper Definition 3.7), which
-for a relatively differentiable generator ``f`` is the weighted Jensen gap (Prop. 3.8, MATH.md 6)::
+for a relatively differentiable ``f`` is a weighted Jensen gap (:doc:`/guide/agglomerative`)::
 
     Delta(C1, C2) = |C1| f(tau1) + |C2| f(tau2) - (|C1| + |C2|) f(tau12),
     tau12 = (|C1| tau1 + |C2| tau2) / (|C1| + |C2|)
@@ -1400,7 +1400,7 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------

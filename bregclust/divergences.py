@@ -4,7 +4,7 @@ Every algorithm in bregclust asks this module for a :class:`Divergence` by name
 (``get_divergence("kl")``) and uses only its vectorised methods, so a generator registered with
 :func:`register_divergence` works in every algorithm without further code.
 
-Built-ins (MATH.md 1)
+Built-ins (:doc:`/guide/divergences`)
 
 ============== ============================ ================ ======================================
 name           phi(x)                       domain x / y     d(x, y)

@@ -19,7 +19,7 @@ where ``L`` is the normalised Laplacian of a k-nearest-neighbour graph built wit
 * the learned kernel is kept as its factor ``F = V diag(sqrt(w))`` (``n x r``), and kernel
   k-means on ``K = F F^T`` is Euclidean k-means on the rows of ``F`` (:class:`BregmanKMeans`).
 
-See ``MATH.md`` section 3 for the restated mathematics.
+See :doc:`/guide/kernel_mtc` for the restated mathematics.
 """
 
 import functools

@@ -131,7 +131,7 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     """Hard clustering with a Bregman divergence (Banerjee et al., 2005).
 
     Lloyd-type alternation: assign each point to the centre with the smallest ``d(x, u)``
-    (GEMM form, see MATH.md 1), then move each centre to the (weighted) mean of its points,
+    (GEMM form, :doc:`/guide/divergences`), then move each centre to the (weighted) mean of its points,
     which minimises ``sum_i w_i d(x_i, u)`` for *every* Bregman divergence. This is the
     papers' "IND" baseline (one task clustered on its own).
 

@@ -2,7 +2,7 @@
 
 ``T`` clustering tasks on data sets that share one feature space are solved together. Each task
 keeps its own centres and labels; a relation matrix (an optimal transport plan) between every
-ordered pair of tasks couples their centres (MATH.md section 2)::
+ordered pair of tasks couples their centres (:doc:`/guide/mbc`)::
 
     L = sum_t (1/n_t) sum_i d(x^t_i, u^t_{h(i)})
         + lam/(T-1) sum_{t != s} <W^ts, D(U^t, U^s)>          D[z, l] = d(u^t_z, u^s_l)
@@ -200,7 +200,7 @@ def _geodesic_centroids(div, A, B, mL, mR, n_steps=80):
 
     ``u(s) = grad_inv((1 - s) grad(mL) + s grad(mR))``, ``s`` in ``[0, 1]``; a dichotomic
     (golden-section) search on ``s`` minimises ``A d(mL, u(s)) + B d(u(s), mR)`` per cluster.
-    The exact optimum is generally *not* on this curve (MATH.md 2), so this is an
+    The exact optimum is generally *not* on this curve (:doc:`/guide/mbc`), so this is an
     approximation; it is exact for symmetric (quadratic) generators.
     """
     k = mL.shape[0]
@@ -541,7 +541,7 @@ def _objective_value(div, tasks, W, D, c):
 
 
 def _u_step_task(div, tasks, W, c, t, solver):
-    """Exact block minimisation over the centres of task ``t`` (others fixed); MATH.md 2.
+    """Exact block minimisation over the centres of task ``t`` (others fixed); :doc:`/guide/mbc`.
 
     ``A = w_z/n_t + c sum_s colsum(W^st)_z``, ``B = c sum_s rowsum(W^ts)_z`` (``w_z/n_t + lam/K_t``
     and ``lam/K_t`` with uniform marginals), ``mu_L = (S_z/n_t + c sum_s W^st[:, z]^T U^s) / A``,
@@ -743,7 +743,7 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
 
     Clusters ``T`` related data sets together: every task ``t`` gets its own ``K_t`` centres
     and labels, and an optimal transport plan ``W^ts`` between the clusters of every ordered
-    pair of tasks pulls matched centres towards each other (MATH.md section 2).
+    pair of tasks pulls matched centres towards each other (:doc:`/guide/mbc`).
     ``fit(Xs)`` takes a list of tasks (dense arrays or sparse matrices sharing the same
     features); per-task results are lists (``labels_[t]``, ``cluster_centers_[t]``).
 

@@ -3,7 +3,7 @@
 Zhang, Zhang, Liu & Luo (IJCAI 2018) cluster each task by symmetric non-negative matrix
 factorisation (SNMF) of a similarity matrix, tie the cluster indicator to a linear regression
 on the features, and let the regression parameters of different tasks attract each other
-through learned cluster-to-cluster relation matrices ``G^(t,s)``. See ``MATH.md`` section 5.
+through learned cluster-to-cluster relation matrices ``G^(t,s)``. See :doc:`/guide/model_relation`.
 
 Notation (row convention: one sample per row). Task ``t`` has data ``X^t`` (``n_t x d``), dense
 similarity ``M^t`` (``n_t x n_t``), indicator ``Y^t >= 0`` (``n_t x h_t``), regression

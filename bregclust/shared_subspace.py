@@ -1,7 +1,7 @@
 """Shared-subspace multi-task clustering (LSSMTC) and transductive transfer (LSSTTC).
 
 Gu & Zhou, "Learning the shared subspace for multi-task clustering and transductive transfer
-classification", ICDM 2009. The updates are restated in ``docs/MATH.md`` section 4; this module
+classification", ICDM 2009. The updates are restated in :doc:`/guide/shared_subspace`; this module
 keeps the paper's symbols but the row convention of the rest of the library: task ``k`` is an
 ``(n_k, d)`` matrix ``X_k`` (one point per row), ``P_k`` is ``(n_k, c)``, ``M_k`` is ``(d, c)``,
 ``W`` is ``(d, l)`` and the shared centres ``M`` are ``(l, c)``.
