@@ -114,10 +114,10 @@ def test_fast_kernel_equals_definition_dense_and_sparse(div):
 @pytest.mark.parametrize("parallel", [False, True])
 def test_assign_and_sum_equals_assign_then_weighted_sums(div, parallel, monkeypatch):
     """The fused Lloyd pass == the two-pass route == the definition, dense and CSR, weighted."""
-    import bregclust.divergences as dv
+    import bregclust._execution as ex
 
     if parallel:  # split even tiny inputs over every thread
-        monkeypatch.setattr(dv, "_PARALLEL_MIN", 0)
+        monkeypatch.setattr(ex, "PARALLEL_MIN", 0)
     rng = np.random.default_rng(11)
     X = sample(div, 601, rng)
     U = centres(div, 5, rng)
