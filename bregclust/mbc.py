@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._transport import transport_plan
 from ._validation import check_array, check_n_clusters, check_scalar, check_tasks
 from .divergences import get_divergence
+from .kmeans import _lloyd
 from .metrics import partition_emd
 
 __all__ = [
@@ -652,8 +653,6 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
     the same initial centres give identical labels and centres. The objective history is the
     sum over tasks of ``objective_t / n_t`` (a task that stopped early keeps its last value).
     """
-    from .kmeans import _lloyd
-
     res = [_lloyd(tk.X, tk.prep, np.ones(tk.n), np.array(U0[t], dtype=np.float64, copy=True),
                   div, tk.beta, tk.z, max_iter, tol, verbose, run)
            for t, tk in enumerate(tasks)]
