@@ -48,18 +48,17 @@ D. Muellner. Modern hierarchical, agglomerative clustering algorithms. arXiv:110
 
 import math
 import numbers
-import threading
-import types
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from . import _kernels as K
+from ._kernels import agglomerative as KA
+from ._kernels import generators as KG
 from ._validation import DomainError, check_array
 from .divergences import Divergence, get_divergence
+from .metrics import dendrogram_purity
 
 __all__ = [
     "AgglomerativeBregman",
@@ -69,10 +68,9 @@ __all__ = [
     "list_agglomerative_models",
 ]
 
-_JIT = dict(cache=True, nogil=True)
-
 # model kinds understood by the kernels
-_WARD, _SEP, _L1, _GDIAG, _GFULL = 0, 1, 2, 3, 4
+_WARD, _SEP, _L1, _GDIAG, _GFULL = KA.WARD, KA.SEPARABLE, KA.L1, KA.GAUSS_DIAG, KA.GAUSS_FULL
+_KL = get_divergence("kl")
 _GAUSSIAN_MODELS = ("gaussian_diag", "gaussian_full")
 
 
@@ -81,657 +79,19 @@ def list_agglomerative_models():
     return ["multinomial", "gaussian_diag", "gaussian_full"]
 
 
-@njit(**_JIT)
-def _sep_phi(fcode, x):
-    """The scalar generator of a built-in separable divergence, by code (the registry's own
-    functions). Custom generators get engine clones in which this function is replaced."""
-    if fcode == 1:
-        return K.kl_phi(x)
-    if fcode == 2:
-        return K.is_phi(x)
-    return K.sq_phi(x)
-
-
-# ============================================================================ numba kernels
-@njit(**_JIT)
-def _l1_cost_coord(P, N):
-    """Cost of one coordinate of an l1_subgradient cluster with positive mass ``P`` and negative
-    mass ``N``: the mean's sign is the side with more mass, and every point on the other side (or
-    every point, when the mean is 0) pays ``2 |x|`` (paper Example 2.2)."""
-    if P > N:
-        return 2.0 * N
-    if N > P:
-        return 2.0 * P
-    return 2.0 * (P + N)
-
-
-@njit(**_JIT)
-def _chol_logdet(S, d):
-    """In-place lower Cholesky of the leading ``d x d`` block of ``S``; returns ``log det S``
-    (``+inf`` if ``S`` is not positive definite)."""
-    ld = 0.0
-    for j in range(d):
-        s = S[j, j]
-        for k in range(j):
-            s -= S[j, k] * S[j, k]
-        if not (s > 0.0):
-            return np.inf
-        r = math.sqrt(s)
-        S[j, j] = r
-        ld += math.log(s)
-        inv = 1.0 / r
-        for i in range(j + 1, d):
-            t = S[i, j]
-            for k in range(j):
-                t -= S[i, k] * S[j, k]
-            S[i, j] = t * inv
-    return ld
-
-
-@njit(**_JIT)
-def _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, fcode):
-    """Separable cost when slot ``j`` has unit weight and sparse support: outside that support
-    ``j`` holds the statistic ``c`` of a raw zero, so ``C[i, 1]`` (the sum for a merge with an
-    all-zero unit-weight point) is corrected on ``j``'s support only - ``O(|supp j|)``."""
-    wi = w[i]
-    w12 = wi + 1.0
-    s = C[i, 1]
-    li = slen[i]
-    if li < 0:
-        for p in range(lj):
-            k = sup[j, p]
-            a = wi * A[i, k]
-            s += (_sep_phi(fcode, (a + B[j, p]) / w12)
-                  - _sep_phi(fcode, (a + fc[1, k]) / w12))
-    else:  # i sparse too: walk both supports (values of i are fc[1, k] off its support)
-        p = 0
-        q = 0
-        while q < lj:
-            k = sup[j, q]
-            while p < li and sup[i, p] < k:
-                p += 1
-            a = wi * (B[i, p] if (p < li and sup[i, p] == k) else fc[1, k])
-            s += (_sep_phi(fcode, (a + B[j, q]) / w12)
-                  - _sep_phi(fcode, (a + fc[1, k]) / w12))
-            q += 1
-    return C[i, 0] + C[j, 0] - w12 * s
-
-
-@njit(**_JIT)
-def _gfull_rank_one(i, j, A, B, C, w, work):
-    """Full-Gaussian cost of cluster ``i`` and a unit-weight point ``j`` with zero scatter:
-    ``Sigma12 = A_i + (c / w12) delta delta^T`` with ``A_i = M2_i / (w_i + 1) + I``, whose
-    Cholesky factor (``B[i, d^2:]``) and log-determinant (``C[i, 1]``) are cached, so
-    ``log det Sigma12 = log det A_i + log(1 + (c / w12) |L_i^-1 delta|^2)`` costs ``O(d^2)``."""
-    d = A.shape[1]
-    dd = d * d
-    wi = w[i]
-    w12 = wi + 1.0
-    q = 0.0
-    for k in range(d):
-        t = A[i, k] - A[j, k]
-        for l in range(k):
-            t -= B[i, dd + k * d + l] * work[d, l]
-        y = t / B[i, dd + k * d + k]
-        work[d, k] = y
-        q += y * y
-    ld = C[i, 1] + math.log1p(wi / w12 / w12 * q)
-    return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
-
-
-@njit(**_JIT)
-def _cost(kind, i, j, A, B, C, w, sup, slen, aux, fc, fcode, work):
-    """Merge cost of the clusters in slots ``i`` and ``j`` (see module docstring)."""
-    wi = w[i]
-    wj = w[j]
-    w12 = wi + wj
-    d = A.shape[1]
-    if kind == 0:  # Ward: closed form of the Jensen gap of ||.||^2
-        s = 0.0
-        for k in range(d):
-            t = A[i, k] - A[j, k]
-            s += t * t
-        return wi * wj / w12 * s
-    if kind == 1:  # separable generator, Jensen gap of phi shifted by f(c) (cancels in the gap)
-        li = slen[i]
-        lj = slen[j]
-        if lj >= 0 and wj == 1.0 and (li < 0 or li > lj):
-            return _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, fcode)
-        if li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
-            return _sep_one_sided(j, i, A, B, C, w, sup, slen, li, fc, fcode)
-        s = 0.0
-        if li >= 0 and lj >= 0:
-            p = 0
-            q = 0
-            while p < li or q < lj:
-                if q >= lj or (p < li and sup[i, p] < sup[j, q]):
-                    k = sup[i, p]
-                    m = (wi * B[i, p] + wj * fc[1, k]) / w12
-                    p += 1
-                elif p >= li or sup[j, q] < sup[i, p]:
-                    k = sup[j, q]
-                    m = (wi * fc[1, k] + wj * B[j, q]) / w12
-                    q += 1
-                else:
-                    k = sup[i, p]
-                    m = (wi * B[i, p] + wj * B[j, q]) / w12
-                    p += 1
-                    q += 1
-                s += _sep_phi(fcode, m) - fc[0, k]
-        else:
-            for k in range(d):
-                m = (wi * A[i, k] + wj * A[j, k]) / w12
-                s += _sep_phi(fcode, m) - fc[0, k]
-        return C[i, 0] + C[j, 0] - w12 * s
-    if kind == 2:  # l1_subgradient: Definition 3.7 from positive / negative masses
-        s = 0.0
-        for k in range(d):
-            s += _l1_cost_coord(A[i, k] + A[j, k], B[i, k] + B[j, k])
-        return s - C[i, 0] - C[j, 0]
-    c = wi * wj / w12
-    if kind == 3:  # diagonal Gaussian (whitened: the smoothing bandwidth is 1)
-        s = 0.0
-        for k in range(d):
-            t = A[i, k] - A[j, k]
-            s += math.log((B[i, k] + B[j, k] + c * t * t) / w12 + 1.0)
-        return 0.5 * (w12 * s - C[i, 0] - C[j, 0])
-    # full Gaussian (whitened: the smoothing covariance is the identity)
-    if aux[i] == 1 and aux[j] == 1:  # both scatter matrices are zero: rank-one update of I
-        s = 0.0
-        for k in range(d):
-            t = A[i, k] - A[j, k]
-            s += t * t
-        return 0.5 * w12 * math.log1p(c * s / w12)
-    if B.shape[1] >= 2 * d * d:
-        if aux[j] == 1 and wj == 1.0:
-            return _gfull_rank_one(i, j, A, B, C, w, work)
-        if aux[i] == 1 and wi == 1.0:
-            return _gfull_rank_one(j, i, A, B, C, w, work)
-    for k in range(d):
-        work[d, k] = A[i, k] - A[j, k]
-    for k in range(d):
-        tk = work[d, k]
-        for l in range(k + 1):
-            work[k, l] = (B[i, k * d + l] + B[j, k * d + l] + c * tk * work[d, l]) / w12
-        work[k, k] += 1.0
-    ld = _chol_logdet(work, d)
-    return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
-
-
-@njit(**_JIT)
-def _slot_cache(kind, j, A, B, C, w, sup, slen, fc, fcode, work):
-    """Recompute the cached per-cluster terms ``C[j, :]`` from the statistics of slot ``j``:
-    ``C[j, 0] = w f(tau)`` (up to constants that cancel) and, for sparse separable models,
-    ``C[j, 1]``, the shifted generator summed at the merge with a unit-weight all-zero point."""
-    d = A.shape[1]
-    wj = w[j]
-    C[j, 1] = 0.0
-    if kind == 0:
-        C[j, 0] = 0.0
-    elif kind == 1:
-        s = 0.0
-        s1 = 0.0
-        if slen[j] >= 0:  # off the support the statistic is fc[1, k]: both terms vanish there
-            for p in range(slen[j]):
-                k = sup[j, p]
-                s += _sep_phi(fcode, B[j, p]) - fc[0, k]
-                s1 += _sep_phi(fcode, (wj * B[j, p] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
-        else:
-            for k in range(d):
-                s += _sep_phi(fcode, A[j, k]) - fc[0, k]
-                if sup.shape[1] > 0:
-                    s1 += _sep_phi(fcode, (wj * A[j, k] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
-        C[j, 0] = wj * s
-        C[j, 1] = s1
-    elif kind == 2:
-        s = 0.0
-        for k in range(d):
-            s += _l1_cost_coord(A[j, k], B[j, k])
-        C[j, 0] = s
-    elif kind == 3:
-        s = 0.0
-        for k in range(d):
-            s += math.log(B[j, k] / wj + 1.0)
-        C[j, 0] = wj * s
-    else:
-        for k in range(d):
-            for l in range(k + 1):
-                work[k, l] = B[j, k * d + l] / wj
-            work[k, k] += 1.0
-        C[j, 0] = wj * _chol_logdet(work, d)
-        dd = d * d
-        if B.shape[1] >= 2 * dd:  # factor of M2 / (w + 1) + I for merges with a unit point
-            for k in range(d):
-                for l in range(k + 1):
-                    work[k, l] = B[j, k * d + l] / (wj + 1.0)
-                work[k, k] += 1.0
-            C[j, 1] = _chol_logdet(work, d)
-            for k in range(d):
-                for l in range(k + 1):
-                    B[j, dd + k * d + l] = work[k, l]
-
-
-@njit(**_JIT)
-def _init_cache(kind, A, B, C, w, sup, slen, fc, fcode, work):
-    for j in range(A.shape[0]):
-        _slot_cache(kind, j, A, B, C, w, sup, slen, fc, fcode, work)
-
-
-@njit(**_JIT)
-def _merge(kind, i, j, A, B, C, w, sup, slen, aux, fc, fcode, work, ibuf):
-    """Merge slot ``i`` into slot ``j`` (slot ``j`` holds the union afterwards)."""
-    wi = w[i]
-    wj = w[j]
-    w12 = wi + wj
-    d = A.shape[1]
-    if kind == 2:  # additive masses
-        for k in range(d):
-            A[j, k] += A[i, k]
-            B[j, k] += B[i, k]
-    else:
-        c = wi * wj / w12
-        if kind == 3:
-            for k in range(d):
-                t = A[i, k] - A[j, k]
-                B[j, k] += B[i, k] + c * t * t
-        elif kind == 4:
-            for k in range(d):
-                work[d, k] = A[i, k] - A[j, k]
-            for k in range(d):
-                tk = work[d, k]
-                for l in range(k + 1):
-                    B[j, k * d + l] += B[i, k * d + l] + c * tk * work[d, l]
-            aux[j] = 0
-        for k in range(d):
-            A[j, k] = (wi * A[i, k] + wj * A[j, k]) / w12
-        if kind == 1 and slen[j] >= 0:
-            if slen[i] < 0:
-                slen[j] = -1
-            else:
-                li = slen[i]
-                lj = slen[j]
-                p = 0
-                q = 0
-                r = 0
-                while p < li or q < lj:
-                    if q >= lj or (p < li and sup[i, p] < sup[j, q]):
-                        ibuf[r] = sup[i, p]
-                        p += 1
-                    elif p >= li or sup[j, q] < sup[i, p]:
-                        ibuf[r] = sup[j, q]
-                        q += 1
-                    else:
-                        ibuf[r] = sup[i, p]
-                        p += 1
-                        q += 1
-                    r += 1
-                if r > sup.shape[1]:
-                    slen[j] = -1
-                else:
-                    for p in range(r):
-                        sup[j, p] = ibuf[p]
-                        B[j, p] = A[j, ibuf[p]]
-                    slen[j] = r
-    w[j] = w12
-    _slot_cache(kind, j, A, B, C, w, sup, slen, fc, fcode, work)
-
-
-# ---------------------------------------------------------------------------- indexed binary heap
-@njit(**_JIT)
-def _less(key, a, b):
-    return key[a] < key[b] or (key[a] == key[b] and a < b)
-
-
-@njit(**_JIT)
-def _sift_up(heap, where, key, p):
-    x = heap[p]
-    while p > 0:
-        q = (p - 1) >> 1
-        y = heap[q]
-        if _less(key, x, y):
-            heap[p] = y
-            where[y] = p
-            p = q
-        else:
-            break
-    heap[p] = x
-    where[x] = p
-
-
-@njit(**_JIT)
-def _sift_down(heap, where, key, p, size):
-    x = heap[p]
-    while True:
-        c = 2 * p + 1
-        if c >= size:
-            break
-        if c + 1 < size and _less(key, heap[c + 1], heap[c]):
-            c += 1
-        y = heap[c]
-        if _less(key, y, x):
-            heap[p] = y
-            where[y] = p
-            p = c
-        else:
-            break
-    heap[p] = x
-    where[x] = p
-
-
-@njit(**_JIT)
-def _heap_update(heap, where, key, slot, size):
-    p = where[slot]
-    _sift_up(heap, where, key, p)
-    _sift_down(heap, where, key, where[slot], size)
-
-
-# ---------------------------------------------------------------------------- the two drivers
-@njit(**_JIT)
-def _generic_linkage(kind, A, B, C, w, sup, slen, aux, fc, fcode, out_i, out_j, out_h):
-    """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics.
-
-    Each active slot ``x`` keeps a candidate ``nn[x] > x`` and ``mind[x]``, a lower bound of its
-    cost to every active slot above it; ``stale[x]`` marks bounds that may be strict. The heap
-    top, once exact, is a globally cheapest pair. Merges store the union in the higher slot.
-    Writes merge ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``.
-    """
-    n = A.shape[0]
-    d = A.shape[1]
-    work = np.zeros((d + 1, d)) if kind == 4 else np.zeros((1, 1))  # Cholesky scratch
-    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    succ = np.empty(n, dtype=np.int64)
-    pred = np.empty(n, dtype=np.int64)
-    for x in range(n):
-        succ[x] = x + 1 if x + 1 < n else -1
-        pred[x] = x - 1
-    head = 0
-    nn = np.full(n, -1, dtype=np.int64)
-    mind = np.full(n, np.inf)
-    stale = np.zeros(n, dtype=np.bool_)
-    for x in range(n - 1):
-        best = np.inf
-        bj = -1
-        for y in range(x + 1, n):
-            c = _cost(kind, x, y, A, B, C, w, sup, slen, aux, fc, fcode, work)
-            if c < best or bj < 0:
-                best = c
-                bj = y
-        nn[x] = bj
-        mind[x] = best
-    heap = np.arange(n)
-    where = np.arange(n)
-    for p in range(n // 2 - 1, -1, -1):
-        _sift_down(heap, where, mind, p, n)
-    for t in range(n - 1):
-        while True:
-            a = heap[0]
-            if not stale[a]:
-                break
-            best = np.inf
-            bj = -1
-            y = succ[a]
-            while y >= 0:
-                c = _cost(kind, a, y, A, B, C, w, sup, slen, aux, fc, fcode, work)
-                if c < best or bj < 0:
-                    best = c
-                    bj = y
-                y = succ[y]
-            nn[a] = bj
-            mind[a] = best
-            stale[a] = False
-            _heap_update(heap, where, mind, a, n)
-        a = heap[0]
-        b = nn[a]
-        out_i[t] = a
-        out_j[t] = b
-        out_h[t] = mind[a]
-        _merge(kind, a, b, A, B, C, w, sup, slen, aux, fc, fcode, work, ibuf)
-        # remove a
-        if pred[a] >= 0:
-            succ[pred[a]] = succ[a]
-        else:
-            head = succ[a]
-        if succ[a] >= 0:
-            pred[succ[a]] = pred[a]
-        mind[a] = np.inf
-        stale[a] = False
-        _heap_update(heap, where, mind, a, n)
-        # slots below b: the new cluster may be a better candidate; candidates a and b went stale
-        x = head
-        while x >= 0 and x < b:
-            c = _cost(kind, x, b, A, B, C, w, sup, slen, aux, fc, fcode, work)
-            if c < mind[x]:
-                mind[x] = c
-                nn[x] = b
-                stale[x] = False
-                _heap_update(heap, where, mind, x, n)
-            elif nn[x] == a or nn[x] == b:
-                nn[x] = b
-                if c != mind[x]:
-                    stale[x] = True
-            x = succ[x]
-        # the new cluster's own candidate among the slots above it
-        best = np.inf
-        bj = -1
-        y = succ[b]
-        while y >= 0:
-            c = _cost(kind, b, y, A, B, C, w, sup, slen, aux, fc, fcode, work)
-            if c < best or bj < 0:
-                best = c
-                bj = y
-            y = succ[y]
-        nn[b] = bj
-        mind[b] = best
-        stale[b] = False
-        _heap_update(heap, where, mind, b, n)
-
-
-# fastmath: the Ward kernel is a plain sum of squared differences (no logs, no subtraction of
-# nearly equal sums), so letting LLVM reassociate it into SIMD lanes only changes rounding.
-@njit(cache=True, nogil=True, fastmath=True)
-def _ward_row(A, a, act, na, w, out):
-    d = A.shape[1]
-    wa = w[a]
-    for t in range(na):
-        x = act[t]
-        s = 0.0
-        for k in range(d):
-            u = A[a, k] - A[x, k]
-            s += u * u
-        out[t] = wa * w[x] / (wa + w[x]) * s
-
-
-@njit(**_JIT)
-def _nn_chain_ward(A, w, out_i, out_j, out_h):
-    """Nearest-neighbour chain for Ward costs on centroids (``A`` holds the running cluster
-    means and is overwritten). Merges are written in chain order (not sorted)."""
-    n, d = A.shape
-    act = np.arange(n)
-    pos = np.arange(n)
-    na = n
-    chain = np.empty(n, dtype=np.int64)
-    cl = 0
-    row = np.empty(n)
-    formed = np.zeros(n)
-    for t in range(n - 1):
-        if cl == 0:
-            chain[0] = act[0]
-            cl = 1
-        while True:
-            a = chain[cl - 1]
-            prev = chain[cl - 2] if cl >= 2 else -1
-            _ward_row(A, a, act, na, w, row)
-            best = np.inf
-            bx = -1
-            if prev >= 0:
-                best = row[pos[prev]]
-                bx = prev
-            for s in range(na):
-                x = act[s]
-                if x != a and row[s] < best:
-                    best = row[s]
-                    bx = x
-            if bx == prev:
-                break
-            chain[cl] = bx
-            cl += 1
-        cl -= 2
-        lo = min(a, prev)
-        hi = max(a, prev)
-        out_i[t] = lo
-        out_j[t] = hi
-        # reducibility makes a merge at least as costly as the merges that formed its parts;
-        # the clamp only removes rounding-level inversions so that sorting keeps children first
-        best = max(best, formed[lo], formed[hi])
-        formed[hi] = best
-        out_h[t] = best
-        wl = w[lo]
-        wh = w[hi]
-        for k in range(d):
-            A[hi, k] = (wl * A[lo, k] + wh * A[hi, k]) / (wl + wh)
-        w[hi] = wl + wh
-        # swap-remove lo from the active list
-        p = pos[lo]
-        last = act[na - 1]
-        act[p] = last
-        pos[last] = p
-        na -= 1
-
-
-@njit(**_JIT)
-def _slots_to_linkage(n, si, sj, h, counts0, Z):
-    """scipy linkage rows from merges of slots (the union lives in slot ``sj``)."""
-    node = np.arange(n)
-    size = counts0.copy()
-    for t in range(n - 1):
-        a = node[si[t]]
-        b = node[sj[t]]
-        Z[t, 0] = min(a, b)
-        Z[t, 1] = max(a, b)
-        Z[t, 2] = h[t]
-        size[sj[t]] += size[si[t]]
-        Z[t, 3] = size[sj[t]]
-        node[sj[t]] = n + t
-
-
-@njit(**_JIT)
-def _replay(kind, Z, A, B, C, w, sup, slen, aux, fc, fcode, first, outA, outB, outC, outw,
-            outsup, outslen, outaux):
-    """Re-run the merges of a linkage matrix on singleton statistics and keep a copy of the
-    clusters formed at steps ``first, ..., n-2`` (row ``r`` of the outputs = step ``n-2-r``,
-    so row 0 is the root)."""
-    n = A.shape[0]
-    d = A.shape[1]
-    work = np.zeros((d + 1, d)) if kind == 4 else np.zeros((1, 1))  # Cholesky scratch
-    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    slot = np.empty(2 * n - 1, dtype=np.int64)
-    for x in range(n):
-        slot[x] = x
-    for t in range(n - 1):
-        i = slot[np.int64(Z[t, 0])]
-        j = slot[np.int64(Z[t, 1])]
-        _merge(kind, i, j, A, B, C, w, sup, slen, aux, fc, fcode, work, ibuf)
-        slot[n + t] = j
-        if t >= first:
-            r = n - 2 - t
-            outA[r, :] = A[j, :]
-            outB[r, :] = B[j, :]
-            outC[r, :] = C[j, :]
-            outw[r] = w[j]
-            outsup[r, :] = sup[j, :]
-            outslen[r] = slen[j]
-            outaux[r] = aux[j]
-
-
-@njit(**_JIT)
-def _cross_costs(kind, nc, A, B, C, w, sup, slen, aux, fc, fcode, out):
-    """``out[p, q] = cost(cluster slot q, point slot nc + p)`` for a stacked state."""
-    d = A.shape[1]
-    work = np.zeros((d + 1, d)) if kind == 4 else np.zeros((1, 1))  # Cholesky scratch
-    m = A.shape[0] - nc
-    for p in range(m):
-        for q in range(nc):
-            out[p, q] = _cost(kind, q, nc + p, A, B, C, w, sup, slen, aux, fc, fcode, work)
-
-
-@njit(**_JIT)
-def _purity_counts(n, Z, y, n_labels):
-    """Dendrogram purity numerator: sum over internal nodes of same-label pairs split between
-    the two children times the node's purity for that label; O(n L)."""
-    cnt = np.zeros((2 * n - 1, n_labels), dtype=np.int64)
-    for i in range(n):
-        cnt[i, y[i]] = 1
-    total = 0.0
-    for t in range(n - 1):
-        a = np.int64(Z[t, 0])
-        b = np.int64(Z[t, 1])
-        size = 0
-        for l in range(n_labels):
-            cnt[n + t, l] = cnt[a, l] + cnt[b, l]
-            size += cnt[n + t, l]
-        for l in range(n_labels):
-            pairs = cnt[a, l] * cnt[b, l]
-            if pairs > 0:
-                total += pairs * (cnt[n + t, l] / size)
-    return total
-
-
 # ============================================================================ Python layer
-_ENGINE_NAMES = ("_l1_cost_coord", "_sep_one_sided", "_gfull_rank_one", "_chol_logdet", "_cost", "_slot_cache", "_init_cache",
-                 "_merge", "_less", "_sift_up", "_sift_down", "_heap_update", "_generic_linkage",
-                 "_replay", "_cross_costs")
-_BUILTIN_FCODE = {"sqeuclidean": (0, K.sq_phi), "kl": (1, K.kl_phi), "itakura_saito": (2, K.is_phi)}
-_CUSTOM_ENGINES = {}
-_ENGINE_LOCK = threading.Lock()
-
-
-def _module_engine():
-    return types.SimpleNamespace(**{name: globals()[name] for name in _ENGINE_NAMES})
-
-
-def _engine_for(div):
-    """``(engine, fcode)``: the cached module kernels for built-in generators; for a custom
-    generator, uncached clones of the same kernels in which ``_sep_phi`` calls its ``phi``.
-
-    numba cannot cache functions that take a jitted function as an argument (the cache key holds
-    the dispatcher's identity, so every process would compile and append a new entry), so the
-    built-ins are selected by an integer code and custom generators are compiled once per
-    process and registration.
-    """
-    if div is None:
-        return _module_engine(), 0
-    hit = _BUILTIN_FCODE.get(div.name)
-    if hit is not None and div.phi is hit[1]:
-        return _module_engine(), hit[0]
-    with _ENGINE_LOCK:
-        cached = _CUSTOM_ENGINES.get(div.name)
-        if cached is not None and cached[0] is div.phi:
-            return cached[1], -1
-        phi = div.phi
-
-        @njit(nogil=True)
-        def _custom_phi(fcode, x):
-            return phi(x)
-
-        g = dict(globals())
-        clones = {}
-        for name in _ENGINE_NAMES:
-            f = globals()[name]
-            f = getattr(f, "py_func", f)  # plain functions under NUMBA_DISABLE_JIT=1
-            fn = types.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
-            clones[name] = njit(nogil=True)(fn)
-        g.update(clones)
-        g["_sep_phi"] = _custom_phi
-        eng = types.SimpleNamespace(**clones)
-        _CUSTOM_ENGINES[div.name] = (div.phi, eng)
-        return eng, -1
-
-
 class _Plan:
     """Everything that turns data into singleton statistics for one fitted model."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
+
+    @property
+    def fn(self):
+        """Function pointer of the separable generator (the kernels' ``fn`` argument)."""
+        if self.kind == _SEP:
+            return self.divergence.generator.fn_phi
+        return KG.placeholder()
 
     # -- singleton state ---------------------------------------------------------------
     def state(self, X, w):
@@ -785,7 +145,7 @@ class _Plan:
                     slen[i] = li
         C = np.zeros((n, 2))
         work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky scratch
-        self.engine._init_cache(kind, A, B, C, w, sup, slen, self.fc, self.fcode, work)
+        KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn, work)
         return A, B, C, w, sup, slen, aux
 
 
@@ -817,12 +177,11 @@ def _resolve_model(model, model_params):
         raise TypeError(
             f"model must be a string or a Divergence, got {type(model).__name__}."
         )
-    kind_name = getattr(div, "_kind", "separable")
-    if kind_name == "mahalanobis" or div.name == "sqeuclidean":
+    if div.ward:
         return div.name, div, _WARD
-    if kind_name == "l1":
+    if not div.differentiable:  # l1_subgradient: Definition 3.7 from sign masses
         return div.name, div, _L1
-    if div.phi is None:
+    if div.generator is None:
         raise ValueError(
             f"divergence {div.name!r} has no scalar generator phi; agglomerative clustering needs "
             "a separable generator (or sqeuclidean/mahalanobis)."
@@ -881,7 +240,7 @@ def _build_plan(X, w, model, model_params, smoothing):
     name, div, kind = _resolve_model(model, model_params)
     n, d = X.shape
     plan = dict(name=name, divergence=div, kind=kind, d=d, normalize=False, scale=1.0,
-                shift=np.zeros(d), whiten=None, smax=0, fc=np.zeros((2, d)), fcode=0, engine=None,
+                shift=np.zeros(d), whiten=None, smax=0, fc=np.zeros((2, d)), gcode=KG.SQ,
                 smoothing_description="none")
     if isinstance(smoothing, str):
         smoothing = smoothing.strip().lower()
@@ -949,7 +308,6 @@ def _build_plan(X, w, model, model_params, smoothing):
             plan["whiten"] = np.linalg.inv(L).T  # x -> L^-1 x, as rows: X @ L^-T
         plan["smoothing_description"] = desc
         plan["bandwidth"] = H
-        plan["engine"], plan["fcode"] = _engine_for(None)
         return _Plan(**plan)
 
     # identity-statistic models
@@ -965,7 +323,7 @@ def _build_plan(X, w, model, model_params, smoothing):
         plan["smoothing_description"] = f"user {form} smoothing, alpha={alpha:g}"
     else:
         if smoothing == "auto":
-            smoothing = "multinomial" if (name == "multinomial" or div.name == "kl") else "none"
+            smoothing = "multinomial" if (name == "multinomial" or div is _KL) else "none"
         if smoothing == "multinomial":
             m = float(X.sum())
             if not m > 0:
@@ -989,8 +347,8 @@ def _build_plan(X, w, model, model_params, smoothing):
                 f"unknown smoothing {smoothing!r}; use 'auto', 'none', 'multinomial', 'nd', 'n' "
                 "or a tuple (alpha, z[, 'convex'|'cone'])."
             )
-    if kind == _WARD and div._kind == "mahalanobis":
-        plan["whiten"] = np.linalg.cholesky(div.param("A"))  # rows: x -> x L, ||.||^2 = x^T A x
+    if kind == _WARD:
+        plan["whiten"] = div.whitening()  # rows: x -> x L, ||.||^2 = x^T A x (None: identity)
     if kind == _SEP:
         shift = plan["shift"]
         c0 = shift.copy()  # statistic of a raw zero
@@ -1002,7 +360,8 @@ def _build_plan(X, w, model, model_params, smoothing):
         if density < 0.5 and np.isfinite(fc).all() and d >= 16:
             plan["smax"] = d // 2  # int32 supports: a quarter of the statistics' memory
             plan["fc"] = np.ascontiguousarray(np.vstack([fc, c0]))
-    plan["engine"], plan["fcode"] = _engine_for(div if kind == _SEP else None)
+    if kind == _SEP:
+        plan["gcode"] = div.generator.code
     return _Plan(**plan)
 
 
@@ -1050,11 +409,11 @@ def _run(X, w, plan, algorithm):
         return si, sj, h
     A, B, C, w2, sup, slen, aux = plan.state(X, w)
     if plan.kind == _WARD and algorithm != "generic":
-        _nn_chain_ward(A, w2, si, sj, h)
+        KA.nn_chain_ward(A, w2, si, sj, h)
         order = np.argsort(h, kind="stable")
         return si[order], sj[order], h[order]
-    plan.engine._generic_linkage(plan.kind, A, B, C, w2, sup, slen, aux, plan.fc, plan.fcode,
-                                 si, sj, h)
+    KA.generic_linkage(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode, plan.fn,
+                       si, sj, h)
     return si, sj, h
 
 
@@ -1069,7 +428,7 @@ def _linkage_from_merges(n, si, sj, h, heights):
         vals = np.maximum(h, 0.0)
     Z = np.zeros((max(n - 1, 0), 4))
     if n >= 2:
-        _slots_to_linkage(n, si, sj, vals, np.ones(n, dtype=np.int64), Z)
+        KA.slots_to_linkage(n, si, sj, vals, np.ones(n, dtype=np.int64), Z)
     return Z
 
 
@@ -1167,72 +526,13 @@ def bregman_merge_cost(X, members1, members2, *, model="sqeuclidean", model_para
     d = A.shape[1]
     work = np.zeros((d + 1, d)) if plan.kind == _GFULL else np.zeros((1, 1))  # Cholesky scratch
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    eng = plan.engine
+    st = (A, B, C, w2, sup, slen, aux)
+    fn = plan.fn
     for t in range(1, i1.size):
-        eng._merge(plan.kind, t - 1, t, A, B, C, w2, sup, slen, aux, plan.fc, plan.fcode, work,
-                   ibuf)
+        KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
     for t in range(i1.size + 1, sub.size):
-        eng._merge(plan.kind, t - 1, t, A, B, C, w2, sup, slen, aux, plan.fc, plan.fcode, work,
-                   ibuf)
-    return float(eng._cost(plan.kind, i1.size - 1, sub.size - 1, A, B, C, w2, sup, slen, aux,
-                           plan.fc, plan.fcode, work))
-
-
-def dendrogram_purity(Z, y):
-    """Dendrogram purity (Heller & Ghahramani 2005; Telgarsky & Dasgupta 2012, Sec. 7.1).
-
-    For every pair of points with the same label ``l``, take the smallest cluster of the tree
-    containing both; its purity is the fraction of that cluster labelled ``l``. The dendrogram
-    purity is the average over all such pairs. Computed in ``O(n L)`` by counting, at every
-    internal node, the same-label pairs split between its two children.
-
-    Parameters
-    ----------
-    Z : ndarray of shape (n_samples - 1, 4)
-        scipy linkage matrix (heights are not used).
-    y : array-like of shape (n_samples,)
-        Class labels.
-
-    Returns
-    -------
-    float in (0, 1]
-
-    Raises
-    ------
-    ValueError
-        Shapes disagree, ``Z`` is not a valid linkage, or no two points share a label.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> Z = np.array([[0, 1, 1.0, 2], [2, 3, 1.0, 2], [4, 5, 2.0, 4]])
-    >>> dendrogram_purity(Z, [0, 0, 1, 1])
-    1.0
-    >>> round(dendrogram_purity(Z, [0, 1, 0, 1]), 6)
-    0.5
-    """
-    Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
-    n = y.shape[0]
-    if Z.ndim != 2 or Z.shape != (n - 1, 4):
-        raise ValueError(
-            f"Z must be a linkage matrix of shape (n_samples - 1, 4) = ({n - 1}, 4) for {n} "
-            f"labels, got {Z.shape}."
-        )
-    if n >= 2:
-        from scipy.cluster.hierarchy import is_valid_linkage
-
-        if not is_valid_linkage(Z):
-            raise ValueError("Z is not a valid scipy linkage matrix (see is_valid_linkage).")
-    _, yi = np.unique(y, return_inverse=True)
-    counts = np.bincount(yi)
-    n_pairs = float(np.sum(counts * (counts - 1) / 2.0))
-    if n_pairs == 0:
-        raise ValueError("dendrogram purity needs at least two points with the same label.")
-    total = _purity_counts(n, Z, yi.astype(np.int64), counts.size)
-    return float(total / n_pairs)
+        KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
+    return float(KA.cost(plan.kind, i1.size - 1, sub.size - 1, st, plan.fc, plan.gcode, fn, work))
 
 
 def _labels_from_linkage(Z, n, n_merges):
@@ -1381,8 +681,7 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                 np.zeros((k, sup.shape[1]), dtype=sup.dtype), np.zeros(k, dtype=np.int64),
                 np.zeros(k, dtype=np.int64))
         if k > 0:
-            plan.engine._replay(plan.kind, Z, A, B, C, w2, sup, slen, aux, plan.fc, plan.fcode,
-                                n - 1 - k, *outs)
+            KA.replay(plan.kind, Z, st, plan.fc, plan.gcode, plan.fn, n - 1 - k, outs)
         self._top_state = outs
         return self
 
@@ -1429,10 +728,8 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                 if a.ndim == 2 and a.shape[1] != b.shape[1]:  # support widths always agree
                     raise RuntimeError("internal: statistic widths differ")
                 st.append(np.ascontiguousarray(np.concatenate([a, b.astype(a.dtype)], axis=0)))
-            A, B, C, w2, sup, slen, aux = st
             out = np.empty((e - s, k))
-            plan.engine._cross_costs(plan.kind, k, A, B, C, w2, sup, slen, aux, plan.fc,
-                                     plan.fcode, out)
+            KA.cross_costs(plan.kind, k, tuple(st), plan.fc, plan.gcode, plan.fn, out)
             F[s:e] = out
         return F
 

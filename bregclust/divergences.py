@@ -1,8 +1,14 @@
 """The divergence registry: one record per Bregman divergence, looked up by name.
 
 Every algorithm in bregclust asks this module for a :class:`Divergence` by name
-(``get_divergence("kl")``) and uses only its vectorised methods, so a generator registered with
-:func:`register_divergence` works in every algorithm without further code.
+(``get_divergence("kl")``) and uses only its public methods and capability fields, so a
+generator registered with :func:`register_divergence` works in every algorithm without further
+code. A record holds everything that describes its divergence: the scalar generator and the
+function pointers the kernels call (:class:`Generator`), the GEMM form and the exact definition
+(a *form* strategy), the parameter validator (Mahalanobis' ``A``), the exact sided centroid
+``argmin_u A d(mL, u) + B d(u, mR)``, and what the agglomerative engine needs (``ward``,
+:meth:`Divergence.whitening`, :attr:`Divergence.generator`). How the array methods run (chunks,
+threads, the fused Lloyd pass) is :mod:`bregclust._execution`'s business.
 
 Built-ins (:doc:`/guide/divergences`)
 
@@ -18,24 +24,24 @@ l1_subgradient sum abs(x)                   R / R            sum (0 if x y > 0 e
 """
 
 import math
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from numba import njit
 from numba.core.registry import CPUDispatcher
-from threadpoolctl import ThreadpoolController
+from scipy.special import wrightomega
 
+from . import _execution as E
 from . import _kernels as K
+from ._kernels import generators as KG
 from ._validation import DomainError
 
 __all__ = [
     "Divergence",
+    "Generator",
     "get_divergence",
     "list_divergences",
     "register_divergence",
@@ -44,37 +50,219 @@ __all__ = [
 ]
 
 _DOMAINS = ("real", "nonnegative", "positive")
-_PARALLEL_MIN = 1 << 18  # elements below which elementwise kernels run serially
-_CHUNK_ELEMENTS = 1 << 17  # rows per chunk = this / k  (1 MB of float64 per block)
-_LLOYD_CHUNK = 256  # rows per BLAS call in the fused Lloyd pass (as scikit-learn's k-means)
 
 
-class _SeparableKernels:
-    """Vectorised kernels of one scalar generator, compiled once (lazily) per registration."""
+# ---------------------------------------------------------------------------- generators
+class Generator:
+    """A separable scalar generator ``phi(x) = sum_l f(x_l)`` as the kernels see it.
 
-    def __init__(self, phi, dphi, dphi_inv, domain):
+    The built-ins carry a generator code that the kernels evaluate inline; a user-registered
+    generator gets :data:`~bregclust._kernels.generators.CUSTOM` and function pointers to its
+    scalar functions, compiled lazily once and owned by this object (hence by its registry
+    record: they are released with it).
+
+    Parameters
+    ----------
+    code : int
+        Generator code (``SQ``, ``KL``, ``IS``, ``ABS`` or ``CUSTOM``).
+    phi, dphi, dphi_inv : numba dispatcher or None
+        The scalar ``f``, ``f'`` and ``(f')^-1``.
+    domain : {"real", "nonnegative", "positive"}
+    """
+
+    def __init__(self, code, phi, dphi, dphi_inv, domain):
+        self.code = code
         self.phi, self.dphi, self.dphi_inv = phi, dphi, dphi_inv
         self.domain = domain
-        self._built = {}
+        self.domain_code = KG.DOMAIN_CODES[domain]
+        self._fns = {}
         self._lock = threading.Lock()
 
-    def get(self, key):
-        fn = self._built.get(key)
+    def _fn(self, which):
+        fn = self._fns.get(which)
         if fn is None:
             with self._lock:
-                fn = self._built.get(key)
+                fn = self._fns.get(which)
                 if fn is None:
-                    maker = {
-                        "dphi_map": lambda: K.make_map(self.dphi),
-                        "dphi_map_par": lambda: K.make_map(self.dphi, parallel=True),
-                        "inv_map": lambda: K.make_map(self.dphi_inv),
-                        "rowsum": lambda: K.make_rowsum(self.phi),
-                        "rowsum_par": lambda: K.make_rowsum(self.phi, parallel=True),
-                        "rowsum_csr": lambda: K.make_rowsum_csr(self.phi, parallel=True),
-                        "generic": lambda: K.make_generic_pairwise(self.phi, self.dphi),
-                    }[key]
-                    fn = self._built[key] = maker()
+                    if self.code == KG.CUSTOM:
+                        f = (self.phi, self.dphi, self.dphi_inv)[which]
+                        fn = KG.function_pointer(f)
+                    else:
+                        fn = KG.placeholder()
+                    self._fns[which] = fn
         return fn
+
+    @property
+    def fn_phi(self):
+        """Function pointer to ``f`` (a placeholder for built-in codes)."""
+        return self._fn(KG.PHI)
+
+    @property
+    def fn_dphi(self):
+        """Function pointer to ``f'`` (a placeholder for built-in codes)."""
+        return self._fn(KG.DPHI)
+
+    @property
+    def fn_dphi_inv(self):
+        """Function pointer to ``(f')^-1`` (a placeholder for built-in codes)."""
+        return self._fn(KG.DPHI_INV)
+
+
+# ---------------------------------------------------------------------------- forms (strategies)
+class _SeparableForm:
+    """GEMM form and definition of a differentiable separable generator."""
+
+    fused = True
+
+    def __init__(self, gen):
+        self.gen = gen
+
+    def phi_rows(self, div, X):
+        g = self.gen
+        n, d = X.shape
+        out = np.empty(n)
+        if sp.issparse(X):
+            K.rowsum_csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
+        else:
+            # Parallel launches cost more than they save on small arrays (centres).
+            kern = K.rowsum_par if n * d > E.PARALLEL_MIN else K.rowsum
+            kern(g.code, g.fn_phi, np.ascontiguousarray(X), out)
+        return out
+
+    def grad(self, div, U2):
+        g = self.gen
+        out = np.empty_like(U2)
+        kern = K.map_scalar_par if U2.size > E.PARALLEL_MIN else K.map_scalar
+        kern(g.code, KG.DPHI, g.fn_dphi, U2, out)
+        return out
+
+    def grad_inv(self, div, T2):
+        g = self.gen
+        out = np.empty_like(T2)
+        K.map_scalar(g.code, KG.DPHI_INV, g.fn_dphi_inv, T2, out)
+        return out
+
+    def prepare(self, div, X):
+        return X, div.phi_rows(X)
+
+    def gemm_parts(self, div, U):
+        G = div.grad(U)
+        with np.errstate(invalid="ignore"):
+            c = np.einsum("ij,ij->i", U, G) - div.phi_rows(U)
+        return G, c
+
+    def generic_pairwise(self, div, Xd, U, out):
+        g = self.gen
+        K.generic_pairwise(g.code, g.fn_phi, g.fn_dphi, Xd, U, out)
+
+
+class _L1Form(_SeparableForm):
+    """l1_subgradient: ``Xg = [X+, X-]``, ``phi_x = 2 ||x||_1``, sign indicators as ``G``."""
+
+    fused = False  # the fused Lloyd pass sums Xg, not X
+
+    def prepare(self, div, X):
+        if sp.issparse(X):
+            Xp = X.maximum(0)
+            Xm = (-X).maximum(0)
+            Xg = sp.hstack([Xp, Xm], format="csr")
+            phi_x = 2.0 * np.asarray(abs(X).sum(axis=1)).ravel()
+        else:
+            Xg = np.hstack([np.maximum(X, 0), np.maximum(-X, 0)])
+            phi_x = 2.0 * np.abs(X).sum(axis=1)
+        return Xg, phi_x
+
+    def gemm_parts(self, div, U):
+        G = 2.0 * np.hstack([(U > 0), (U < 0)]).astype(np.float64)
+        return G, np.zeros(U.shape[0])
+
+    def generic_pairwise(self, div, Xd, U, out):
+        K.l1_pairwise_exact(Xd, U, out)
+
+
+class _MahalanobisForm:
+    """``phi(x) = x^T A x``: products with ``A`` and a cached Cholesky factor."""
+
+    fused = True
+
+    def __init__(self, A):
+        self.A = A
+        self._cho = None
+
+    def phi_rows(self, div, X):
+        A = self.A
+        n = X.shape[0]
+        out = np.empty(n)
+        for s in range(0, n, 4096):
+            Xc = X[s:s + 4096]
+            XA = np.asarray(Xc @ A)
+            out[s:s + 4096] = (
+                np.asarray(Xc.multiply(XA).sum(axis=1)).ravel() if sp.issparse(Xc)
+                else np.einsum("ij,ij->i", Xc, XA)
+            )
+        return out
+
+    def grad(self, div, U2):
+        return 2.0 * (U2 @ self.A)
+
+    def grad_inv(self, div, T2):
+        if self._cho is None:
+            self._cho = scipy.linalg.cho_factor(self.A)
+        return 0.5 * scipy.linalg.cho_solve(self._cho, T2.T).T
+
+    prepare = _SeparableForm.prepare
+    gemm_parts = _SeparableForm.gemm_parts
+
+    def generic_pairwise(self, div, Xd, U, out):
+        A = self.A
+        for j in range(U.shape[0]):
+            diff = Xd - U[j]
+            out[:, j] = np.einsum("ij,jk,ik->i", diff, A, diff)
+
+
+# ---------------------------------------------------------------------------- sided centroids
+def _symmetric_centroid(div, A, B, mL, mR):
+    """Symmetric (quadratic) generators: ``(A mL + B mR) / (A + B)``."""
+    return (A * mL + B * mR) / (A + B)
+
+
+def _kl_centroid(div, A, B, mL, mR):
+    """``argmin_u A d(mL, u) + B d(u, mR)`` for kl, per coordinate, in closed form.
+
+    Stationarity ``A (1 - mL/u) + B log(u/mR) = 0``. With ``y = A mL / (B u)`` it reads
+    ``y + log y = A/B + log(A mL / (B mR))``, i.e. ``y = W0(c)`` (Lambert W) with
+    ``c = (A mL / (B mR)) exp(A/B)``. ``c`` overflows for small ``B``, so ``y`` is evaluated as
+    the Wright omega function of ``log c`` (``omega(z) = W0(exp(z))``). ``mL = 0`` gives
+    ``u = mR exp(-A/B)``.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = A / B
+        z = np.log(r * mL) - np.log(mR) + r
+        y = wrightomega(z).real
+        u = r * mL / y
+    zero = mL <= 0
+    if zero.any():
+        u = np.where(zero, mR * np.exp(-np.broadcast_to(r, mL.shape)), u)
+    return u
+
+
+def _is_centroid(div, A, B, mL, mR):
+    """Itakura-Saito: the positive root of ``B u^2 + (A - B) mR u - A mL mR = 0``.
+
+    (Stationarity ``A (u - mL)/u^2 + B (1/mR - 1/u) = 0`` times ``u^2 mR``.) The root is
+    evaluated in the form that avoids cancellation for either sign of ``(A - B)``.
+    """
+    p = (A - B) * mR
+    q = A * mL * mR
+    disc = np.sqrt(p * p + 4.0 * B * q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where(p >= 0, 2.0 * q / (p + disc), (disc - p) / (2.0 * B))
+    return u
+
+
+def _bisection_centroid(div, A, B, mL, mR):
+    """Any separable generator: bisection on the stationarity equation (numba)."""
+    return div.centroid_by_bisection(A, B, mL, mR)
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,14 +279,30 @@ class Divergence:
     name : str
         Canonical name.
     aliases : tuple of str
+        Other names accepted by :func:`get_divergence`.
     domain : {"real", "nonnegative", "positive"}
         Domain of the first argument ``x``; the second argument (a centre) must lie in the
         interior (``kl`` accepts ``x >= 0`` but needs ``y > 0``).
     separable, symmetric, differentiable : bool
+        Capabilities of the generator.
     params : tuple of (str, object)
         Bound parameters (Mahalanobis' read-only matrix ``A``).
     formula : str
         Human-readable ``d(x, y)``.
+    builtin : bool
+        Built-in record (cannot be removed or overwritten).
+    generator : Generator or None
+        The separable scalar generator as the kernels see it (``None`` for Mahalanobis).
+    ward : bool
+        ``phi`` is a quadratic form: merge costs are Ward's on whitened data
+        (:meth:`whitening`), which the agglomerative engine solves with a reducible
+        nearest-neighbour chain.
+    has_gemm : bool
+        The one-pass fused Lloyd kernels apply (:meth:`assign_and_sum` on
+        :meth:`prepare_centres`); ``False`` for l1_subgradient, whose GEMM form runs on
+        ``[X+, X-]``.
+    param_names : tuple of str
+        Parameters accepted by :func:`get_divergence`.
     """
 
     name: str
@@ -113,16 +317,29 @@ class Divergence:
     params: tuple = field(default=(), repr=False)
     formula: str = ""
     builtin: bool = False
-    phi0_zero: bool = False
-    _kind: str = field(default="separable", repr=False)
-    _kernels: object = field(default=None, repr=False)
+    generator: object = field(default=None, repr=False)
+    form: object = field(default=None, repr=False)
+    centroid_rule: object = field(default=None, repr=False)
+    ward: bool = False
+    param_names: tuple = ()
+    binder: object = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ pickling / params
     def __reduce__(self):
         return (_restore_divergence, (self.name, dict(self.params)))
 
     def param(self, key):
-        """Value of a bound parameter (e.g. ``param("A")``)."""
+        """Value of a bound parameter.
+
+        Parameters
+        ----------
+        key : str
+            Parameter name, e.g. ``"A"`` for mahalanobis.
+
+        Returns
+        -------
+        object
+        """
         return dict(self.params)[key]
 
     @property
@@ -130,12 +347,48 @@ class Divergence:
         """Domain of the second argument (centres): the interior of :attr:`domain`."""
         return "positive" if self.domain in ("nonnegative", "positive") else "real"
 
+    @property
+    def has_gemm(self):
+        """Whether the fused one-pass Lloyd kernels apply (see the class docstring)."""
+        return bool(self.form is not None and self.form.fused)
+
+    def whitening(self):
+        """For a quadratic generator (``ward``), a matrix ``L`` with ``phi(x) = ||x L||^2``
+        (``None`` for the identity); ``None`` for every other generator.
+
+        Returns
+        -------
+        ndarray of shape (d, d) or None
+        """
+        if self.ward and self.generator is None:
+            return np.linalg.cholesky(self.param("A"))
+        return None
+
+    def _ready(self):
+        if self.form is None:
+            raise TypeError(
+                f"{self.name} needs its parameters; use get_divergence({self.name!r}, "
+                f"{', '.join(f'{p}=...' for p in self.param_names)})."
+            )
+        return self.form
+
     # ------------------------------------------------------------------ domain checks
     def check_domain(self, X, *, name="X", side="left"):
         """Raise :class:`DomainError` if ``X`` leaves the domain of this divergence.
 
-        ``side="left"`` checks data points (first argument), ``side="right"`` centres (second
-        argument, strict interior).
+        Parameters
+        ----------
+        X : ndarray or sparse matrix
+            Data points (``side="left"``, first argument) or centres (``side="right"``, second
+            argument, strict interior).
+        name : str, default="X"
+            Name used in the error message.
+        side : {"left", "right"}, default="left"
+
+        Raises
+        ------
+        DomainError
+            With the first offending row and column.
         """
         dom = self.domain if side == "left" else self.right_domain
         if dom == "real":
@@ -178,49 +431,55 @@ class Divergence:
 
     # ------------------------------------------------------------------ generator pieces
     def phi_rows(self, X):
-        """``phi(x_i)`` for every row (dense or CSR)."""
-        n, d = X.shape
-        if self._kind == "mahalanobis":
-            A = self.param("A")
-            out = np.empty(n)
-            for s in range(0, n, 4096):
-                Xc = X[s:s + 4096]
-                XA = np.asarray(Xc @ A)
-                out[s:s + 4096] = (
-                    np.asarray(Xc.multiply(XA).sum(axis=1)).ravel() if sp.issparse(Xc)
-                    else np.einsum("ij,ij->i", Xc, XA)
-                )
-            return out
-        out = np.empty(n)
-        if sp.issparse(X):
-            self._kernels.get("rowsum_csr")(X.data, X.indptr, d, out)
-        else:
-            # Parallel launches cost more than they save on small arrays (centres).
-            key = "rowsum_par" if n * d > _PARALLEL_MIN else "rowsum"
-            self._kernels.get(key)(np.ascontiguousarray(X), out)
-        return out
+        """``phi(x_i)`` for every row.
+
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n, d)
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
+        return self._ready().phi_rows(self, X)
 
     def grad(self, U):
-        """``grad phi`` of each row of a dense array."""
+        """``grad phi`` of each row of a dense array.
+
+        Parameters
+        ----------
+        U : array-like of shape (k, d) or (d,)
+
+        Returns
+        -------
+        ndarray of the shape of ``U``
+        """
         U = np.asarray(U, dtype=np.float64)
-        if self._kind == "mahalanobis":
-            return 2.0 * (U @ self.param("A"))
+        form = self._ready()
+        if self.generator is None:  # a quadratic form: a matrix product
+            return form.grad(self, U)
         self._need_differentiable("grad")
         U2 = np.ascontiguousarray(np.atleast_2d(U))
-        out = np.empty_like(U2)
-        self._kernels.get("dphi_map_par" if U2.size > _PARALLEL_MIN else "dphi_map")(U2, out)
-        return out.reshape(U.shape)
+        return form.grad(self, U2).reshape(U.shape)
 
     def grad_inv(self, T):
-        """Inverse of ``grad phi`` for each row of a dense array."""
+        """Inverse of ``grad phi`` for each row of a dense array.
+
+        Parameters
+        ----------
+        T : array-like of shape (k, d) or (d,)
+
+        Returns
+        -------
+        ndarray of the shape of ``T``
+        """
         T = np.asarray(T, dtype=np.float64)
-        if self._kind == "mahalanobis":
-            return 0.5 * scipy.linalg.cho_solve(_cho_factor(self), T.T).T
+        form = self._ready()
+        if self.generator is None:
+            return form.grad_inv(self, T)
         self._need_differentiable("grad_inv")
         T2 = np.ascontiguousarray(np.atleast_2d(T))
-        out = np.empty_like(T2)
-        self._kernels.get("inv_map")(T2, out)
-        return out.reshape(T.shape)
+        return form.grad_inv(self, T2).reshape(T.shape)
 
     def _need_differentiable(self, what):
         if not self.differentiable:
@@ -235,32 +494,55 @@ class Divergence:
 
         ``D = phi_x 1^T + 1 c^T - Xg G^T``. For l1_subgradient ``Xg = [X+, X-]`` and
         ``phi_x = 2 ||x||_1``.
+
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n, d)
+
+        Returns
+        -------
+        Xg : ndarray or CSR matrix
+        phi_x : ndarray of shape (n,)
         """
-        if self._kind == "l1":
-            if sp.issparse(X):
-                Xp = X.maximum(0)
-                Xm = (-X).maximum(0)
-                Xg = sp.hstack([Xp, Xm], format="csr")
-                phi_x = 2.0 * np.asarray(abs(X).sum(axis=1)).ravel()
-            else:
-                Xg = np.hstack([np.maximum(X, 0), np.maximum(-X, 0)])
-                phi_x = 2.0 * np.abs(X).sum(axis=1)
-            return Xg, phi_x
-        return X, self.phi_rows(X)
+        return self._ready().prepare(self, X)
 
     def gemm_parts(self, U):
-        """``(G, c)`` with ``D = phi_x 1^T + 1 c^T - Xg G^T`` (see :meth:`prepare`)."""
-        U = np.ascontiguousarray(U, dtype=np.float64)
-        if self._kind == "l1":
-            G = 2.0 * np.hstack([(U > 0), (U < 0)]).astype(np.float64)
-            return G, np.zeros(U.shape[0])
-        G = self.grad(U)
-        with np.errstate(invalid="ignore"):
-            c = np.einsum("ij,ij->i", U, G) - self.phi_rows(U)
-        return G, c
+        """``(G, c)`` with ``D = phi_x 1^T + 1 c^T - Xg G^T`` (see :meth:`prepare`).
 
-    def _chunk_rows(self, k):
-        return max(256, _CHUNK_ELEMENTS // max(k, 1))
+        Parameters
+        ----------
+        U : array-like of shape (k, d)
+
+        Returns
+        -------
+        G : ndarray of shape (k, p)
+        c : ndarray of shape (k,)
+        """
+        U = np.ascontiguousarray(U, dtype=np.float64)
+        return self._ready().gemm_parts(self, U)
+
+    def prepare_centres(self, U):
+        """The GEMM parts of centres ``U``, computed once for reuse.
+
+        Parameters
+        ----------
+        U : array-like of shape (k, d)
+
+        Returns
+        -------
+        bregclust._execution.PreparedCentres
+            Pass it as ``centres=`` to :meth:`assign_and_sum`.
+        """
+        U = np.ascontiguousarray(U, dtype=np.float64)
+        form = self._ready()
+        if not self.differentiable:
+            G, c = form.gemm_parts(self, U)
+            return E.PreparedCentres(U, G, c, None, fused=False)
+        G = self.grad(U)
+        phi = self.phi_rows(U)
+        with np.errstate(invalid="ignore"):
+            c = np.einsum("ij,ij->i", U, G) - phi
+        return E.PreparedCentres(U, G, c, phi, fused=form.fused)
 
     def pairwise(self, X, U, *, prepared=None):
         """The matrix ``D[i, j] = d(x_i, u_j)``, shape ``(n, k)``, by the GEMM form.
@@ -268,115 +550,99 @@ class Divergence:
         Centres on the boundary of the domain (e.g. a zero coordinate with ``kl``) make the
         GEMM form undefined; those columns fall back to the exact generic kernel, which
         returns ``+inf`` where the divergence is infinite.
+
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n, d)
+        U : array-like of shape (k, d)
+        prepared : tuple, optional
+            :meth:`prepare` of ``X``.
+
+        Returns
+        -------
+        ndarray of shape (n, k)
         """
-        Xg, phi_x = prepared if prepared is not None else self.prepare(X)
-        U = np.ascontiguousarray(U, dtype=np.float64)
-        G, c = self.gemm_parts(U)
-        bad = ~(np.isfinite(G).all(axis=1) & np.isfinite(c))
-        if bad.any():
-            G = G.copy()
-            c = c.copy()
-            G[bad] = 0.0
-            c[bad] = 0.0
-        D = np.asarray(Xg @ G.T)
-        if not D.flags.c_contiguous or not D.flags.writeable:
-            D = np.ascontiguousarray(D)
-        K.fused_pairwise(D, phi_x, c)
-        if bad.any():
-            D[:, bad] = self.generic_pairwise(X, U[bad])
-        return D
+        return E.pairwise(self, X, U, prepared)
 
     def assign(self, X, U, *, prepared=None, chunk_rows=None):
-        """Nearest centre of every row: ``(labels, min divergences)``, chunked over rows.
+        """Nearest centre of every row, chunked over rows on a small thread pool.
 
-        Memory is ``O(chunk x k)`` per worker: the GEMM block of one chunk plus two vectors.
-        Chunks run on a small thread pool (one per core) with BLAS limited to one thread
-        each, as scikit-learn's k-means does; the numba kernel releases the GIL.
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n, d)
+        U : array-like of shape (k, d)
+        prepared : tuple, optional
+            :meth:`prepare` of ``X``.
+        chunk_rows : int, optional
+            Rows per chunk (default: about 1 MB of divergences per chunk).
+
+        Returns
+        -------
+        labels : ndarray of int64, shape (n,)
+        mins : ndarray of shape (n,)
+            The divergence to the nearest centre.
         """
-        Xg, phi_x = prepared if prepared is not None else self.prepare(X)
-        U = np.ascontiguousarray(U, dtype=np.float64)
-        n = Xg.shape[0]
-        k = U.shape[0]
-        G, c = self.gemm_parts(U)
-        labels = np.empty(n, dtype=np.int64)
-        mins = np.empty(n)
-        step = chunk_rows or self._chunk_rows(k)
-        if not (np.isfinite(G).all() and np.isfinite(c).all()):
-            for s in range(0, n, step):
-                D = self.pairwise(X[s:s + step], U)
-                labels[s:s + step] = np.argmin(D, axis=1)
-                mins[s:s + step] = D[np.arange(D.shape[0]), labels[s:s + step]]
-            return labels, mins
-        GT = np.ascontiguousarray(G.T)  # measured: BLAS is faster with a contiguous operand
+        return E.assign(self, X, U, prepared=prepared, step=chunk_rows)
 
-        def work(s):
-            e = min(n, s + step)
-            P = np.ascontiguousarray(Xg[s:e] @ GT)
-            K.fused_argmin(P, phi_x[s:e], c, labels[s:e], mins[s:e])
+    def assign_and_sum(self, X, U, sample_weight=None, *, prepared=None, centres=None):
+        """One Lloyd pass: :meth:`assign` and :meth:`weighted_sums` for those labels, in a
+        single read of ``X`` when the fused kernels apply (``has_gemm`` and centres inside the
+        domain); the same labels and minima as :meth:`assign` either way.
 
-        _run_chunks(work, range(0, n, step))
-        return labels, mins
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n, d)
+        U : array-like of shape (k, d)
+            Centres (ignored when ``centres`` is given).
+        sample_weight : array-like of shape (n,), optional
+        prepared : tuple, optional
+            :meth:`prepare` of ``X``.
+        centres : PreparedCentres, optional
+            :meth:`prepare_centres` of ``U``, to reuse the centres' GEMM parts.
 
-    def assign_and_sum(self, X, U, sample_weight=None, *, prepared=None):
-        """One Lloyd pass: ``(labels, mins, S, W)`` - :meth:`assign` and :meth:`weighted_sums`
-        for those labels, computed in a single read of ``X`` when the GEMM form applies.
-
-        The fused kernels (``_kernels.lloyd_step_dense``/``lloyd_step_csr``) give the same
-        labels and minima as :meth:`assign`; l1_subgradient and centres on the domain boundary
-        take the two-pass route.
+        Returns
+        -------
+        labels : ndarray of int64, shape (n,)
+        mins : ndarray of shape (n,)
+        S : ndarray of shape (k, d)
+            Weighted sums of the rows per cluster.
+        W : ndarray of shape (k,)
+            Total weight per cluster.
         """
-        Xg, phi_x = prepared if prepared is not None else self.prepare(X)
-        U = np.ascontiguousarray(U, dtype=np.float64)
         n = X.shape[0]
-        k = U.shape[0]
         w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        G, c = self.gemm_parts(U)
-        if self._kind == "l1" or not (np.isfinite(G).all() and np.isfinite(c).all()):
-            labels, mins = self.assign(X, U, prepared=prepared)
-            S, W = self.weighted_sums(X, labels, k, w)
-            return labels, mins, S, W
-        return self._fused_pass((Xg, phi_x), np.ascontiguousarray(G.T), c, w)
-
-    @staticmethod
-    def _fused_pass(prepared, GT, c, w):
-        """The fused kernels on finite GEMM parts ``GT = G^T`` (d x k, C order) and ``c``."""
-        Xg, phi_x = prepared
-        n, d = Xg.shape
-        k = GT.shape[1]
-        T = min(_n_workers(), numba.get_num_threads()) if n * d > _PARALLEL_MIN else 1
-        T = max(1, min(T, n))
-        labels = np.empty(n, dtype=np.int64)
-        mins = np.empty(n)
-        S = np.zeros((T, k, d))
-        W = np.zeros((T, k))
-        if sp.issparse(Xg):
-            K.lloyd_step_csr(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
-        else:
-            Xg = np.ascontiguousarray(Xg, dtype=np.float64)
-            with _blas_one_thread():
-                K.lloyd_step_dense(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W)
-        return labels, mins, S.sum(axis=0) if T > 1 else S[0], W.sum(axis=0)
+        return E.assign_and_sum(self, X, U, w, prepared=prepared, centres=centres)
 
     # ------------------------------------------------------------------ slow, obvious versions
     def generic_pairwise(self, X, U):
-        """The definition, coordinate by coordinate (the oracle for :meth:`pairwise`)."""
+        """The definition, coordinate by coordinate (the oracle for :meth:`pairwise`).
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n, d)
+        U : array-like of shape (k, d)
+
+        Returns
+        -------
+        ndarray of shape (n, k)
+        """
         Xd = X.toarray() if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
         U = np.ascontiguousarray(U, dtype=np.float64)
         out = np.empty((Xd.shape[0], U.shape[0]))
-        if self._kind == "mahalanobis":
-            A = self.param("A")
-            for j in range(U.shape[0]):
-                diff = Xd - U[j]
-                out[:, j] = np.einsum("ij,jk,ik->i", diff, A, diff)
-            return out
-        if self._kind == "l1":
-            K.l1_pairwise_exact(Xd, U, out)
-            return out
-        self._kernels.get("generic")(Xd, U, out)
+        self._ready().generic_pairwise(self, Xd, U, out)
         return out
 
     def divergence(self, x, y):
-        """``d(x, y)`` for two 1-D vectors, by the definition."""
+        """``d(x, y)`` for two 1-D vectors, by the definition.
+
+        Parameters
+        ----------
+        x, y : array-like of shape (d,)
+
+        Returns
+        -------
+        float
+        """
         x = np.asarray(x, dtype=np.float64).reshape(1, -1)
         y = np.asarray(y, dtype=np.float64).reshape(1, -1)
         if x.shape != y.shape:
@@ -394,43 +660,64 @@ class Divergence:
         return M, np.asarray(M.sum(axis=1)).ravel()
 
     def weighted_sums(self, X, labels, k, sample_weight=None):
-        """``(S, W)``: per-cluster weighted sums of rows (k x d) and total weights (k,)."""
+        """Per-cluster weighted sums of rows and total weights.
+
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n, d)
+        labels : array-like of int, shape (n,)
+        k : int
+            Number of clusters.
+        sample_weight : array-like of shape (n,), optional
+
+        Returns
+        -------
+        S : ndarray of shape (k, d)
+        W : ndarray of shape (k,)
+        """
         n = X.shape[0]
         w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        labels = np.asarray(labels, dtype=np.int64)
-        # One block of rows per worker, each with its own (k x d) buffer, summed afterwards.
-        workers = _n_workers() if n * X.shape[1] > _PARALLEL_MIN else 1
-        step = -(-n // workers)
-        bufs = {s: (np.zeros((k, X.shape[1])), np.zeros(k)) for s in range(0, n, step)}
-
-        def work(s):
-            e = min(n, s + step)
-            S, W = bufs[s]
-            if sp.issparse(X):
-                K.weighted_sums_csr(X.data, X.indices, X.indptr[s:e + 1], labels[s:e], w[s:e],
-                                    S, W)
-            else:
-                K.weighted_sums_dense(X[s:e], labels[s:e], w[s:e], S, W)
-
-        _run_chunks(work, bufs)
-        S, W = bufs.pop(0)
-        for S2, W2 in bufs.values():
-            S += S2
-            W += W2
-        return S, W
+        return E.weighted_sums(X, labels, k, w)
 
     def right_centroid(self, X, labels, k, sample_weight=None):
         """``argmin_c sum_i w_i d(x_i, c)`` per cluster: the weighted mean (any Bregman
         divergence; Banerjee et al. 2005). For l1_subgradient the mean is optimal too (its
-        sign in each coordinate is the side holding more absolute mass). Empty clusters get
-        NaN rows. Returns ``(centres, weights)``."""
+        sign in each coordinate is the side holding more absolute mass).
+
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n, d)
+        labels : array-like of int, shape (n,)
+        k : int
+        sample_weight : array-like of shape (n,), optional
+
+        Returns
+        -------
+        centres : ndarray of shape (k, d)
+            NaN rows for empty clusters.
+        weights : ndarray of shape (k,)
+        """
         S, W = self.weighted_sums(X, labels, k, sample_weight)
         with np.errstate(invalid="ignore", divide="ignore"):
             return S / W[:, None], W
 
     def left_centroid(self, X, labels, k, sample_weight=None):
         """``argmin_c sum_i w_i d(c, x_i)`` per cluster: ``grad_inv`` of the weighted mean of
-        ``grad phi(x_i)``. Returns ``(centres, weights)``; empty clusters get NaN rows."""
+        ``grad phi(x_i)``.
+
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n, d)
+        labels : array-like of int, shape (n,)
+        k : int
+        sample_weight : array-like of shape (n,), optional
+
+        Returns
+        -------
+        centres : ndarray of shape (k, d)
+            NaN rows for empty clusters.
+        weights : ndarray of shape (k,)
+        """
         self._need_differentiable("the left-type centroid")
         M, W = self._indicator(labels, k, sample_weight)
         S = np.zeros((k, X.shape[1]))
@@ -441,45 +728,69 @@ class Divergence:
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.grad_inv(S / W[:, None]), W
 
+    @property
+    def has_sided_centroid(self):
+        """Whether :meth:`sided_centroid` has an exact solver (closed form or bisection)."""
+        return self.centroid_rule is not None
 
-_POOL = None
-_CONTROLLER = None
+    def sided_centroid(self, A, B, mu_L, mu_R):
+        """Exact ``argmin_u A_z d(mu_L[z], u) + B_z d(u, mu_R[z])`` for every row ``z``.
 
+        Closed forms for symmetric generators (``(A mu_L + B mu_R) / (A + B)``), kl (Lambert
+        W) and Itakura-Saito (a quadratic root); bisection on the stationarity equation for
+        any other separable generator (:meth:`centroid_by_bisection`).
 
-def _run_chunks(work, starts):
-    """Run ``work(start)`` for every chunk start on a thread pool, BLAS single-threaded.
+        Parameters
+        ----------
+        A, B : ndarray of shape (k, 1)
+            Positive weights.
+        mu_L, mu_R : ndarray of shape (k, d)
+            Left and right arguments (inside the domain).
 
-    Oversubscription (BLAS threads x workers) made the GEMM several times slower on the 2-core
-    machine (benchmarks/assign_speed.py), hence one BLAS thread per worker.
-    """
-    global _POOL
-    starts = list(starts)
-    workers = _n_workers()
-    if len(starts) <= 1 or workers <= 1:
-        for s in starts:
-            work(s)
-        return
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bregclust")
-    with _blas_one_thread():
-        for f in [_POOL.submit(work, s) for s in starts]:
-            f.result()
+        Returns
+        -------
+        ndarray of shape (k, d)
 
+        Raises
+        ------
+        ValueError
+            The divergence has no exact sided centroid (see :attr:`has_sided_centroid`).
+        """
+        if self.centroid_rule is None:
+            raise ValueError(
+                f"{self.name} has no exact sided centroid; use a differentiable separable or "
+                "symmetric divergence."
+            )
+        return self.centroid_rule(self, A, B, mu_L, mu_R)
 
-def _blas_one_thread():
-    """Context limiting every BLAS library to one thread: our threads (the pool above, the
-    numba kernels) each call BLAS, and nested BLAS threads would oversubscribe the cores."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
+    def centroid_by_bisection(self, A, B, mu_L, mu_R):
+        """:meth:`sided_centroid` by bisection (numba), for any separable differentiable
+        generator; the oracle for the closed forms.
 
+        Parameters
+        ----------
+        A, B : ndarray of shape (k,) or (k, 1)
+            Positive weights.
+        mu_L, mu_R : ndarray of shape (k, d)
 
-def _n_workers():
-    env = os.environ.get("BREGCLUST_NUM_THREADS")
-    if env:
-        return max(1, int(env))
-    return max(1, min(os.cpu_count() or 1, 8))
+        Returns
+        -------
+        ndarray of shape (k, d)
+        """
+        if self.generator is None or not self.differentiable:
+            raise ValueError(
+                f"centroid_by_bisection needs a differentiable separable generator; {self.name} "
+                "is not one."
+            )
+        g = self.generator
+        mL = np.ascontiguousarray(mu_L, dtype=np.float64)
+        mR = np.ascontiguousarray(mu_R, dtype=np.float64)
+        out = np.empty_like(mL)
+        K.centroids.sided_centroid_bisect(
+            g.code, g.fn_dphi, g.domain_code,
+            np.ascontiguousarray(np.asarray(A, dtype=np.float64).ravel()),
+            np.ascontiguousarray(np.asarray(B, dtype=np.float64).ravel()), mL, mR, out)
+        return out
 
 
 def _first_implicit_zero(X):
@@ -491,23 +802,9 @@ def _first_implicit_zero(X):
     return r, c
 
 
-_CHO_CACHE = {}
-
-
-def _cho_factor(div):
-    key = id(div)
-    hit = _CHO_CACHE.get(key)
-    if hit is None or hit[0] is not div:
-        hit = (div, scipy.linalg.cho_factor(div.param("A")))
-        _CHO_CACHE.clear()
-        _CHO_CACHE[key] = hit
-    return hit[1]
-
-
 # ---------------------------------------------------------------------------- the registry
 _REGISTRY = {}
 _ALIASES = {}
-_PARAM_NAMES = {"mahalanobis": ("A",)}
 
 
 def _canonical(name):
@@ -593,24 +890,25 @@ def get_divergence(divergence, **params):
             "register_divergence()."
         )
     base = _REGISTRY[name]
-    accepted = _PARAM_NAMES.get(name, ())
+    accepted = base.param_names
     unknown = set(params) - set(accepted)
     if unknown:
         raise TypeError(
             f"{name} got unexpected parameter(s) {sorted(unknown)}; "
             f"it accepts {list(accepted) or 'no parameters'}."
         )
-    if name == "mahalanobis":
-        if "A" not in params or params["A"] is None:
-            raise TypeError(
-                "mahalanobis needs the parameter A, a symmetric positive definite matrix: "
-                "get_divergence('mahalanobis', A=A) or divergence_params={'A': A}."
-            )
-        return _bind_mahalanobis(base, params["A"])
+    if base.binder is not None:
+        return base.binder(base, **params)
     return base
 
 
-def _bind_mahalanobis(base, A):
+def _bind_mahalanobis(base, A=None):
+    """The parameter validator of mahalanobis: a bound record for a checked, read-only ``A``."""
+    if A is None:
+        raise TypeError(
+            "mahalanobis needs the parameter A, a symmetric positive definite matrix: "
+            "get_divergence('mahalanobis', A=A) or divergence_params={'A': A}."
+        )
     A = np.array(A, dtype=np.float64, copy=True)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"mahalanobis A must be a square matrix, got shape {A.shape}.")
@@ -631,7 +929,8 @@ def _bind_mahalanobis(base, A):
     return Divergence(
         name=base.name, aliases=base.aliases, domain="real", separable=False, symmetric=True,
         differentiable=True, params=(("A", A),), formula=base.formula, builtin=True,
-        phi0_zero=True, _kind="mahalanobis",
+        form=_MahalanobisForm(A), centroid_rule=_symmetric_centroid, ward=True,
+        param_names=base.param_names,
     )
 
 
@@ -750,8 +1049,8 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
         )
     f = _compile(phi, "phi", cname)
     df = _compile(dphi, "dphi", cname)
-    code = K.DOMAIN_CODES[domain]
-    inv = _compile(dphi_inv, "dphi_inv", cname) if dphi_inv is not None else K.make_inverse(df, code)
+    code = KG.DOMAIN_CODES[domain]
+    inv = _compile(dphi_inv, "dphi_inv", cname) if dphi_inv is not None else KG.make_inverse(df, code)
 
     xs = _PROBES[domain]
     fv = np.array([_call(f, x, "phi", cname) for x in xs])
@@ -790,11 +1089,12 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
             raise ValueError(
                 f"dphi_inv of {cname!r} does not invert dphi: dphi_inv(dphi({x})) = {back}."
             )
-    phi0_zero = domain != "positive" and abs(_call(f, 0.0, "phi", cname)) == 0.0
+    gen = Generator(KG.CUSTOM, f, df, inv, domain)
     div = Divergence(
         name=cname, aliases=aliases, domain=domain, separable=True, symmetric=bool(symmetric),
         differentiable=True, phi=f, dphi=df, dphi_inv=inv, formula=formula,
-        phi0_zero=phi0_zero, _kind="separable", _kernels=_SeparableKernels(f, df, inv, domain),
+        generator=gen, form=_SeparableForm(gen),
+        centroid_rule=_symmetric_centroid if symmetric else _bisection_centroid,
     )
     if symmetric:
         P = xs.reshape(-1, 1)
@@ -805,28 +1105,34 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
     return div
 
 
-def _builtin(name, aliases, domain, phi, dphi, inv, formula, symmetric=False, kind="separable",
-             differentiable=True):
+def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=False,
+             centroid=None, form=None, differentiable=True, ward=False, param_names=(),
+             binder=None):
+    gen = Generator(code, phi, dphi, inv, domain) if phi is not None else None
+    if form is None and gen is not None:
+        form = _SeparableForm(gen)
     div = Divergence(
-        name=name, aliases=aliases, domain=domain, separable=kind != "mahalanobis",
+        name=name, aliases=aliases, domain=domain, separable=gen is not None,
         symmetric=symmetric, differentiable=differentiable, phi=phi, dphi=dphi, dphi_inv=inv,
-        formula=formula, builtin=True, phi0_zero=domain != "positive",
-        _kind=kind,
-        _kernels=_SeparableKernels(phi, dphi, inv, domain) if phi is not None else None,
+        formula=formula, builtin=True, generator=gen, form=form(gen) if isinstance(form, type)
+        else form, centroid_rule=centroid, ward=ward, param_names=param_names, binder=binder,
     )
     _add(div)
 
 
 _builtin("sqeuclidean", ("euclidean2", "squared_euclidean", "l2sq", "sq_euclidean"), "real",
-         K.sq_phi, K.sq_dphi, K.sq_dphi_inv, "sum (x - y)^2", symmetric=True)
-_builtin("mahalanobis", ("mahal",), "real", None, None, None, "(x - y)^T A (x - y), A SPD",
-         symmetric=True, kind="mahalanobis")
+         KG.SQ, K.sq_phi, K.sq_dphi, K.sq_dphi_inv, "sum (x - y)^2", symmetric=True,
+         centroid=_symmetric_centroid, ward=True)
+_builtin("mahalanobis", ("mahal",), "real", None, None, None, None,
+         "(x - y)^T A (x - y), A SPD", symmetric=True, centroid=_symmetric_centroid, ward=True,
+         param_names=("A",), binder=_bind_mahalanobis)
 _builtin("kl", ("gkl", "i_divergence", "kullback_leibler", "generalized_kl", "generalised_kl"),
-         "nonnegative", K.kl_phi, K.kl_dphi, K.kl_dphi_inv, "sum x log(x/y) - x + y")
-_builtin("itakura_saito", ("is", "itakura"), "positive", K.is_phi, K.is_dphi, K.is_dphi_inv,
-         "sum x/y - log(x/y) - 1")
-_builtin("l1_subgradient", ("l1", "l1_sub"), "real", K.abs_phi, K.sign_dphi, None,
-         "sum (0 if x y > 0 else 2 |x|)", kind="l1", differentiable=False)
+         "nonnegative", KG.KL, K.kl_phi, K.kl_dphi, K.kl_dphi_inv, "sum x log(x/y) - x + y",
+         centroid=_kl_centroid)
+_builtin("itakura_saito", ("is", "itakura"), "positive", KG.IS, K.is_phi, K.is_dphi,
+         K.is_dphi_inv, "sum x/y - log(x/y) - 1", centroid=_is_centroid)
+_builtin("l1_subgradient", ("l1", "l1_sub"), "real", KG.ABS, K.abs_phi, K.sign_dphi, None,
+         "sum (0 if x y > 0 else 2 |x|)", form=_L1Form, differentiable=False)
 
 
 def divergence_table():

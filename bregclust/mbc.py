@@ -11,8 +11,8 @@ with ``W^ts`` a transport plan between the cluster marginals of the two tasks (u
 in the paper; the empirical cluster proportions with ``marginals="empirical"``). One sweep is
 three block minimisations, so ``L`` never increases:
 
-1. ``W^ts = ot.emd(pi^t, pi^s, D(U^t, U^s))`` for every ordered pair (:func:`_emd`, the one place
-   POT is called);
+1. ``W^ts = ot.emd(pi^t, pi^s, D(U^t, U^s))`` for every ordered pair (:func:`_emd`, through
+   the package's one POT call site);
 2. ``h^t(x) = argmin_z d(x, u^t_z)`` (the registry's GEMM kernels);
 3. task by task, every centre solves ``min_u A d(mu_L, u) + B d(u, mu_R)`` (paper Eq. 14),
    exactly (:func:`solve_centroids`).
@@ -27,15 +27,16 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
-from scipy.special import wrightomega
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._transport import transport_plan
 from ._validation import check_array, check_n_clusters, check_scalar, check_tasks
 from .divergences import get_divergence
+from .kmeans import _lloyd
+from .metrics import partition_emd
 
 __all__ = [
     "MultitaskBregmanClustering",
@@ -56,135 +57,14 @@ _MARGINALS = ("uniform", "empirical")
 def _emd(a, b, M, *, where=""):
     """Optimal transport plan ``argmin_W <W, M>`` with marginals ``a`` (rows) and ``b`` (columns).
 
-    The single call site of ``ot.emd`` in this module: inputs are made float64 and C-ordered,
-    ``b`` is rescaled to the mass of ``a`` (POT rejects marginals whose sums differ by rounding),
-    and a result code other than optimal gives a ``ConvergenceWarning`` naming ``where``.
+    :func:`bregclust._transport.transport_plan` (``b`` rescaled to the mass of ``a``, a result
+    code other than optimal gives a ``ConvergenceWarning`` naming ``where``).
     """
-    import ot  # imported lazily: POT's import costs ~0.3 s and only MBC needs it here
-
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    M = np.ascontiguousarray(M, dtype=np.float64)
-    if not np.isfinite(M).all():
-        raise ValueError(
-            f"the cost matrix between cluster centres{where} is not finite (a centre lies on "
-            "the boundary of the divergence's domain); use smoothing > 0."
-        )
-    sa, sb = a.sum(), b.sum()
-    if sb > 0:
-        b = b * (sa / sb)
-    if a.shape[0] == 1 or b.shape[0] == 1:  # a single cluster: the plan is forced
-        return np.outer(a, b) / sa if sa > 0 else np.zeros((a.shape[0], b.shape[0]))
-    G, log = ot.emd(a, b, M, numItermax=max(100000, 50 * a.size * b.size), log=True)
-    code = log.get("result_code", 1)
-    if code != 1:
-        warnings.warn(
-            f"ot.emd did not reach an optimal transport plan{where} (result code {code}: "
-            f"{log.get('warning')}); the relation matrix may be suboptimal.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return np.asarray(G, dtype=np.float64)
+    return transport_plan(a, b, M, where=where, what="the relation matrix may be suboptimal",
+                          stacklevel=4)
 
 
 # =========================================================================== centroid solvers
-def _kl_exact(A, B, mL, mR):
-    """``argmin_u A d(mL, u) + B d(u, mR)`` for kl, per coordinate, in closed form.
-
-    Stationarity ``A (1 - mL/u) + B log(u/mR) = 0``. With ``y = A mL / (B u)`` it reads
-    ``y + log y = A/B + log(A mL / (B mR))``, i.e. ``y = W0(c)`` (Lambert W) with
-    ``c = (A mL / (B mR)) exp(A/B)``. ``c`` overflows for small ``B``, so ``y`` is evaluated as
-    the Wright omega function of ``log c`` (``omega(z) = W0(exp(z))``). ``mL = 0`` gives
-    ``u = mR exp(-A/B)``. Inputs: ``A, B`` of shape ``(k, 1)``, both positive.
-    """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = A / B
-        z = np.log(r * mL) - np.log(mR) + r
-        y = wrightomega(z).real
-        u = r * mL / y
-    zero = mL <= 0
-    if zero.any():
-        u = np.where(zero, mR * np.exp(-np.broadcast_to(r, mL.shape)), u)
-    return u
-
-
-def _is_exact(A, B, mL, mR):
-    """Itakura-Saito: the positive root of ``B u^2 + (A - B) mR u - A mL mR = 0``.
-
-    (Stationarity ``A (u - mL)/u^2 + B (1/mR - 1/u) = 0`` times ``u^2 mR``.) The root is
-    evaluated in the form that avoids cancellation for either sign of ``(A - B)``.
-    """
-    p = (A - B) * mR
-    q = A * mL * mR
-    disc = np.sqrt(p * p + 4.0 * B * q)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = np.where(p >= 0, 2.0 * q / (p + disc), (disc - p) / (2.0 * B))
-    return u
-
-
-_BRACKET_CACHE = {}
-
-
-def _make_bracket_solver(df, domain_code):
-    """Vectorised exact solve for a separable generator given only ``f'`` (numba).
-
-    For each coordinate the stationarity equation of ``A d(mL, u) + B d(u, mR)`` is
-    ``A f''(u) (u - mL) + B (f'(u) - f'(mR)) = 0``. Outside ``[min(mL, mR), max(mL, mR)]`` both
-    terms have the same sign, so a root lies in that bracket; bisection on the sign of
-    ``A (u - mL) + B (f'(u) - f'(mR)) / f''(u)`` runs until the bracket stops shrinking.
-    ``f''`` is a central difference of ``f'`` with step ``1e-5 |u|`` (relative error ~1e-10,
-    which moves the root by the same relative amount). On positive domains the midpoint is
-    geometric while the bracket spans more than a factor 4.
-    """
-
-    @njit(nogil=True, parallel=True)
-    def _solve(A, B, mL, mR, out):
-        k, d = mL.shape
-        for idx in prange(k * d):
-            z = idx // d
-            j = idx - z * d
-            a = A[z]
-            b = B[z]
-            xl = mL[z, j]
-            xr = mR[z, j]
-            lo = min(xl, xr)
-            hi = max(xl, xr)
-            if not (hi > lo):
-                out[z, j] = xl
-                continue
-            tr = df(xr)
-            scale = max(abs(xl), abs(xr))
-            for _ in range(4000):
-                if domain_code > 0 and lo > 0.0 and hi / lo > 4.0:
-                    mid = math.sqrt(lo * hi)
-                else:
-                    mid = 0.5 * (lo + hi)
-                if mid <= lo or mid >= hi:
-                    break
-                if domain_code > 0:
-                    h = 1e-5 * mid
-                else:
-                    h = 1e-5 * max(abs(mid), scale, 1e-300)
-                f2 = (df(mid + h) - df(mid - h)) / (2.0 * h)
-                g = a * (mid - xl) + b * (df(mid) - tr) / f2
-                if g > 0.0:
-                    hi = mid
-                else:
-                    lo = mid
-            out[z, j] = 0.5 * (lo + hi)
-
-    return _solve
-
-
-def _bracket_solver(divergence):
-    key = (divergence.name, id(divergence.dphi))
-    fn = _BRACKET_CACHE.get(key)
-    if fn is None:
-        code = {"real": 0, "nonnegative": 1, "positive": 2}[divergence.domain]
-        fn = _BRACKET_CACHE[key] = _make_bracket_solver(divergence.dphi, code)
-    return fn
-
-
 def _rowwise_divergence(div, X, Y):
     """``d(x_i, y_i)`` for paired rows of two dense arrays (the GEMM form, row by row)."""
     G = div.grad(Y)
@@ -342,19 +222,10 @@ def solve_centroids(divergence, A, B, mu_L, mu_R, *, solver="exact", current=Non
     b = B[both][:, None]
     mL = np.ascontiguousarray(mu_L[both])
     mR = np.ascontiguousarray(mu_R[both])
-    if div.symmetric:
-        U[both] = (a * mL + b * mR) / (a + b)
-    elif solver == "geodesic" or not div.separable:
-        U[both] = _geodesic_centroids(div, a, b, mL, mR)
-    elif div.name == "kl":
-        U[both] = _kl_exact(a, b, mL, mR)
-    elif div.name == "itakura_saito":
-        U[both] = _is_exact(a, b, mL, mR)
+    if div.has_sided_centroid and (div.symmetric or solver == "exact"):
+        U[both] = div.sided_centroid(a, b, mL, mR)
     else:
-        out = np.empty_like(mL)
-        _bracket_solver(div)(np.ascontiguousarray(a.ravel()), np.ascontiguousarray(b.ravel()),
-                             mL, mR, out)
-        U[both] = out
+        U[both] = _geodesic_centroids(div, a, b, mL, mR)
     return U
 
 
@@ -406,18 +277,114 @@ def mbc_objective(Xs, labels, centers, relations, divergence="sqeuclidean", lam=
 
 
 # =========================================================================== the fitting loop
+class _SmoothModel:
+    """Task statistics of a differentiable generator: the GEMM parts of the centres and the
+    per-cluster sums ``S`` and ``Phi`` (sums of rows and of ``phi(x)``)."""
+
+    @staticmethod
+    def smoothing_stats(task, div, z):
+        task.phi_z = float(div.phi_rows(z[None, :])[0])
+
+    @staticmethod
+    def set_labels(task, div, M, labels):
+        Xg, phi_x = task.prep
+        if task.pending is not None and task.pending[0] is labels:
+            S = task.pending[1]  # summed during the assignment pass (one read of X)
+        else:
+            S = M @ task.X
+            S = S.toarray() if sp.issparse(S) else np.asarray(S)
+        Phi = M @ phi_x
+        if task.beta > 0:
+            S = S + task.beta * task.z
+            Phi = Phi + task.beta * task.phi_z
+        task.S = S
+        task.Phi = np.asarray(Phi, dtype=np.float64)
+
+    @staticmethod
+    def set_centers(task, div):
+        pc = task.centres = div.prepare_centres(task.U)
+        task.G = pc.G
+        task.GT = pc.GT  # (d, k), C order for sparse @ dense
+        task.phiU = pc.phi
+        task.c = pc.c
+
+    @staticmethod
+    def assign(task, div):
+        labels, _, S, _ = div.assign_and_sum(task.X, task.U, prepared=task.prep,
+                                             centres=task.centres)
+        if task.centres.fused:
+            task.pending = (labels, S)
+        return labels
+
+    @staticmethod
+    def data_term(task, div):
+        total = float(task.Phi.sum() + task.weights @ task.c - np.vdot(task.S, task.G))
+        return max(total, 0.0) / task.n
+
+    @staticmethod
+    def pair_cost(div, a, b):
+        D = a.phiU[:, None] + b.c[None, :] - a.U @ b.GT
+        return np.maximum(D, 0.0, out=D)
+
+
+class _SignMassModel:
+    """Task statistics of l1_subgradient (the registry's one non-differentiable generator,
+    ``sum |x|`` with the sign subgradient): per-cluster positive and negative masses ``PN``.
+    Its block problem has no exact sided centroid (see :func:`_l1_step`)."""
+
+    @staticmethod
+    def smoothing_stats(task, div, z):
+        task.z_pn = np.concatenate([np.maximum(z, 0), np.maximum(-z, 0)])
+
+    @staticmethod
+    def set_labels(task, div, M, labels):
+        Xg, _ = task.prep
+        PN = M @ Xg
+        PN = PN.toarray() if sp.issparse(PN) else np.asarray(PN)
+        if task.beta > 0:
+            PN = PN + task.beta * task.z_pn
+        task.PN = PN
+        d = task.X.shape[1]
+        task.S = PN[:, :d] - PN[:, d:]
+
+    @staticmethod
+    def set_centers(task, div):
+        task.centres = None
+
+    @staticmethod
+    def assign(task, div):
+        return div.assign(task.X, task.U, prepared=task.prep)[0]
+
+    @staticmethod
+    def data_term(task, div):
+        d = task.U.shape[1]
+        P, N = task.PN[:, :d], task.PN[:, d:]
+        cost = np.where(task.U > 0, N, np.where(task.U < 0, P, P + N))
+        return 2.0 * float(cost.sum()) / task.n
+
+    @staticmethod
+    def pair_cost(div, a, b):
+        return div.pairwise(a.U, b.U)
+
+
+def _model(div):
+    """The task-statistics strategy of a divergence."""
+    return _SmoothModel if div.differentiable else _SignMassModel
+
+
 class _Task:
     """Per-task data, per-cluster statistics and cached centre quantities (plain attributes).
 
-    Statistics (with the smoothing pseudo-points): ``counts``, ``S`` (sums of rows), ``Phi``
-    (sums of ``phi(x)``), for l1 ``PN`` (positive and negative mass). Centre cache:
-    ``U``, ``G = grad phi(U)``, ``c = <u, g> - phi(u)`` (the GEMM parts) and ``phiU``, refreshed
-    once per centre update, so the objective, the pair costs and the centre step never
-    recompute them.
+    Statistics (with the smoothing pseudo-points): ``counts``, ``S`` (sums of rows), and those
+    of the task's model (:class:`_SmoothModel`: ``Phi``, sums of ``phi(x)``;
+    :class:`_SignMassModel`: ``PN``, positive and negative mass). Centre cache: ``U`` and, for
+    differentiable generators, the registry's prepared centres (``G = grad phi(U)``,
+    ``c = <u, g> - phi(u)``, ``phiU``), refreshed once per centre update, so the objective, the
+    pair costs and the centre step never recompute them.
     """
 
     __slots__ = ("X", "prep", "n", "k", "beta", "z", "phi_z", "z_pn", "labels", "counts",
-                 "S", "Phi", "PN", "U", "G", "GT", "c", "phiU", "pending")
+                 "S", "Phi", "PN", "U", "G", "GT", "c", "phiU", "pending", "centres", "model")
 
     def __init__(self, X, prep, k, beta, z, div):
         self.X = X
@@ -428,11 +395,9 @@ class _Task:
         self.z = z
         self.phi_z = 0.0
         self.z_pn = None
+        self.model = _model(div)
         if beta > 0:
-            if div._kind == "l1":
-                self.z_pn = np.concatenate([np.maximum(z, 0), np.maximum(-z, 0)])
-            else:
-                self.phi_z = float(div.phi_rows(z[None, :])[0])
+            self.model.smoothing_stats(self, div, z)
         self.labels = None
         self.pending = None  # (labels, row sums per cluster) from the last fused assignment
 
@@ -442,50 +407,22 @@ class _Task:
         n, k = self.n, self.k
         M = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
         self.counts = np.bincount(labels, minlength=k).astype(np.float64)
-        Xg, phi_x = self.prep
-        if div._kind == "l1":
-            PN = M @ Xg
-            PN = PN.toarray() if sp.issparse(PN) else np.asarray(PN)
-            if self.beta > 0:
-                PN = PN + self.beta * self.z_pn
-            self.PN = PN
-            d = self.X.shape[1]
-            self.S = PN[:, :d] - PN[:, d:]
-        else:
-            if self.pending is not None and self.pending[0] is labels:
-                S = self.pending[1]  # summed during the assignment pass (one read of X)
-            else:
-                S = M @ self.X
-                S = S.toarray() if sp.issparse(S) else np.asarray(S)
-            Phi = M @ phi_x
-            if self.beta > 0:
-                S = S + self.beta * self.z
-                Phi = Phi + self.beta * self.phi_z
-            self.S = S
-            self.Phi = np.asarray(Phi, dtype=np.float64)
+        self.model.set_labels(self, div, M, labels)
 
     def set_centers(self, U, div):
         self.U = np.ascontiguousarray(U, dtype=np.float64)
-        if div._kind != "l1":
-            self.G = div.grad(self.U)
-            self.GT = np.ascontiguousarray(self.G.T)  # (d, k), C order for sparse @ dense
-            self.phiU = div.phi_rows(self.U)
-            self.c = np.einsum("ij,ij->i", self.U, self.G) - self.phiU
+        self.model.set_centers(self, div)
 
     def assign(self, div):
-        """Nearest centres of the task's points, reusing the cached GEMM parts ``(G, c)``.
+        """Nearest centres of the task's points, reusing the prepared centres.
 
-        The registry's ``assign_and_sum`` recomputes ``grad phi(U)`` and ``phi(U)`` (three
-        passes over the ``k x d`` centres, the dominant cost for 20 Newsgroups' 170,000 terms);
-        here they are computed once per centre update. Same fused kernels: the cluster sums
-        for the new labels come out of the same pass and are kept for :meth:`set_labels`.
+        ``grad phi(U)`` and ``phi(U)`` (three passes over the ``k x d`` centres, the dominant
+        cost for 20 Newsgroups' 170,000 terms) are computed once per centre update. When the
+        fused kernels apply, the cluster sums for the new labels come out of the same pass
+        and are kept for :meth:`set_labels`.
         """
         self.pending = None
-        if div._kind == "l1" or not (np.isfinite(self.G).all() and np.isfinite(self.c).all()):
-            return div.assign(self.X, self.U, prepared=self.prep)[0]
-        labels, _, S, _ = div._fused_pass(self.prep, self.GT, self.c, np.ones(self.n))
-        self.pending = (labels, S)
-        return labels
+        return self.model.assign(self, div)
 
     @property
     def weights(self):
@@ -497,21 +434,12 @@ class _Task:
 
         ``sum_z [Phi_z - w_z phi(u_z) - <S_z - w_z u_z, g_z>] = sum Phi + w.c - <S, G>``.
         """
-        if div._kind == "l1":
-            d = self.U.shape[1]
-            P, N = self.PN[:, :d], self.PN[:, d:]
-            cost = np.where(self.U > 0, N, np.where(self.U < 0, P, P + N))
-            return 2.0 * float(cost.sum()) / self.n
-        total = float(self.Phi.sum() + self.weights @ self.c - np.vdot(self.S, self.G))
-        return max(total, 0.0) / self.n
+        return self.model.data_term(self, div)
 
 
 def _pair_cost(div, a, b):
     """``D[z, l] = d(u^a_z, u^b_l)`` from the cached GEMM parts."""
-    if div._kind == "l1":
-        return div.pairwise(a.U, b.U)
-    D = a.phiU[:, None] + b.c[None, :] - a.U @ b.GT
-    return np.maximum(D, 0.0, out=D)
+    return a.model.pair_cost(div, a, b)
 
 
 def _pair_costs(div, tasks):
@@ -568,7 +496,8 @@ def _u_step_task(div, tasks, W, c, t, solver):
                 M = (c * scale)[:, None] * (W[(s, t)].T + W[(t, s)])
                 out += M @ other.U
         return out
-    sym = div.symmetric or div._kind == "l1"
+    sign_mass = tk.model is _SignMassModel
+    sym = div.symmetric or sign_mass
     Lnum = np.zeros((k, d))
     Rnum = np.zeros((k, d))
     for s, other in enumerate(tasks):
@@ -579,7 +508,7 @@ def _u_step_task(div, tasks, W, c, t, solver):
         mu_L = (tk.S / tk.n + c * Lnum) / A[:, None]
         R = c * Rnum / B[:, None]
     mu_L[A <= 0] = tk.U[A <= 0]
-    if div._kind == "l1":
+    if sign_mass:
         return _l1_step(tasks, W, c, t, mu_L)
     okR = B > 0
     mu_R = np.array(tk.U, copy=True)
@@ -724,8 +653,6 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
     the same initial centres give identical labels and centres. The objective history is the
     sum over tasks of ``objective_t / n_t`` (a task that stopped early keeps its last value).
     """
-    from .kmeans import _lloyd
-
     res = [_lloyd(tk.X, tk.prep, np.ones(tk.n), np.array(U0[t], dtype=np.float64, copy=True),
                   div, tk.beta, tk.z, max_iter, tol, verbose, run)
            for t, tk in enumerate(tasks)]
@@ -1074,10 +1001,10 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         self.relations_ = (best["relations"] if coupled else
                            _w_step(tasks, D, self.marginals, "final"))
         self.task_divergences_ = np.zeros((T, T))
-        for (t, s), C in D.items():
-            G = _emd(tasks[t].counts / tasks[t].n, tasks[s].counts / tasks[s].n, C,
-                     where=f" for d_M between tasks {t} and {s}")
-            self.task_divergences_[t, s] = float((G * C).sum())
+        for (t, s) in D:
+            self.task_divergences_[t, s] = partition_emd(
+                tasks[t].U, tasks[t].counts / tasks[t].n, tasks[s].U,
+                tasks[s].counts / tasks[s].n, div)
         self.inertia_ = []
         for t, tk in enumerate(tasks):
             D_t = div.pairwise(tk.X, self.cluster_centers_[t], prepared=tk.prep)

@@ -7,16 +7,20 @@
 - :func:`partition_emd`: the MBC paper's ``d_M``, the earth mover's distance between two mixtures
   of cluster centres with a Bregman divergence as ground cost (POT's exact ``emd2``).
 
-POT is called from this module only (:func:`_emd`), so its dtype/order requirements and result
-codes are handled in one place.
+- :func:`dendrogram_purity`: purity of a hierarchical clustering (a scipy linkage matrix).
+
+POT is called through :func:`bregclust._transport.transport_plan`, the one place that handles its
+dtype/order requirements and result codes (MBC's relation step uses it too).
 """
 
-import warnings
-
 import numpy as np
+from numba import njit
+from scipy.cluster.hierarchy import is_valid_linkage
 from scipy.optimize import linear_sum_assignment
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
+from ._kernels.generators import JIT
+from ._transport import transport_plan
 from .divergences import get_divergence
 
 __all__ = [
@@ -115,8 +119,6 @@ def nmi(y_true, y_pred):
     >>> round(nmi([0, 0, 1, 1], [1, 1, 0, 0]), 12)
     1.0
     """
-    from sklearn.metrics import normalized_mutual_info_score
-
     y_true, y_pred = _check_labelings(y_true, y_pred)
     return float(normalized_mutual_info_score(y_true, y_pred, average_method="geometric"))
 
@@ -129,8 +131,6 @@ def ari(y_true, y_pred):
     >>> ari([0, 0, 1, 1], [1, 1, 0, 0])
     1.0
     """
-    from sklearn.metrics import adjusted_rand_score
-
     y_true, y_pred = _check_labelings(y_true, y_pred)
     return float(adjusted_rand_score(y_true, y_pred))
 
@@ -208,25 +208,15 @@ def _check_mixture(U, w, name):
 
 
 def _emd(a, b, M, *, return_plan=False):
-    """Exact optimal transport via POT, with its result code turned into a warning."""
-    import ot
-
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    M = np.ascontiguousarray(M, dtype=np.float64)
-    # re-normalise in float64 so tiny rounding differences do not trip POT's marginal check
+    """``d_M`` and optionally the plan, by :func:`~bregclust._transport.transport_plan`."""
+    # re-normalise in float64 so both marginals are probability vectors
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
     a = a / a.sum()
     b = b / b.sum()
-    if return_plan:
-        plan, log = ot.emd(a, b, M, log=True)
-        cost = float(np.sum(plan * M))
-    else:
-        cost, log = ot.emd2(a, b, M, log=True)
-        cost, plan = float(cost), None
-    if log.get("result_code", 1) != 1:
-        warnings.warn(f"optimal transport did not reach an optimal solution "
-                      f"(POT: {log.get('warning')!r}); the partition distance may be too large.",
-                      ConvergenceWarning, stacklevel=3)
+    plan = transport_plan(a, b, M, what="the partition distance may be too large",
+                          stacklevel=4)
+    cost = float(np.sum(plan * M))
     return (cost, plan) if return_plan else cost
 
 
@@ -295,10 +285,83 @@ def partition_emd(U1, w1, U2, w2, divergence="sqeuclidean", *, return_plan=False
     return _emd(a, b, M, return_plan=return_plan)
 
 
-def dendrogram_purity(Z, y):
-    """Dendrogram purity (Telgarsky & Dasgupta, Sec. 7.1); see
-    :func:`bregclust.agglomerative.dendrogram_purity` (re-exported here with the other metrics).
-    """
-    from .agglomerative import dendrogram_purity as _dp
+# --------------------------------------------------------------------------------------------
+# Hierarchical clusterings
+# --------------------------------------------------------------------------------------------
 
-    return _dp(Z, y)
+
+@njit(**JIT)
+def _purity_counts(n, Z, y, n_labels):
+    """Dendrogram purity numerator: sum over internal nodes of same-label pairs split between
+    the two children times the node's purity for that label; O(n L)."""
+    cnt = np.zeros((2 * n - 1, n_labels), dtype=np.int64)
+    for i in range(n):
+        cnt[i, y[i]] = 1
+    total = 0.0
+    for t in range(n - 1):
+        a = np.int64(Z[t, 0])
+        b = np.int64(Z[t, 1])
+        size = 0
+        for l in range(n_labels):
+            cnt[n + t, l] = cnt[a, l] + cnt[b, l]
+            size += cnt[n + t, l]
+        for l in range(n_labels):
+            pairs = cnt[a, l] * cnt[b, l]
+            if pairs > 0:
+                total += pairs * (cnt[n + t, l] / size)
+    return total
+
+
+def dendrogram_purity(Z, y):
+    """Dendrogram purity (Heller & Ghahramani 2005; Telgarsky & Dasgupta 2012, Sec. 7.1).
+
+    For every pair of points with the same label ``l``, take the smallest cluster of the tree
+    containing both; its purity is the fraction of that cluster labelled ``l``. The dendrogram
+    purity is the average over all such pairs. Computed in ``O(n L)`` by counting, at every
+    internal node, the same-label pairs split between its two children.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_samples - 1, 4)
+        scipy linkage matrix (heights are not used).
+    y : array-like of shape (n_samples,)
+        Class labels.
+
+    Returns
+    -------
+    float in (0, 1]
+
+    Raises
+    ------
+    ValueError
+        Shapes disagree, ``Z`` is not a valid linkage, or no two points share a label.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Z = np.array([[0, 1, 1.0, 2], [2, 3, 1.0, 2], [4, 5, 2.0, 4]])
+    >>> dendrogram_purity(Z, [0, 0, 1, 1])
+    1.0
+    >>> round(dendrogram_purity(Z, [0, 1, 0, 1]), 6)
+    0.5
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    n = y.shape[0]
+    if Z.ndim != 2 or Z.shape != (n - 1, 4):
+        raise ValueError(
+            f"Z must be a linkage matrix of shape (n_samples - 1, 4) = ({n - 1}, 4) for {n} "
+            f"labels, got {Z.shape}."
+        )
+    if n >= 2:
+        if not is_valid_linkage(Z):
+            raise ValueError("Z is not a valid scipy linkage matrix (see is_valid_linkage).")
+    _, yi = np.unique(y, return_inverse=True)
+    counts = np.bincount(yi)
+    n_pairs = float(np.sum(counts * (counts - 1) / 2.0))
+    if n_pairs == 0:
+        raise ValueError("dendrogram purity needs at least two points with the same label.")
+    total = _purity_counts(n, Z, yi.astype(np.int64), counts.size)
+    return float(total / n_pairs)

@@ -22,7 +22,7 @@ from sklearn.datasets import load_digits
 from sklearn.metrics import adjusted_rand_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from bregclust import DomainError, register_divergence, unregister_divergence
+from bregclust import DomainError, list_divergences, register_divergence, unregister_divergence
 from bregclust.agglomerative import (
     AgglomerativeBregman,
     bregman_linkage,
@@ -378,3 +378,39 @@ _ZERO_WEIGHTS = ("zero weights are refused: a zero-weight point has no statistic
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# ------------------------------------------------------------------------- custom generators (issue 11)
+def _kl_twin_name():
+    name = "test_agg_kl_twin"
+    if name not in list_divergences():
+        def f(x):
+            return x * math.log(x) - x if x > 0 else 0.0
+
+        def df(x):
+            return math.log(x) if x > 0 else -math.inf
+
+        register_divergence(name, phi=f, dphi=df, dphi_inv=lambda t: math.exp(t),
+                            domain="nonnegative")
+    return name
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_custom_generator_engine_agrees_with_builtin(sparse):
+    """The engine evaluating a registered generator through its function pointer gives the
+    built-in kl engine's merges and costs (dense statistics and sparse supports)."""
+    name = _kl_twin_name()
+    rng = np.random.default_rng(31)
+    X = rng.poisson(0.4, size=(40, 20)).astype(float) + (0.0 if sparse else 0.5)
+    if sparse:
+        X[X.sum(axis=1) == 0, 0] = 1.0
+        X = sp.csr_matrix(X)
+    smoothing = (0.2, 1.0, "cone")
+    Zb = bregman_linkage(X, "kl", smoothing=smoothing)
+    Zc = bregman_linkage(X, name, smoothing=smoothing)
+    np.testing.assert_array_equal(Zb[:, [0, 1, 3]], Zc[:, [0, 1, 3]])
+    np.testing.assert_allclose(Zb[:, 2], Zc[:, 2], rtol=1e-12, atol=1e-12)
+    a = AgglomerativeBregman(3, model="kl", smoothing=smoothing).fit(X)
+    b = AgglomerativeBregman(3, model=name, smoothing=smoothing).fit(X)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_allclose(a.transform(X), b.transform(X), rtol=1e-12, atol=1e-12)

@@ -114,10 +114,10 @@ def test_fast_kernel_equals_definition_dense_and_sparse(div):
 @pytest.mark.parametrize("parallel", [False, True])
 def test_assign_and_sum_equals_assign_then_weighted_sums(div, parallel, monkeypatch):
     """The fused Lloyd pass == the two-pass route == the definition, dense and CSR, weighted."""
-    import bregclust.divergences as dv
+    import bregclust._execution as ex
 
     if parallel:  # split even tiny inputs over every thread
-        monkeypatch.setattr(dv, "_PARALLEL_MIN", 0)
+        monkeypatch.setattr(ex, "PARALLEL_MIN", 0)
     rng = np.random.default_rng(11)
     X = sample(div, 601, rng)
     U = centres(div, 5, rng)
@@ -396,3 +396,93 @@ def test_validation_messages():
         check_array(sp.csr_matrix(np.array([[1.0, 0.0], [np.inf, 1.0]])))
     with pytest.raises(ValueError, match="Expected 2D array"):
         check_array(np.ones(3))
+
+
+# ------------------------------------------------------------------------- capabilities (issue 11)
+SIDED = ["sqeuclidean", "kl", "itakura_saito"]
+
+
+@pytest.mark.parametrize("name", SIDED + ["mahalanobis"])
+def test_sided_centroid_closed_form_vs_bisection_vs_scipy(name):
+    """Every built-in's exact sided centroid == the bisection kernel == a scipy minimiser."""
+    from scipy.optimize import minimize_scalar
+
+    rng = np.random.default_rng(21)
+    k, d = 4, 3
+    A = rng.uniform(0.2, 3.0, size=(k, 1))
+    B = rng.uniform(0.2, 3.0, size=(k, 1))
+    mL = rng.uniform(0.3, 4.0, size=(k, d))
+    mR = rng.uniform(0.3, 4.0, size=(k, d))
+    if name == "mahalanobis":
+        M = rng.normal(size=(d, d))
+        div = get_divergence(name, A=M @ M.T + d * np.eye(d))
+        U = div.sided_centroid(A, B, mL, mR)
+        # quadratic: the gradient A (u - mL) + B (u - mR) vanishes
+        np.testing.assert_allclose(U, (A * mL + B * mR) / (A + B), rtol=1e-12)
+        return
+    div = get_divergence(name)
+    assert div.has_sided_centroid
+    U = div.sided_centroid(A, B, mL, mR)
+    Ub = div.centroid_by_bisection(A, B, mL, mR)
+    np.testing.assert_allclose(U, Ub, rtol=1e-8)
+    for z in range(k):
+        for j in range(d):
+            def f(u, z=z, j=j):
+                return (A[z, 0] * div.divergence([mL[z, j]], [u])
+                        + B[z, 0] * div.divergence([u], [mR[z, j]]))
+            lo, hi = sorted((mL[z, j], mR[z, j]))
+            ref = minimize_scalar(f, bounds=(lo, hi), method="bounded",
+                                  options={"xatol": 1e-12}).x
+            assert U[z, j] == pytest.approx(ref, rel=1e-5)
+            assert f(U[z, j]) <= f(ref) + 1e-12
+
+
+def test_sided_centroid_absent_for_l1():
+    div = get_divergence("l1_subgradient")
+    assert not div.has_sided_centroid and not div.has_gemm
+    with pytest.raises(ValueError, match="no exact sided centroid"):
+        div.sided_centroid(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 2)), np.ones((1, 2)))
+
+
+def test_prepared_centres_path_equals_plain_path(div):
+    """``assign_and_sum(centres=div.prepare_centres(U))`` == ``assign_and_sum(X, U)``."""
+    rng = np.random.default_rng(12)
+    X = sample(div, 300, rng)
+    U = centres(div, 4, rng)
+    w = rng.uniform(0.5, 2.0, size=X.shape[0])
+    for data in (X, sp.csr_matrix(X)):
+        prep = div.prepare(data)
+        plain = div.assign_and_sum(data, U, w, prepared=prep)
+        pc = div.prepare_centres(U)
+        assert pc.fused == (div.has_gemm and pc.finite)
+        again = div.assign_and_sum(data, U, w, prepared=prep, centres=pc)
+        for a, b in zip(plain, again):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(plain[0], div.assign(data, U)[0])
+
+
+def test_registry_records_keep_no_name_switches():
+    """Estimators ask capabilities, never names: the fields an engine needs are on the record."""
+    assert get_divergence("sqeuclidean").ward and get_divergence("sqeuclidean").whitening() is None
+    A = np.array([[2.0, 0.5], [0.5, 1.0]])
+    m = get_divergence("mahalanobis", A=A)
+    L = m.whitening()
+    np.testing.assert_allclose(L @ L.T, A)
+    assert m.param_names == ("A",) and m.generator is None
+    assert not get_divergence("kl").ward and get_divergence("kl").generator is not None
+
+
+def test_register_unregister_does_not_grow_the_registry():
+    import gc
+    import weakref
+
+    refs = []
+    for i in range(3):
+        d = register_divergence(f"tmp_cycle_{i}", phi=lambda x: math.cosh(x),
+                                dphi=lambda x: math.sinh(x))
+        d.pairwise(np.zeros((2, 1)), np.ones((1, 1)))  # compiles its function pointers
+        refs.append(weakref.ref(d.generator))
+        unregister_divergence(f"tmp_cycle_{i}")
+        del d
+    gc.collect()
+    assert all(r() is None for r in refs)  # the record and its compiled kernels are released

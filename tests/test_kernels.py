@@ -7,6 +7,9 @@ import pytest
 import scipy.sparse as sp
 
 from bregclust import _kernels as K
+from bregclust._kernels import generators as KG
+
+NOFN = KG.placeholder()
 
 
 def test_fused_argmin_matches_numpy():
@@ -36,19 +39,37 @@ def test_fused_kernels_clamp_rounding_negatives():
 def test_rowsum_dense_and_csr():
     rng = np.random.default_rng(1)
     X = rng.poisson(0.7, size=(20, 9)).astype(float)
-    out = np.empty(20)
-    K.make_rowsum(K.kl_phi)(X, out)
     ref = np.array([sum(K.kl_phi(v) for v in row) for row in X])
-    assert np.allclose(out, ref)
+    for kern in (K.rowsum, K.rowsum_par):
+        out = np.empty(20)
+        kern(KG.KL, NOFN, X, out)
+        assert np.allclose(out, ref)
     S = sp.csr_matrix(X)
     out2 = np.empty(20)
-    K.make_rowsum_csr(K.kl_phi)(S.data, S.indptr, 9, out2)
+    K.rowsum_csr(KG.KL, NOFN, S.data, S.indptr, 9, out2)
     assert np.allclose(out2, ref)
-    # f(0) != 0: the implicit zeros still count.
+    # f(0) != 0: the implicit zeros still count (a custom generator through its pointer).
     out3 = np.empty(20)
     from numba import njit
-    K.make_rowsum_csr(njit(lambda x: (x - 1.0) ** 2))(S.data, S.indptr, 9, out3)
+    fn = KG.function_pointer(njit(lambda x: (x - 1.0) ** 2))
+    K.rowsum_csr(KG.CUSTOM, fn, S.data, S.indptr, 9, out3)
     assert np.allclose(out3, ((X - 1.0) ** 2).sum(axis=1))
+
+
+@pytest.mark.parametrize("code", [KG.SQ, KG.KL, KG.IS])
+def test_custom_pointer_matches_builtin_code(code):
+    """A built-in generator passed as a custom function pointer gives the same numbers."""
+    phi, dphi, inv = {KG.SQ: (K.sq_phi, K.sq_dphi, K.sq_dphi_inv),
+                      KG.KL: (K.kl_phi, K.kl_dphi, K.kl_dphi_inv),
+                      KG.IS: (K.is_phi, K.is_dphi, K.is_dphi_inv)}[code]
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.1, 3.0, size=(7, 4))
+    for which, f in ((KG.PHI, phi), (KG.DPHI, dphi), (KG.DPHI_INV, inv)):
+        a = np.empty_like(X)
+        b = np.empty_like(X)
+        K.map_scalar(code, which, NOFN, X, a)
+        K.map_scalar_par(KG.CUSTOM, which, KG.function_pointer(f), X, b)
+        assert np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("code,f,inv,ts", [
@@ -67,7 +88,7 @@ def test_generic_pairwise_boundary_conventions():
     out = np.empty((2, 2))
     X = np.array([[0.0, 1.0], [1.0, 0.0]])
     U = np.array([[0.0, 1.0], [0.5, 0.5]])
-    K.make_generic_pairwise(K.kl_phi, K.kl_dphi)(X, U, out)
+    K.generic_pairwise(KG.KL, NOFN, NOFN, X, U, out)
     assert out[0, 0] == 0.0 and np.isinf(out[1, 0])
     assert out[0, 1] == pytest.approx(0.5 + math.log(2.0) - 0.5)
 

@@ -1,0 +1,212 @@
+"""How the registry's array methods run: chunking, the thread pool, BLAS limits, the fused pass.
+
+A :class:`~bregclust.divergences.Divergence` record describes *what* a divergence is (its
+generator, GEMM form, centroids); this module decides *how* the ``n x k`` work runs:
+
+* :func:`pairwise`, :func:`assign`, :func:`assign_and_sum` and :func:`weighted_sums` implement the
+  record's public methods of the same names;
+* :class:`PreparedCentres` holds the GEMM parts of a set of centres so a loop that reuses the same
+  centres (or already has them) does not recompute ``grad phi(U)`` and ``phi(U)``;
+* chunks run on a small thread pool (one worker per core, ``BREGCLUST_NUM_THREADS`` overrides)
+  with every BLAS library limited to one thread, as scikit-learn's k-means does: nested BLAS
+  threads would oversubscribe the cores.
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from threadpoolctl import ThreadpoolController
+
+from . import _kernels as K
+
+__all__ = ["PreparedCentres", "pairwise", "assign", "assign_and_sum", "weighted_sums"]
+
+PARALLEL_MIN = 1 << 18  # elements below which elementwise kernels run serially
+_CHUNK_ELEMENTS = 1 << 17  # rows per chunk = this / k  (1 MB of float64 per block)
+_LLOYD_CHUNK = 256  # rows per BLAS call in the fused Lloyd pass (as scikit-learn's k-means)
+
+_POOL = None
+_CONTROLLER = None
+
+
+class PreparedCentres:
+    """The GEMM parts of centres ``U``: ``D = phi_x 1^T + 1 c^T - Xg G^T``.
+
+    Build it with :meth:`Divergence.prepare_centres`; pass it as ``centres=`` to
+    :meth:`Divergence.assign_and_sum` to reuse it.
+
+    Attributes
+    ----------
+    U : ndarray of shape (k, d)
+        The centres (C order, float64).
+    G : ndarray of shape (k, p)
+        ``grad phi(U)`` (for l1_subgradient the sign indicators of ``[U+, U-]``).
+    GT : ndarray of shape (p, k)
+        ``G.T`` in C order (the operand of the products).
+    c : ndarray of shape (k,)
+        ``<u, g> - phi(u)``.
+    phi : ndarray of shape (k,) or None
+        ``phi(U)`` for differentiable generators.
+    finite : bool
+        Whether ``G`` and ``c`` are finite; centres on the domain boundary (e.g. a zero coordinate
+        with kl) are not, and take the exact generic kernel instead of the GEMM form.
+    fused : bool
+        Whether the one-pass Lloyd kernels apply (finite parts of a differentiable generator).
+    """
+
+    __slots__ = ("U", "G", "GT", "c", "phi", "finite", "fused")
+
+    def __init__(self, U, G, c, phi, fused):
+        self.U = U
+        self.G = G
+        self.c = c
+        self.phi = phi
+        self.finite = bool(np.isfinite(G).all() and np.isfinite(c).all())
+        self.GT = np.ascontiguousarray(G.T)  # measured: BLAS is faster with a contiguous operand
+        self.fused = bool(fused and self.finite)
+
+
+def n_workers():
+    """Worker threads: ``BREGCLUST_NUM_THREADS`` or the number of cores (at most 8)."""
+    env = os.environ.get("BREGCLUST_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def blas_one_thread():
+    """Context limiting every BLAS library to one thread: our threads (the pool, the numba
+    kernels) each call BLAS, and nested BLAS threads would oversubscribe the cores."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def run_chunks(work, starts):
+    """Run ``work(start)`` for every chunk start on the thread pool, BLAS single-threaded."""
+    global _POOL
+    starts = list(starts)
+    workers = n_workers()
+    if len(starts) <= 1 or workers <= 1:
+        for s in starts:
+            work(s)
+        return
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bregclust")
+    with blas_one_thread():
+        for f in [_POOL.submit(work, s) for s in starts]:
+            f.result()
+
+
+def chunk_rows(k):
+    """Rows per chunk for ``k`` centres (about 1 MB of float64 per block)."""
+    return max(256, _CHUNK_ELEMENTS // max(k, 1))
+
+
+def pairwise(div, X, U, prepared=None):
+    """``D[i, j] = d(x_i, u_j)`` by the GEMM form; boundary centres by the generic kernel."""
+    Xg, phi_x = prepared if prepared is not None else div.prepare(X)
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    G, c = div.gemm_parts(U)
+    bad = ~(np.isfinite(G).all(axis=1) & np.isfinite(c))
+    if bad.any():
+        G = G.copy()
+        c = c.copy()
+        G[bad] = 0.0
+        c[bad] = 0.0
+    D = np.asarray(Xg @ G.T)
+    if not D.flags.c_contiguous or not D.flags.writeable:
+        D = np.ascontiguousarray(D)
+    K.fused_pairwise(D, phi_x, c)
+    if bad.any():
+        D[:, bad] = div.generic_pairwise(X, U[bad])
+    return D
+
+
+def assign(div, X, U, prepared=None, step=None, centres=None):
+    """Nearest centre of every row: ``(labels, mins)``, chunked over rows on the pool."""
+    Xg, phi_x = prepared if prepared is not None else div.prepare(X)
+    pc = centres if centres is not None else div.prepare_centres(U)
+    U = pc.U
+    n = Xg.shape[0]
+    k = U.shape[0]
+    labels = np.empty(n, dtype=np.int64)
+    mins = np.empty(n)
+    step = step or chunk_rows(k)
+    if not pc.finite:
+        for s in range(0, n, step):
+            D = div.pairwise(X[s:s + step], U)
+            labels[s:s + step] = np.argmin(D, axis=1)
+            mins[s:s + step] = D[np.arange(D.shape[0]), labels[s:s + step]]
+        return labels, mins
+    GT, c = pc.GT, pc.c
+
+    def work(s):
+        e = min(n, s + step)
+        P = np.ascontiguousarray(Xg[s:e] @ GT)
+        K.fused_argmin(P, phi_x[s:e], c, labels[s:e], mins[s:e])
+
+    run_chunks(work, range(0, n, step))
+    return labels, mins
+
+
+def fused_pass(prepared, GT, c, w):
+    """The fused Lloyd kernels on finite GEMM parts ``GT = G^T`` (p x k, C order) and ``c``:
+    ``(labels, mins, S, W)`` in one read of the data."""
+    Xg, phi_x = prepared
+    n, d = Xg.shape
+    k = GT.shape[1]
+    T = min(n_workers(), numba.get_num_threads()) if n * d > PARALLEL_MIN else 1
+    T = max(1, min(T, n))
+    labels = np.empty(n, dtype=np.int64)
+    mins = np.empty(n)
+    S = np.zeros((T, k, d))
+    W = np.zeros((T, k))
+    if sp.issparse(Xg):
+        K.lloyd_step_csr(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
+    else:
+        Xg = np.ascontiguousarray(Xg, dtype=np.float64)
+        with blas_one_thread():
+            K.lloyd_step_dense(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W)
+    return labels, mins, S.sum(axis=0) if T > 1 else S[0], W.sum(axis=0)
+
+
+def assign_and_sum(div, X, U, w, prepared=None, centres=None):
+    """One Lloyd pass ``(labels, mins, S, W)``: fused when the centres allow it, else
+    :func:`assign` then :func:`weighted_sums`."""
+    prepared = prepared if prepared is not None else div.prepare(X)
+    pc = centres if centres is not None else div.prepare_centres(U)
+    if not pc.fused:
+        labels, mins = assign(div, X, pc.U, prepared=prepared, centres=pc)
+        S, W = weighted_sums(X, labels, pc.U.shape[0], w)
+        return labels, mins, S, W
+    return fused_pass(prepared, pc.GT, pc.c, w)
+
+
+def weighted_sums(X, labels, k, w):
+    """``(S, W)``: per-cluster weighted sums of rows (k x d) and total weights (k,)."""
+    n = X.shape[0]
+    labels = np.asarray(labels, dtype=np.int64)
+    # One block of rows per worker, each with its own (k x d) buffer, summed afterwards.
+    workers = n_workers() if n * X.shape[1] > PARALLEL_MIN else 1
+    step = -(-n // workers)
+    bufs = {s: (np.zeros((k, X.shape[1])), np.zeros(k)) for s in range(0, n, step)}
+
+    def work(s):
+        e = min(n, s + step)
+        S, W = bufs[s]
+        if sp.issparse(X):
+            K.weighted_sums_csr(X.data, X.indices, X.indptr[s:e + 1], labels[s:e], w[s:e], S, W)
+        else:
+            K.weighted_sums_dense(X[s:e], labels[s:e], w[s:e], S, W)
+
+    run_chunks(work, bufs)
+    S, W = bufs.pop(0)
+    for S2, W2 in bufs.values():
+        S += S2
+        W += W2
+    return S, W

@@ -1,0 +1,54 @@
+"""Every numba kernel of bregclust, one module per family.
+
+* :mod:`.generators` - the njit preset, the built-in scalar generators, generator codes and the
+  function pointers through which user-registered generators reach the kernels;
+* :mod:`.lloyd` - assignment, Lloyd passes, pairwise maps and the generic oracle;
+* :mod:`.agglomerative` - the agglomerative Bregman engine (merge costs, heaps, drivers);
+* :mod:`.centroids` - sided Bregman centroids by bisection.
+
+Kernels take arrays and scalars, write into buffers the caller allocates, and never validate;
+the Python layers (the registry, :mod:`bregclust._execution`, the estimators) validate.
+"""
+
+from . import agglomerative, centroids, generators, lloyd
+from .generators import (
+    DOMAIN_CODES,
+    JIT,
+    PJIT,
+    abs_phi,
+    is_dphi,
+    is_dphi_inv,
+    is_phi,
+    kl_dphi,
+    kl_dphi_inv,
+    kl_phi,
+    make_inverse,
+    sign_dphi,
+    sq_dphi,
+    sq_dphi_inv,
+    sq_phi,
+)
+from .lloyd import (
+    fused_argmin,
+    fused_pairwise,
+    generic_pairwise,
+    l1_pairwise_exact,
+    lloyd_step_csr,
+    lloyd_step_dense,
+    map_scalar,
+    map_scalar_par,
+    rowsum,
+    rowsum_csr,
+    rowsum_par,
+    weighted_sums_csr,
+    weighted_sums_dense,
+)
+
+__all__ = [
+    "agglomerative", "centroids", "generators", "lloyd", "DOMAIN_CODES", "JIT", "PJIT",
+    "abs_phi", "is_dphi", "is_dphi_inv", "is_phi", "kl_dphi", "kl_dphi_inv", "kl_phi",
+    "make_inverse", "sign_dphi", "sq_dphi", "sq_dphi_inv", "sq_phi", "fused_argmin",
+    "fused_pairwise", "generic_pairwise", "l1_pairwise_exact", "lloyd_step_csr",
+    "lloyd_step_dense", "map_scalar", "map_scalar_par", "rowsum", "rowsum_csr", "rowsum_par",
+    "weighted_sums_csr", "weighted_sums_dense",
+]

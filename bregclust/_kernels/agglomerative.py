@@ -1,0 +1,607 @@
+"""Kernels of the agglomerative Bregman engine (Telgarsky & Dasgupta 2012; Muellner 2011).
+
+A forest of clusters is a **state** tuple ``st = (A, B, C, w, sup, slen, aux)`` with one row
+("slot") per cluster:
+
+``A`` (n, d) float64
+    The mean statistic (identity models, Gaussians) or the positive mass (l1).
+``B`` (n, p) float64
+    Second statistic: negative mass (l1), scatter (Gaussians, plus a cached Cholesky factor for
+    ``gaussian_full``), or the values on the sparse support (sparse separable models).
+``C`` (n, 2) float64
+    Cached per-cluster terms (see :func:`_slot_cache`).
+``w`` (n,) float64
+    Cluster weights.
+``sup`` (n, s) int32, ``slen`` (n,) int64
+    Sorted sparse supports of separable models (``slen < 0``: dense).
+``aux`` (n,) int64
+    1 where a ``gaussian_full`` cluster has zero scatter.
+
+``kind`` is one of the model constants below; separable models evaluate their generator through
+``(gcode, fn)`` (see :mod:`bregclust._kernels.generators`) and ``fc = [f(c); c]`` (``c`` = the
+statistic of a raw zero, for sparse supports). The kernels are generic in the generator, so they
+are compiled once and cached on disk.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .generators import JIT, phi_of
+
+# model kinds
+WARD, SEPARABLE, L1, GAUSS_DIAG, GAUSS_FULL = 0, 1, 2, 3, 4
+
+
+@njit(**JIT)
+def _l1_cost_coord(P, N):
+    """Cost of one coordinate of an l1_subgradient cluster with positive mass ``P`` and negative
+    mass ``N``: the mean's sign is the side with more mass, and every point on the other side (or
+    every point, when the mean is 0) pays ``2 |x|`` (paper Example 2.2)."""
+    if P > N:
+        return 2.0 * N
+    if N > P:
+        return 2.0 * P
+    return 2.0 * (P + N)
+
+
+@njit(**JIT)
+def _chol_logdet(S, d):
+    """In-place lower Cholesky of the leading ``d x d`` block of ``S``; returns ``log det S``
+    (``+inf`` if ``S`` is not positive definite)."""
+    ld = 0.0
+    for j in range(d):
+        s = S[j, j]
+        for k in range(j):
+            s -= S[j, k] * S[j, k]
+        if not (s > 0.0):
+            return np.inf
+        r = math.sqrt(s)
+        S[j, j] = r
+        ld += math.log(s)
+        inv = 1.0 / r
+        for i in range(j + 1, d):
+            t = S[i, j]
+            for k in range(j):
+                t -= S[i, k] * S[j, k]
+            S[i, j] = t * inv
+    return ld
+
+
+@njit(**JIT)
+def _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn):
+    """Separable cost when slot ``j`` has unit weight and sparse support: outside that support
+    ``j`` holds the statistic ``c`` of a raw zero, so ``C[i, 1]`` (the sum for a merge with an
+    all-zero unit-weight point) is corrected on ``j``'s support only - ``O(|supp j|)``."""
+    wi = w[i]
+    w12 = wi + 1.0
+    s = C[i, 1]
+    li = slen[i]
+    if li < 0:
+        for p in range(lj):
+            k = sup[j, p]
+            a = wi * A[i, k]
+            s += (phi_of(gcode, fn, (a + B[j, p]) / w12)
+                  - phi_of(gcode, fn, (a + fc[1, k]) / w12))
+    else:  # i sparse too: walk both supports (values of i are fc[1, k] off its support)
+        p = 0
+        q = 0
+        while q < lj:
+            k = sup[j, q]
+            while p < li and sup[i, p] < k:
+                p += 1
+            a = wi * (B[i, p] if (p < li and sup[i, p] == k) else fc[1, k])
+            s += (phi_of(gcode, fn, (a + B[j, q]) / w12)
+                  - phi_of(gcode, fn, (a + fc[1, k]) / w12))
+            q += 1
+    return C[i, 0] + C[j, 0] - w12 * s
+
+
+@njit(**JIT)
+def _gfull_rank_one(i, j, A, B, C, w, work):
+    """Full-Gaussian cost of cluster ``i`` and a unit-weight point ``j`` with zero scatter:
+    ``Sigma12 = A_i + (c / w12) delta delta^T`` with ``A_i = M2_i / (w_i + 1) + I``, whose
+    Cholesky factor (``B[i, d^2:]``) and log-determinant (``C[i, 1]``) are cached, so
+    ``log det Sigma12 = log det A_i + log(1 + (c / w12) |L_i^-1 delta|^2)`` costs ``O(d^2)``."""
+    d = A.shape[1]
+    dd = d * d
+    wi = w[i]
+    w12 = wi + 1.0
+    q = 0.0
+    for k in range(d):
+        t = A[i, k] - A[j, k]
+        for l in range(k):
+            t -= B[i, dd + k * d + l] * work[d, l]
+        y = t / B[i, dd + k * d + k]
+        work[d, k] = y
+        q += y * y
+    ld = C[i, 1] + math.log1p(wi / w12 / w12 * q)
+    return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
+
+
+@njit(**JIT)
+def cost(kind, i, j, st, fc, gcode, fn, work):
+    """Merge cost of the clusters in slots ``i`` and ``j`` of the state ``st`` (see the module
+    docstring); ``work`` is scratch (IN/OUT)."""
+    A, B, C, w, sup, slen, aux = st
+    wi = w[i]
+    wj = w[j]
+    w12 = wi + wj
+    d = A.shape[1]
+    if kind == WARD:  # Ward: closed form of the Jensen gap of ||.||^2
+        s = 0.0
+        for k in range(d):
+            t = A[i, k] - A[j, k]
+            s += t * t
+        return wi * wj / w12 * s
+    if kind == SEPARABLE:  # separable generator, Jensen gap of phi shifted by f(c) (cancels in the gap)
+        li = slen[i]
+        lj = slen[j]
+        if lj >= 0 and wj == 1.0 and (li < 0 or li > lj):
+            return _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn)
+        if li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
+            return _sep_one_sided(j, i, A, B, C, w, sup, slen, li, fc, gcode, fn)
+        s = 0.0
+        if li >= 0 and lj >= 0:
+            p = 0
+            q = 0
+            while p < li or q < lj:
+                if q >= lj or (p < li and sup[i, p] < sup[j, q]):
+                    k = sup[i, p]
+                    m = (wi * B[i, p] + wj * fc[1, k]) / w12
+                    p += 1
+                elif p >= li or sup[j, q] < sup[i, p]:
+                    k = sup[j, q]
+                    m = (wi * fc[1, k] + wj * B[j, q]) / w12
+                    q += 1
+                else:
+                    k = sup[i, p]
+                    m = (wi * B[i, p] + wj * B[j, q]) / w12
+                    p += 1
+                    q += 1
+                s += phi_of(gcode, fn, m) - fc[0, k]
+        else:
+            for k in range(d):
+                m = (wi * A[i, k] + wj * A[j, k]) / w12
+                s += phi_of(gcode, fn, m) - fc[0, k]
+        return C[i, 0] + C[j, 0] - w12 * s
+    if kind == L1:  # l1_subgradient: Definition 3.7 from positive / negative masses
+        s = 0.0
+        for k in range(d):
+            s += _l1_cost_coord(A[i, k] + A[j, k], B[i, k] + B[j, k])
+        return s - C[i, 0] - C[j, 0]
+    c = wi * wj / w12
+    if kind == GAUSS_DIAG:  # diagonal Gaussian (whitened: the smoothing bandwidth is 1)
+        s = 0.0
+        for k in range(d):
+            t = A[i, k] - A[j, k]
+            s += math.log((B[i, k] + B[j, k] + c * t * t) / w12 + 1.0)
+        return 0.5 * (w12 * s - C[i, 0] - C[j, 0])
+    # full Gaussian (whitened: the smoothing covariance is the identity)
+    if aux[i] == 1 and aux[j] == 1:  # both scatter matrices are zero: rank-one update of I
+        s = 0.0
+        for k in range(d):
+            t = A[i, k] - A[j, k]
+            s += t * t
+        return 0.5 * w12 * math.log1p(c * s / w12)
+    if B.shape[1] >= 2 * d * d:
+        if aux[j] == 1 and wj == 1.0:
+            return _gfull_rank_one(i, j, A, B, C, w, work)
+        if aux[i] == 1 and wi == 1.0:
+            return _gfull_rank_one(j, i, A, B, C, w, work)
+    for k in range(d):
+        work[d, k] = A[i, k] - A[j, k]
+    for k in range(d):
+        tk = work[d, k]
+        for l in range(k + 1):
+            work[k, l] = (B[i, k * d + l] + B[j, k * d + l] + c * tk * work[d, l]) / w12
+        work[k, k] += 1.0
+    ld = _chol_logdet(work, d)
+    return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
+
+
+@njit(**JIT)
+def _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work):
+    """Recompute the cached per-cluster terms ``C[j, :]`` from the statistics of slot ``j``:
+    ``C[j, 0] = w f(tau)`` (up to constants that cancel) and, for sparse separable models,
+    ``C[j, 1]``, the shifted generator summed at the merge with a unit-weight all-zero point."""
+    d = A.shape[1]
+    wj = w[j]
+    C[j, 1] = 0.0
+    if kind == WARD:
+        C[j, 0] = 0.0
+    elif kind == SEPARABLE:
+        s = 0.0
+        s1 = 0.0
+        if slen[j] >= 0:  # off the support the statistic is fc[1, k]: both terms vanish there
+            for p in range(slen[j]):
+                k = sup[j, p]
+                s += phi_of(gcode, fn, B[j, p]) - fc[0, k]
+                s1 += phi_of(gcode, fn, (wj * B[j, p] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
+        else:
+            for k in range(d):
+                s += phi_of(gcode, fn, A[j, k]) - fc[0, k]
+                if sup.shape[1] > 0:
+                    s1 += phi_of(gcode, fn, (wj * A[j, k] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
+        C[j, 0] = wj * s
+        C[j, 1] = s1
+    elif kind == L1:
+        s = 0.0
+        for k in range(d):
+            s += _l1_cost_coord(A[j, k], B[j, k])
+        C[j, 0] = s
+    elif kind == GAUSS_DIAG:
+        s = 0.0
+        for k in range(d):
+            s += math.log(B[j, k] / wj + 1.0)
+        C[j, 0] = wj * s
+    else:
+        for k in range(d):
+            for l in range(k + 1):
+                work[k, l] = B[j, k * d + l] / wj
+            work[k, k] += 1.0
+        C[j, 0] = wj * _chol_logdet(work, d)
+        dd = d * d
+        if B.shape[1] >= 2 * dd:  # factor of M2 / (w + 1) + I for merges with a unit point
+            for k in range(d):
+                for l in range(k + 1):
+                    work[k, l] = B[j, k * d + l] / (wj + 1.0)
+                work[k, k] += 1.0
+            C[j, 1] = _chol_logdet(work, d)
+            for k in range(d):
+                for l in range(k + 1):
+                    B[j, dd + k * d + l] = work[k, l]
+
+
+@njit(**JIT)
+def init_cache(kind, st, fc, gcode, fn, work):
+    """OUT ``C`` of the state ``st = (A, B, C, w, sup, slen, aux)``: the cached per-cluster terms
+    of every slot (see :func:`_slot_cache`)."""
+    A, B, C, w, sup, slen, aux = st
+    for j in range(A.shape[0]):
+        _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work)
+
+
+@njit(**JIT)
+def merge(kind, i, j, st, fc, gcode, fn, work, ibuf):
+    """Merge slot ``i`` into slot ``j`` of the state ``st`` (IN/OUT: slot ``j`` holds the union
+    afterwards); ``work``/``ibuf`` are scratch."""
+    A, B, C, w, sup, slen, aux = st
+    wi = w[i]
+    wj = w[j]
+    w12 = wi + wj
+    d = A.shape[1]
+    if kind == L1:  # additive masses
+        for k in range(d):
+            A[j, k] += A[i, k]
+            B[j, k] += B[i, k]
+    else:
+        c = wi * wj / w12
+        if kind == GAUSS_DIAG:
+            for k in range(d):
+                t = A[i, k] - A[j, k]
+                B[j, k] += B[i, k] + c * t * t
+        elif kind == GAUSS_FULL:
+            for k in range(d):
+                work[d, k] = A[i, k] - A[j, k]
+            for k in range(d):
+                tk = work[d, k]
+                for l in range(k + 1):
+                    B[j, k * d + l] += B[i, k * d + l] + c * tk * work[d, l]
+            aux[j] = 0
+        for k in range(d):
+            A[j, k] = (wi * A[i, k] + wj * A[j, k]) / w12
+        if kind == SEPARABLE and slen[j] >= 0:
+            if slen[i] < 0:
+                slen[j] = -1
+            else:
+                li = slen[i]
+                lj = slen[j]
+                p = 0
+                q = 0
+                r = 0
+                while p < li or q < lj:
+                    if q >= lj or (p < li and sup[i, p] < sup[j, q]):
+                        ibuf[r] = sup[i, p]
+                        p += 1
+                    elif p >= li or sup[j, q] < sup[i, p]:
+                        ibuf[r] = sup[j, q]
+                        q += 1
+                    else:
+                        ibuf[r] = sup[i, p]
+                        p += 1
+                        q += 1
+                    r += 1
+                if r > sup.shape[1]:
+                    slen[j] = -1
+                else:
+                    for p in range(r):
+                        sup[j, p] = ibuf[p]
+                        B[j, p] = A[j, ibuf[p]]
+                    slen[j] = r
+    w[j] = w12
+    _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work)
+
+
+# ---------------------------------------------------------------------------- indexed binary heap
+@njit(**JIT)
+def _less(key, a, b):
+    return key[a] < key[b] or (key[a] == key[b] and a < b)
+
+
+@njit(**JIT)
+def _sift_up(heap, where, key, p):
+    x = heap[p]
+    while p > 0:
+        q = (p - 1) >> 1
+        y = heap[q]
+        if _less(key, x, y):
+            heap[p] = y
+            where[y] = p
+            p = q
+        else:
+            break
+    heap[p] = x
+    where[x] = p
+
+
+@njit(**JIT)
+def _sift_down(heap, where, key, p, size):
+    x = heap[p]
+    while True:
+        c = 2 * p + 1
+        if c >= size:
+            break
+        if c + 1 < size and _less(key, heap[c + 1], heap[c]):
+            c += 1
+        y = heap[c]
+        if _less(key, y, x):
+            heap[p] = y
+            where[y] = p
+            p = c
+        else:
+            break
+    heap[p] = x
+    where[x] = p
+
+
+@njit(**JIT)
+def _heap_update(heap, where, key, slot, size):
+    p = where[slot]
+    _sift_up(heap, where, key, p)
+    _sift_down(heap, where, key, where[slot], size)
+
+
+# ---------------------------------------------------------------------------- the two drivers
+@njit(**JIT)
+def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h):
+    """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics.
+
+    Each active slot ``x`` keeps a candidate ``nn[x] > x`` and ``mind[x]``, a lower bound of its
+    cost to every active slot above it; ``stale[x]`` marks bounds that may be strict. The heap
+    top, once exact, is a globally cheapest pair. Merges store the union in the higher slot.
+    IN/OUT the state ``st = (A, B, C, w, sup, slen, aux)`` (overwritten by the merges); OUT merge
+    ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``.
+    """
+    A, B, C, w, sup, slen, aux = st
+    n = A.shape[0]
+    d = A.shape[1]
+    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
+    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
+    succ = np.empty(n, dtype=np.int64)
+    pred = np.empty(n, dtype=np.int64)
+    for x in range(n):
+        succ[x] = x + 1 if x + 1 < n else -1
+        pred[x] = x - 1
+    head = 0
+    nn = np.full(n, -1, dtype=np.int64)
+    mind = np.full(n, np.inf)
+    stale = np.zeros(n, dtype=np.bool_)
+    for x in range(n - 1):
+        best = np.inf
+        bj = -1
+        for y in range(x + 1, n):
+            c = cost(kind, x, y, st, fc, gcode, fn, work)
+            if c < best or bj < 0:
+                best = c
+                bj = y
+        nn[x] = bj
+        mind[x] = best
+    heap = np.arange(n)
+    where = np.arange(n)
+    for p in range(n // 2 - 1, -1, -1):
+        _sift_down(heap, where, mind, p, n)
+    for t in range(n - 1):
+        while True:
+            a = heap[0]
+            if not stale[a]:
+                break
+            best = np.inf
+            bj = -1
+            y = succ[a]
+            while y >= 0:
+                c = cost(kind, a, y, st, fc, gcode, fn, work)
+                if c < best or bj < 0:
+                    best = c
+                    bj = y
+                y = succ[y]
+            nn[a] = bj
+            mind[a] = best
+            stale[a] = False
+            _heap_update(heap, where, mind, a, n)
+        a = heap[0]
+        b = nn[a]
+        out_i[t] = a
+        out_j[t] = b
+        out_h[t] = mind[a]
+        merge(kind, a, b, st, fc, gcode, fn, work, ibuf)
+        # remove a
+        if pred[a] >= 0:
+            succ[pred[a]] = succ[a]
+        else:
+            head = succ[a]
+        if succ[a] >= 0:
+            pred[succ[a]] = pred[a]
+        mind[a] = np.inf
+        stale[a] = False
+        _heap_update(heap, where, mind, a, n)
+        # slots below b: the new cluster may be a better candidate; candidates a and b went stale
+        x = head
+        while x >= 0 and x < b:
+            c = cost(kind, x, b, st, fc, gcode, fn, work)
+            if c < mind[x]:
+                mind[x] = c
+                nn[x] = b
+                stale[x] = False
+                _heap_update(heap, where, mind, x, n)
+            elif nn[x] == a or nn[x] == b:
+                nn[x] = b
+                if c != mind[x]:
+                    stale[x] = True
+            x = succ[x]
+        # the new cluster's own candidate among the slots above it
+        best = np.inf
+        bj = -1
+        y = succ[b]
+        while y >= 0:
+            c = cost(kind, b, y, st, fc, gcode, fn, work)
+            if c < best or bj < 0:
+                best = c
+                bj = y
+            y = succ[y]
+        nn[b] = bj
+        mind[b] = best
+        stale[b] = False
+        _heap_update(heap, where, mind, b, n)
+
+
+# fastmath: the Ward kernel is a plain sum of squared differences (no logs, no subtraction of
+# nearly equal sums), so letting LLVM reassociate it into SIMD lanes only changes rounding.
+@njit(cache=True, nogil=True, fastmath=True)
+def _ward_row(A, a, act, na, w, out):
+    d = A.shape[1]
+    wa = w[a]
+    for t in range(na):
+        x = act[t]
+        s = 0.0
+        for k in range(d):
+            u = A[a, k] - A[x, k]
+            s += u * u
+        out[t] = wa * w[x] / (wa + w[x]) * s
+
+
+@njit(**JIT)
+def nn_chain_ward(A, w, out_i, out_j, out_h):
+    """Nearest-neighbour chain for Ward costs on centroids (``A`` holds the running cluster
+    means and is overwritten). Merges are written in chain order (not sorted)."""
+    n, d = A.shape
+    act = np.arange(n)
+    pos = np.arange(n)
+    na = n
+    chain = np.empty(n, dtype=np.int64)
+    cl = 0
+    row = np.empty(n)
+    formed = np.zeros(n)
+    for t in range(n - 1):
+        if cl == 0:
+            chain[0] = act[0]
+            cl = 1
+        while True:
+            a = chain[cl - 1]
+            prev = chain[cl - 2] if cl >= 2 else -1
+            _ward_row(A, a, act, na, w, row)
+            best = np.inf
+            bx = -1
+            if prev >= 0:
+                best = row[pos[prev]]
+                bx = prev
+            for s in range(na):
+                x = act[s]
+                if x != a and row[s] < best:
+                    best = row[s]
+                    bx = x
+            if bx == prev:
+                break
+            chain[cl] = bx
+            cl += 1
+        cl -= 2
+        lo = min(a, prev)
+        hi = max(a, prev)
+        out_i[t] = lo
+        out_j[t] = hi
+        # reducibility makes a merge at least as costly as the merges that formed its parts;
+        # the clamp only removes rounding-level inversions so that sorting keeps children first
+        best = max(best, formed[lo], formed[hi])
+        formed[hi] = best
+        out_h[t] = best
+        wl = w[lo]
+        wh = w[hi]
+        for k in range(d):
+            A[hi, k] = (wl * A[lo, k] + wh * A[hi, k]) / (wl + wh)
+        w[hi] = wl + wh
+        # swap-remove lo from the active list
+        p = pos[lo]
+        last = act[na - 1]
+        act[p] = last
+        pos[last] = p
+        na -= 1
+
+
+@njit(**JIT)
+def slots_to_linkage(n, si, sj, h, counts0, Z):
+    """scipy linkage rows from merges of slots (the union lives in slot ``sj``)."""
+    node = np.arange(n)
+    size = counts0.copy()
+    for t in range(n - 1):
+        a = node[si[t]]
+        b = node[sj[t]]
+        Z[t, 0] = min(a, b)
+        Z[t, 1] = max(a, b)
+        Z[t, 2] = h[t]
+        size[sj[t]] += size[si[t]]
+        Z[t, 3] = size[sj[t]]
+        node[sj[t]] = n + t
+
+
+@njit(**JIT)
+def replay(kind, Z, st, fc, gcode, fn, first, outs):
+    """Re-run the merges of a linkage matrix on singleton statistics and keep a copy of the
+    clusters formed at steps ``first, ..., n-2`` (row ``r`` of the outputs = step ``n-2-r``,
+    so row 0 is the root). IN/OUT ``st`` (singleton statistics, overwritten); OUT
+    ``outs = (outA, outB, outC, outw, outsup, outslen, outaux)``."""
+    A, B, C, w, sup, slen, aux = st
+    outA, outB, outC, outw, outsup, outslen, outaux = outs
+    n = A.shape[0]
+    d = A.shape[1]
+    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
+    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
+    slot = np.empty(2 * n - 1, dtype=np.int64)
+    for x in range(n):
+        slot[x] = x
+    for t in range(n - 1):
+        i = slot[np.int64(Z[t, 0])]
+        j = slot[np.int64(Z[t, 1])]
+        merge(kind, i, j, st, fc, gcode, fn, work, ibuf)
+        slot[n + t] = j
+        if t >= first:
+            r = n - 2 - t
+            outA[r, :] = A[j, :]
+            outB[r, :] = B[j, :]
+            outC[r, :] = C[j, :]
+            outw[r] = w[j]
+            outsup[r, :] = sup[j, :]
+            outslen[r] = slen[j]
+            outaux[r] = aux[j]
+
+
+@njit(**JIT)
+def cross_costs(kind, nc, st, fc, gcode, fn, out):
+    """OUT ``out[p, q] = cost(cluster slot q, point slot nc + p)`` for a stacked state ``st``."""
+    A, B, C, w, sup, slen, aux = st
+    d = A.shape[1]
+    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
+    m = A.shape[0] - nc
+    for p in range(m):
+        for q in range(nc):
+            out[p, q] = cost(kind, q, nc + p, st, fc, gcode, fn, work)

@@ -1,0 +1,251 @@
+"""The numba preset, the built-in scalar generators and the one specialisation mechanism.
+
+Every generator-dependent kernel of the package takes a **generator code** and a **function
+pointer** ``fn`` (numba's first-class function type ``float64(float64)``). The built-in codes
+evaluate the registry's own scalar functions inline (no indirect call); :data:`CUSTOM` calls
+``fn``, a C callback compiled once per registered generator and owned by its registry record.
+The kernels themselves therefore never depend on a user function: they are compiled once and
+cached on disk (``cache=True``) like every other kernel, and a newly registered generator costs
+only the compilation of its own scalar functions.
+
+Under ``NUMBA_DISABLE_JIT=1`` ``fn`` is the plain Python function.
+"""
+
+import math
+
+import numpy as np
+from numba import cfunc, config, njit
+
+# One preset for every kernel. fastmath is deliberately off: the kernels evaluate logs near the
+# domain edge (kl, Itakura-Saito) and reassociation there changes results.
+JIT = dict(cache=True, nogil=True)
+PJIT = dict(JIT, parallel=True)
+
+DOMAIN_CODES = {"real": 0, "nonnegative": 1, "positive": 2}
+REAL, NONNEGATIVE, POSITIVE = 0, 1, 2
+
+# generator codes
+SQ, KL, IS, ABS, CUSTOM = 0, 1, 2, 3, 4
+# which scalar function of a generator
+PHI, DPHI, DPHI_INV = 0, 1, 2
+
+_SIGNATURE = "float64(float64)"
+
+
+# --------------------------------------------------------------------------- built-in generators
+@njit(**JIT)
+def sq_phi(x):
+    return x * x
+
+
+@njit(**JIT)
+def sq_dphi(x):
+    return 2.0 * x
+
+
+@njit(**JIT)
+def sq_dphi_inv(t):
+    return 0.5 * t
+
+
+@njit(**JIT)
+def kl_phi(x):
+    if x > 0.0:
+        return x * math.log(x) - x
+    if x == 0.0:
+        return 0.0
+    return np.nan
+
+
+@njit(**JIT)
+def kl_dphi(x):
+    if x > 0.0:
+        return math.log(x)
+    if x == 0.0:
+        return -np.inf
+    return np.nan
+
+
+@njit(**JIT)
+def kl_dphi_inv(t):
+    return math.exp(t)
+
+
+@njit(**JIT)
+def is_phi(x):
+    if x > 0.0:
+        return -math.log(x)
+    return np.inf if x == 0.0 else np.nan
+
+
+@njit(**JIT)
+def is_dphi(x):
+    if x > 0.0:
+        return -1.0 / x
+    return -np.inf if x == 0.0 else np.nan
+
+
+@njit(**JIT)
+def is_dphi_inv(t):
+    return -1.0 / t
+
+
+@njit(**JIT)
+def abs_phi(x):
+    return abs(x)
+
+
+@njit(**JIT)
+def sign_dphi(x):
+    # A subgradient of |x| (0 at 0). Only used by generic code paths; the l1 divergence has its
+    # own kernels (it is not differentiable).
+    if x > 0.0:
+        return 1.0
+    if x < 0.0:
+        return -1.0
+    return 0.0
+
+
+@njit(**JIT)
+def _nan(x):
+    return np.nan
+
+
+# --------------------------------------------------------------------------- dispatch by code
+@njit(**JIT)
+def phi_of(code, fn, x):
+    """``phi(x)`` of the generator ``code`` (``fn`` for :data:`CUSTOM`)."""
+    if code == SQ:
+        return sq_phi(x)
+    if code == KL:
+        return kl_phi(x)
+    if code == IS:
+        return is_phi(x)
+    if code == ABS:
+        return abs_phi(x)
+    return fn(x)
+
+
+@njit(**JIT)
+def dphi_of(code, fn, x):
+    """``phi'(x)`` of the generator ``code`` (``fn`` for :data:`CUSTOM`)."""
+    if code == SQ:
+        return sq_dphi(x)
+    if code == KL:
+        return kl_dphi(x)
+    if code == IS:
+        return is_dphi(x)
+    if code == ABS:
+        return sign_dphi(x)
+    return fn(x)
+
+
+@njit(**JIT)
+def dphi_inv_of(code, fn, x):
+    """``(phi')^-1(x)`` of the generator ``code`` (``fn`` for :data:`CUSTOM`)."""
+    if code == SQ:
+        return sq_dphi_inv(x)
+    if code == KL:
+        return kl_dphi_inv(x)
+    if code == IS:
+        return is_dphi_inv(x)
+    return fn(x)
+
+
+@njit(**JIT)
+def scalar_of(code, which, fn, x):
+    """``phi``, ``phi'`` or its inverse (``which`` in PHI, DPHI, DPHI_INV) at ``x``."""
+    if which == PHI:
+        return phi_of(code, fn, x)
+    if which == DPHI:
+        return dphi_of(code, fn, x)
+    return dphi_inv_of(code, fn, x)
+
+
+def function_pointer(f):
+    """A first-class function ``float64(float64)`` for the kernels: a C callback calling the
+    scalar ``f`` (a numba dispatcher), compiled once by the caller and kept on its registry
+    record. ``None`` gives a placeholder returning NaN (built-in codes never call it)."""
+    if f is None:
+        f = _nan
+    if config.DISABLE_JIT:
+        return f
+
+    def _call(x):
+        return f(x)
+
+    return cfunc(_SIGNATURE)(_call)
+
+
+_PLACEHOLDER = []
+
+
+def placeholder():
+    """The shared NaN function pointer passed for built-in generator codes."""
+    if not _PLACEHOLDER:
+        _PLACEHOLDER.append(function_pointer(None))
+    return _PLACEHOLDER[0]
+
+
+def make_inverse(df, domain_code):
+    """A scalar inverse of an increasing ``f'`` by bracketing and bisection.
+
+    Used when a registered generator gives no ``dphi_inv``. On ``positive``/``nonnegative``
+    domains the bracket grows geometrically towards 0 and infinity; on ``real`` it grows
+    symmetrically. Bisection runs until the bracket stops shrinking (machine precision).
+    Like the user's own scalar functions, it is compiled once per registration.
+
+    Parameters
+    ----------
+    df : numba dispatcher
+        The increasing scalar derivative ``f'``.
+    domain_code : int
+        :data:`REAL`, :data:`NONNEGATIVE` or :data:`POSITIVE`.
+
+    Returns
+    -------
+    numba dispatcher
+        ``t -> (f')^-1(t)``.
+    """
+
+    @njit(nogil=True)
+    def _inv(t):
+        if domain_code == 0:
+            lo, hi = -1.0, 1.0
+            for _ in range(2100):
+                if df(lo) <= t:
+                    break
+                lo *= 2.0
+            for _ in range(2100):
+                if df(hi) >= t:
+                    break
+                hi *= 2.0
+            for _ in range(2200):
+                mid = 0.5 * (lo + hi)
+                if mid <= lo or mid >= hi:
+                    break
+                if df(mid) < t:
+                    lo = mid
+                else:
+                    hi = mid
+            return 0.5 * (lo + hi)
+        lo, hi = 1.0, 1.0
+        for _ in range(2100):
+            if lo < 1e-300 or df(lo) <= t:
+                break
+            lo *= 0.5
+        for _ in range(2100):
+            if hi > 1e300 or df(hi) >= t:
+                break
+            hi *= 2.0
+        for _ in range(2200):
+            mid = math.sqrt(lo) * math.sqrt(hi) if hi > 4.0 * lo else 0.5 * (lo + hi)
+            if mid <= lo or mid >= hi:
+                break
+            if df(mid) < t:
+                lo = mid
+            else:
+                hi = mid
+        return 0.5 * (lo + hi)
+
+    return _inv

@@ -1,0 +1,255 @@
+"""Assignment, Lloyd and pairwise kernels (the registry's GEMM form and its oracle).
+
+* **Fast kernels.** For every differentiable generator the ``n x k x d`` part of the pairwise
+  divergence is a matrix product::
+
+      D[i, j] = phi(x_i) + c_j - <x_i, g_j>,   g_j = grad phi(u_j),  c_j = <u_j, g_j> - phi(u_j)
+
+  so BLAS (dense) or a sparse-dense product (CSR) does the heavy work and numba only fuses the
+  elementwise add with the argmin (:func:`fused_argmin`), chunk by chunk so memory stays
+  ``O(chunk x k)``.
+
+* **Generic kernels** evaluate a separable generator's scalar ``f`` and ``f'`` by the definition
+  ``sum_l f(x_l) - f(u_l) - (x_l - u_l) f'(u_l)``. They are slow and obvious, and stay as the
+  oracle for the fast ones (tests compare the two for every registered divergence). They take a
+  generator code and function pointers (see :mod:`bregclust._kernels.generators`).
+
+Kernels never validate, warn or allocate in their inner loops; they write into OUT buffers the
+caller allocates (named in each docstring).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from .generators import JIT, PJIT, dphi_of, phi_of, scalar_of
+
+
+# --------------------------------------------------------------------------- generator-free kernels
+@njit(**JIT)
+def _nearest(p, c, phi_xi, i, labels, mins):
+    """Row ``i`` of the argmin: ``labels[i] = argmin_j c[j] - p[j]``, ``mins[i]`` the divergence
+    ``phi_xi + c[j] - p[j]`` clamped at 0. Returns the label."""
+    best = np.inf
+    bj = 0
+    for j in range(c.shape[0]):
+        v = c[j] - p[j]
+        if v < best:
+            best = v
+            bj = j
+    labels[i] = bj
+    v = phi_xi + best
+    mins[i] = v if v > 0.0 else 0.0
+    return bj
+
+
+@njit(**JIT)
+def fused_argmin(P, phi_x, c, labels, mins):
+    """``labels[i] = argmin_j phi_x[i] + c[j] - P[i, j]`` and the minimum (clamped at 0).
+
+    ``P`` is the GEMM block ``X G^T`` of one chunk. The clamp removes the tiny negative values
+    that cancellation in the GEMM form can produce; a Bregman divergence is never negative.
+    Serial on purpose: the block is cache-sized and BLAS already uses every core for the GEMM;
+    a parallel launch per chunk cost more than the pass itself (benchmarks/assign_speed.py).
+    """
+    for i in range(P.shape[0]):
+        _nearest(P[i], c, phi_x[i], i, labels, mins)
+
+
+@njit(**JIT)
+def fused_pairwise(P, phi_x, c):
+    """In place: ``P[i, j] <- max(phi_x[i] + c[j] - P[i, j], 0)``."""
+    n, k = P.shape
+    for i in range(n):
+        for j in range(k):
+            v = phi_x[i] + c[j] - P[i, j]
+            P[i, j] = v if v > 0.0 else 0.0
+
+
+@njit(**JIT)
+def weighted_sums_dense(X, labels, w, S, W):
+    """``S[j] += w_i x_i`` and ``W[j] += w_i`` over the rows with ``labels[i] == j``.
+
+    Serial: one pass over X, O(n d); faster here than a sparse indicator product.
+    """
+    n, d = X.shape
+    for i in range(n):
+        j = labels[i]
+        wi = w[i]
+        W[j] += wi
+        for l in range(d):
+            S[j, l] += wi * X[i, l]
+
+
+@njit(**JIT)
+def weighted_sums_csr(data, indices, indptr, labels, w, S, W):
+    """As :func:`weighted_sums_dense` for a CSR matrix (stored entries only)."""
+    n = indptr.shape[0] - 1
+    for i in range(n):
+        j = labels[i]
+        wi = w[i]
+        W[j] += wi
+        for p in range(indptr[i], indptr[i + 1]):
+            S[j, indices[p]] += wi * data[p]
+
+
+@njit(**PJIT)
+def lloyd_step_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W):
+    """One Lloyd pass in one read of ``X``: nearest centre of every row and the per-cluster
+    weighted sums for those labels.
+
+    ``D[i, j] = phi_x[i] + c[j] - (X G^T)[i, j]`` (the GEMM form), ``GT = G^T`` (d x k,
+    C-contiguous). The rows are split into ``T = S.shape[0]`` contiguous blocks, one per thread;
+    each block goes through ``chunk`` rows at a time: one BLAS product into a cache-sized buffer,
+    the argmin, then ``S[t, label] += w x`` while the rows are still in cache. Thread ``t``
+    accumulates into ``S[t]``/``W[t]``; the caller adds the ``T`` slices. The split is by block,
+    not by scheduler, so the sums (and hence the results) do not depend on thread timing.
+
+    Written by hand because no library fuses the product, the argmin and the centre sums
+    (scikit-learn does the same fusion in Cython for the squared Euclidean case only); BLAS is
+    called through numba's ``np.dot(a, b, out)``, so the caller must limit BLAS to one thread.
+    """
+    n, d = X.shape
+    k = GT.shape[1]
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    for t in prange(T):
+        P = np.empty((chunk, k))
+        St = S[t]
+        Wt = W[t]
+        s0 = t * per
+        e0 = min(n, s0 + per)
+        for s in range(s0, e0, chunk):
+            e = min(e0, s + chunk)
+            Pc = P[:e - s]
+            np.dot(X[s:e], GT, Pc)
+            for i in range(e - s):
+                r = s + i
+                bj = _nearest(Pc[i], c, phi_x[r], r, labels, mins)
+                wi = w[r]
+                Wt[bj] += wi
+                for l in range(d):
+                    St[bj, l] += wi * X[r, l]
+
+
+@njit(**PJIT)
+def lloyd_step_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S, W):
+    """:func:`lloyd_step_dense` for a CSR matrix: the product row by row over stored entries
+    (``GT`` rows are contiguous in ``k``), then the argmin and the sums over stored entries."""
+    n = indptr.shape[0] - 1
+    k = GT.shape[1]
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    for t in prange(T):
+        acc = np.empty(k)
+        St = S[t]
+        Wt = W[t]
+        for r in range(t * per, min(n, (t + 1) * per)):
+            acc[:] = 0.0
+            for p in range(indptr[r], indptr[r + 1]):
+                v = data[p]
+                g = GT[indices[p]]
+                for j in range(k):
+                    acc[j] += v * g[j]
+            bj = _nearest(acc, c, phi_x[r], r, labels, mins)
+            wi = w[r]
+            Wt[bj] += wi
+            for p in range(indptr[r], indptr[r + 1]):
+                St[bj, indices[p]] += wi * data[p]
+
+
+
+# --------------------------------------------------------------------------- generator kernels
+@njit(**JIT)
+def map_scalar(code, which, fn, X, out):
+    """OUT ``out[i, l] = s(X[i, l])`` for ``s`` = phi, phi' or its inverse (``which``)."""
+    n, d = X.shape
+    for i in range(n):
+        for l in range(d):
+            out[i, l] = scalar_of(code, which, fn, X[i, l])
+
+
+@njit(**PJIT)
+def map_scalar_par(code, which, fn, X, out):
+    """:func:`map_scalar`, parallel over rows."""
+    n, d = X.shape
+    for i in prange(n):
+        for l in range(d):
+            out[i, l] = scalar_of(code, which, fn, X[i, l])
+
+
+@njit(**JIT)
+def rowsum(code, fn, X, out):
+    """OUT ``out[i] = sum_l phi(X[i, l])`` for a dense 2-D array."""
+    n, d = X.shape
+    for i in range(n):
+        s = 0.0
+        for l in range(d):
+            s += phi_of(code, fn, X[i, l])
+        out[i] = s
+
+
+@njit(**PJIT)
+def rowsum_par(code, fn, X, out):
+    """:func:`rowsum`, parallel over rows."""
+    n, d = X.shape
+    for i in prange(n):
+        s = 0.0
+        for l in range(d):
+            s += phi_of(code, fn, X[i, l])
+        out[i] = s
+
+
+@njit(**PJIT)
+def rowsum_csr(code, fn, data, indptr, n_features, out):
+    """OUT row sums of phi for a CSR matrix: ``sum_stored (f(v) - f(0)) + d f(0)``.
+
+    When ``f(0) = 0`` (sqeuclidean, kl) this touches stored entries only.
+    """
+    f0 = phi_of(code, fn, 0.0)
+    if not (abs(f0) < np.inf):
+        f0 = 0.0  # 0 is outside the domain (validated before); only stored entries exist
+    n = indptr.shape[0] - 1
+    for i in prange(n):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            s += phi_of(code, fn, data[p]) - f0
+        out[i] = s + n_features * f0
+
+
+@njit(**JIT)
+def generic_pairwise(code, fphi, fdphi, X, U, out):
+    """The oracle, OUT ``out[i, j] = sum_l f(x_il) - f(u_jl) - (x_il - u_jl) f'(u_jl)``.
+
+    Conventions at the domain boundary: a coordinate with ``x_l == u_l`` contributes 0, and a
+    term that evaluates to NaN (``0 * inf``) or ``+inf`` makes the divergence ``+inf``.
+    """
+    n, d = X.shape
+    k = U.shape[0]
+    for i in range(n):
+        for j in range(k):
+            s = 0.0
+            for l in range(d):
+                x = X[i, l]
+                u = U[j, l]
+                if x == u:
+                    continue
+                t = phi_of(code, fphi, x) - phi_of(code, fphi, u) - (x - u) * dphi_of(code, fdphi, u)
+                if not (t < np.inf):  # NaN or +inf
+                    s = np.inf
+                    break
+                s += t
+            out[i, j] = s if s > 0.0 else 0.0
+
+
+@njit(**PJIT)
+def l1_pairwise_exact(X, U, out):
+    """OUT ``out``: the l1_subgradient definition ``sum_l (0 if x_l u_l > 0 else 2 |x_l|)`` (oracle)."""
+    n, d = X.shape
+    k = U.shape[0]
+    for i in prange(n):
+        for j in range(k):
+            s = 0.0
+            for l in range(d):
+                if not (X[i, l] * U[j, l] > 0.0):
+                    s += 2.0 * abs(X[i, l])
+            out[i, j] = s
