@@ -172,60 +172,11 @@ def _params(args):
 
 
 # ----------------------------------------------------------------------------- demo
-def _scores(y, labels):
-    from .metrics import ari, clustering_accuracy, nmi
-    return nmi(y, labels), ari(y, labels), clustering_accuracy(y, labels)
-
-
-def _demo_ind(Xs, ys, random_state):
-    from .kmeans import BregmanKMeans
-    rows = []
-    for div in ("sqeuclidean", "kl"):
-        per = []
-        for X, y in zip(Xs, ys):
-            km = BregmanKMeans(len(np.unique(y)), divergence=div, n_init=5,
-                               random_state=random_state).fit(X)
-            per.append(_scores(y, km.labels_))
-        rows.append((f"IND k-means ({div}), best of 5", per))
-    return rows
-
-
-def _demo_kernel_mtc(Xs, ys, random_state):
-    from .kernel_mtc import _demo
-    return _demo(Xs, ys, random_state=random_state)
-
-
-def _demo_agglomerative(Xs, ys, random_state):
-    from .agglomerative import _demo
-    return _demo(Xs, ys, random_state=random_state)
-
-
-def _demo_model_relation(Xs, ys, random_state):
-    from .model_relation import _demo
-    return _demo(Xs, ys, random_state=random_state)
-
-
-def _demo_shared_subspace(Xs, ys, random_state):
-    from .shared_subspace import _demo
-    return _demo(Xs, ys, random_state=random_state)
-
-
-def _demo_mbc(Xs, ys, random_state):
-    from .mbc import _demo
-    # IND and MBC from the same k-means++ centres, for each divergence.
-    return (_demo(Xs, ys, random_state=random_state)
-            + _demo(Xs, ys, random_state=random_state, divergence="kl"))
-
-
-DEMOS = [("IND", _demo_ind), ("MBC", _demo_mbc), ("Agglomerative", _demo_agglomerative),
-         ("KernelMTC", _demo_kernel_mtc), ("LSSMTC", _demo_shared_subspace),
-         ("MTCMRL", _demo_model_relation)]
-
-
 def _cmd_demo(args):
     from tqdm import tqdm
 
     from .datasets import make_digits_tasks
+    from .demo import DEMOS
 
     data = make_digits_tasks(random_state=args.seed)
     T = len(data.Xs)

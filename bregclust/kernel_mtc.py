@@ -1029,37 +1029,3 @@ eigen_tol, random_state
 #: Paper names.
 LNKMTC = NonparametricKernelMTC
 LSKMTC = SpectralKernelMTC
-
-
-# ----------------------------------------------------------------------------- CLI demo
-def _demo(Xs, ys, random_state=0):
-    """Rows ``(method, [(nmi, ari, acc) per task])`` for the ``bregclust demo`` table.
-
-    Runs LNKMTC (b=30) and LSKMTC (b=1, r=30) with C=100 (from the paper's grid) and their C=0
-    variants, with the paper's graph (cosine, k=10); ``joint`` is used when every task has the
-    same number of classes, otherwise each task is clustered on its own rows of the factor.
-    """
-    from .metrics import ari, clustering_accuracy, nmi
-
-    ks = [len(np.unique(y)) for y in ys]
-    joint = len(set(ks)) == 1
-    n_clusters = ks[0] if joint else ks
-    n = sum(np.asarray(y).shape[0] for y in ys)
-    b_ln = min(30, n - 2)
-    r = min(30, n - 2)
-    methods = [
-        ("LNKMTC0", NonparametricKernelMTC(n_clusters, C=0.0, b=b_ln, joint=joint,
-                                           random_state=random_state)),
-        ("LNKMTC", NonparametricKernelMTC(n_clusters, C=100.0, b=b_ln, joint=joint,
-                                          random_state=random_state)),
-        ("LSKMTC0", SpectralKernelMTC(n_clusters, C=0.0, b=1, n_eigenvectors=r, joint=joint,
-                                      random_state=random_state)),
-        ("LSKMTC", SpectralKernelMTC(n_clusters, C=100.0, b=1, n_eigenvectors=r, joint=joint,
-                                     random_state=random_state)),
-    ]
-    rows = []
-    for name, est in methods:
-        est.fit(Xs)
-        rows.append((name, [(nmi(y, lab), ari(y, lab), clustering_accuracy(y, lab))
-                            for y, lab in zip(ys, est.labels_)]))
-    return rows

@@ -785,29 +785,3 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
         self.n_damped_ = int(np.count_nonzero(res["etas"] < 1.0))
         self.n_features_in_ = X.shape[1]
         return self
-
-
-def _demo(Xs, ys, random_state=0):
-    """Rows for the ``bregclust demo`` table: SNMF, SNMF+LR and MTCMRL on the given tasks.
-
-    Returns a list of ``(method_name, [(nmi, ari, acc) per task])``. All three start from the
-    same k-means initialisation (same ``random_state``); cosine similarity, paper parameters.
-    """
-    from .metrics import ari, clustering_accuracy, nmi
-
-    hs = [int(np.unique(y).size) for y in ys]
-
-    def per_task(labels):
-        return [(float(nmi(y, lab)), float(ari(y, lab)), float(clustering_accuracy(y, lab)))
-                for y, lab in zip(ys, labels)]
-
-    settings = [("SNMF (cosine)", dict(lam=0.0, alpha=0.0, beta=0.0)),
-                ("SNMF+LR (lam=4)", dict(lam=4.0, alpha=0.0, beta=0.0)),
-                ("MTCMRL (lam=alpha=4)", dict(lam=4.0, alpha=4.0, beta=0.5))]
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for name, kw in settings:
-            est = ModelRelationClustering(hs, mu=0.5, random_state=random_state, **kw).fit(Xs)
-            rows.append((name, per_task(est.labels_)))
-    return rows

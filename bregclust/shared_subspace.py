@@ -759,26 +759,3 @@ class SharedSubspaceTransfer(BaseEstimator):
 #: Paper names.
 LSSMTC = SharedSubspaceClustering
 LSSTTC = SharedSubspaceTransfer
-
-
-# ----------------------------------------------------------------------------- CLI demo
-def _demo(Xs, ys, random_state=0):
-    """Rows ``(method, [(nmi, ari, acc) per task])`` for the ``bregclust demo`` table.
-
-    LSSMTC (l=8, lambda=0.5) and its two ends: lambda=1 (per-task relaxed k-means) and
-    lambda=0 (ASI on all tasks together). LSSMTC uses one number of clusters for every task:
-    the largest number of classes among the tasks.
-    """
-    from .metrics import ari, clustering_accuracy, nmi
-
-    c = max(len(np.unique(y)) for y in ys)
-    l = int(min(8, Xs[0].shape[1]))
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for name, lam in (("LSSMTC", 0.5), ("LSSMTC lam=1 (KM)", 1.0), ("LSSMTC lam=0 (ASI)", 0.0)):
-            est = SharedSubspaceClustering(c, n_components=l, lam=lam,
-                                           random_state=random_state).fit(Xs)
-            rows.append((name, [(nmi(y, lab), ari(y, lab), clustering_accuracy(y, lab))
-                                for y, lab in zip(ys, est.labels_)]))
-    return rows

@@ -374,10 +374,10 @@ def test_malsar_rec_vs_talk_runs_sparse():
 
 
 def test_cli_demo_rows():
-    from bregclust.kernel_mtc import _demo
+    from bregclust.demo import demo_kernel_mtc
 
     Xs, ys = _tasks((40, 36), n_classes=2, seed=19)
-    rows = _demo(Xs, ys, 0)
+    rows = demo_kernel_mtc(Xs, ys, 0)
     assert [name for name, _ in rows] == ["LNKMTC0", "LNKMTC", "LSKMTC0", "LSKMTC"]
     for _, per_task in rows:
         assert len(per_task) == 2
