@@ -211,7 +211,7 @@ def check_n_clusters_per_task(n_clusters, sizes, *, name="n_clusters", equal=Non
     if equal is not None and len({int(k) for k in ks}) > 1:
         raise ValueError(f"{equal} needs one number of clusters for every task, got "
                          f"{name}={[int(k) for k in ks]}.")
-    return [check_n_clusters(int(k), int(n), name=name, task=t if T > 1 else None)
+    return [check_n_clusters(int(k), int(n), name=name, task=t)
             for t, (k, n) in enumerate(zip(ks, sizes))]
 
 
