@@ -463,7 +463,6 @@ def test_bad_input_messages():
 # ------------------------------------------------------------------------- real data and demo
 def test_demo_rows_on_bundled_digits():
     from bregclust.datasets import make_digits_tasks
-
     from bregclust.demo import demo_mbc
 
     b = make_digits_tasks()
