@@ -773,8 +773,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         that become empty keep their centre.
     init : {"k-means++", "random"} or list, default="k-means++"
         The vocabulary shared by every multi-task estimator. A string applies to every task.
-        A list gives one entry per task: a string, an ``(n_t,)`` array of initial labels (centres are then the smoothed cluster means,
-        "not considering the task regularisation" as in the paper's Algorithm 1), or a
+        A list gives one entry per task: a string, an ``(n_t,)`` array of initial labels
+        (centres are then the smoothed cluster means, "not considering the task
+        regularisation" as in the paper's Algorithm 1), or a
         ``(K_t, n_features)`` array of initial centres. k-means++ seeds the tasks in order
         from one random stream exactly as :func:`~bregclust.bregman_kmeans_plusplus` does for
         :class:`~bregclust.BregmanKMeans`, so a one-task model and ``BregmanKMeans`` with the

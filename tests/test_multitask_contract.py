@@ -178,7 +178,8 @@ def test_deprecated_init_alias(name):
             _fit(_make(name, init="k-means"), Xs)
         return
     new = _fit(_make(name, init="k-means++"), Xs)
-    with pytest.warns(FutureWarning, match="init='k-means' is deprecated; use init='k-means\\+\\+'"):
+    with pytest.warns(FutureWarning,
+                      match="init='k-means' is deprecated; use init='k-means\\+\\+'"):
         old = _fit(_make(name, init="k-means"), Xs)
     for a, b in zip(old.labels_, new.labels_):
         np.testing.assert_array_equal(a, b)
