@@ -306,16 +306,21 @@ def transfer(name, Xs, ys, grid, log):
             svm = LinearSVC(C=1.0).fit(Xs[s], ys[s])
             acc_svm = float(np.mean(svm.predict(Xs[t]) == ys[t]))
             found = {}
+            # semi-supervised form: source rows then target rows, y = -1 on the target
+            stack = sp.vstack if sp.issparse(Xs[s]) else np.vstack
+            X_pair = stack([Xs[s], Xs[t]])
+            y_pair = np.concatenate([ys[s], np.full(Xs[t].shape[0], -1)])
+            n_s = Xs[s].shape[0]
             for l in ls:
                 for lam in lams:
                     clf = SharedSubspaceTransfer(n_components=l, lam=lam, max_iter=20, tol=1e-6)
                     try:
-                        clf.fit(Xs[s], ys[s], Xs[t])
+                        clf.fit(X_pair, y_pair)
                     except ValueError as exc:  # l above the rank of the stacked pair
                         if "exceeds the rank" in str(exc):
                             continue
                         raise
-                    found[(l, lam)] = float(np.mean(clf.predict() == ys[t]))
+                    found[(l, lam)] = float(np.mean(clf.transduction_[n_s:] == ys[t]))
             key = max(found, key=found.get)
             fixed = found.get((100, 0.5), float("nan"))
             p = paper[(s + 1, t + 1)]

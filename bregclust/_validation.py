@@ -118,6 +118,11 @@ def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=
             f"{name} must be a list of 2-D arrays (one per task), got a single matrix; "
             f"wrap it as [X] for one task."
         )
+    if isinstance(Xs, (str, bytes, dict)):
+        raise TypeError(
+            f"{name} must be a list of 2-D arrays (one per task), got a {type(Xs).__name__}; "
+            "pass the tasks as a list, e.g. list(tasks.values()) for a dict."
+        )
     try:
         Xs = list(Xs)
     except TypeError as exc:

@@ -732,26 +732,3 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
             KA.cross_costs(plan.kind, k, tuple(st), plan.fc, plan.gcode, plan.fn, out)
             F[s:e] = out
         return F
-
-
-def _demo(Xs, ys, random_state=0):
-    """Rows for ``bregclust demo``: agglomerative Bregman clustering per task (Ward and kl),
-    each tree cut at the task's number of classes. The trees are deterministic, so
-    ``random_state`` is unused (kept for the common demo signature).
-
-    Returns
-    -------
-    rows : list of (str, list of (nmi, ari, accuracy))
-        One row per method, one triple per task.
-    """
-    from .metrics import ari, clustering_accuracy, nmi
-
-    rows = []
-    for name, model in (("AGG (Ward = sqeuclidean)", "sqeuclidean"), ("AGG (kl)", "kl")):
-        per_task = []
-        for X, y in zip(Xs, ys):
-            k = int(np.unique(y).size)
-            lab = AgglomerativeBregman(k, model=model).fit(X).labels_
-            per_task.append((nmi(y, lab), ari(y, lab), clustering_accuracy(y, lab)))
-        rows.append((name, per_task))
-    return rows

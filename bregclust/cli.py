@@ -140,11 +140,13 @@ def _fit_lssmtc(Xs, args):
 
 
 def _fit_kernel_mtc(Xs, args):
-    """LSKMTC on all task files together (the paper's b=1, r=30, kNN 10; --lam sets C)."""
+    """LSKMTC on all task files together (the paper's b=1, r=30, kNN 10; --C sets C)."""
     from .kernel_mtc import SpectralKernelMTC
 
+    if args.lam is not None:
+        raise ValueError("lskmtc has no lam; its MMD weight is --C (default 100).")
     ks = _per_task(args.n_clusters, len(Xs))
-    C = 100.0 if args.lam is None else args.lam
+    C = 100.0 if args.C is None else args.C
     joint = len(set(ks)) == 1
     m = SpectralKernelMTC(ks[0] if joint else ks, C=C, joint=joint,
                           random_state=args.seed).fit(Xs)
@@ -157,12 +159,15 @@ METHODS = {"kmeans": _fit_kmeans, "mbc": _fit_mbc, "agglomerative": _fit_agglome
 
 
 def _per_task(n_clusters, T):
-    ks = [int(v) for v in str(n_clusters).split(",")]
-    if len(ks) == 1:
-        ks = ks * T
-    if len(ks) != T:
-        raise ValueError(f"--n-clusters gives {len(ks)} values for {T} task files.")
-    return ks
+    from ._multitask import per_task
+
+    try:
+        ks = [int(v) for v in str(n_clusters).split(",")]
+    except ValueError:
+        raise ValueError(
+            f"--n-clusters must be an int or comma-separated ints, got {n_clusters!r}."
+        ) from None
+    return per_task(ks[0] if len(ks) == 1 else ks, T, name="--n-clusters")
 
 
 def _params(args):
@@ -172,60 +177,11 @@ def _params(args):
 
 
 # ----------------------------------------------------------------------------- demo
-def _scores(y, labels):
-    from .metrics import ari, clustering_accuracy, nmi
-    return nmi(y, labels), ari(y, labels), clustering_accuracy(y, labels)
-
-
-def _demo_ind(Xs, ys, random_state):
-    from .kmeans import BregmanKMeans
-    rows = []
-    for div in ("sqeuclidean", "kl"):
-        per = []
-        for X, y in zip(Xs, ys):
-            km = BregmanKMeans(len(np.unique(y)), divergence=div, n_init=5,
-                               random_state=random_state).fit(X)
-            per.append(_scores(y, km.labels_))
-        rows.append((f"IND k-means ({div}), best of 5", per))
-    return rows
-
-
-def _demo_kernel_mtc(Xs, ys, random_state):
-    from .kernel_mtc import _demo
-    return _demo(Xs, ys, random_state=random_state)
-
-
-def _demo_agglomerative(Xs, ys, random_state):
-    from .agglomerative import _demo
-    return _demo(Xs, ys, random_state=random_state)
-
-
-def _demo_model_relation(Xs, ys, random_state):
-    from .model_relation import _demo
-    return _demo(Xs, ys, random_state=random_state)
-
-
-def _demo_shared_subspace(Xs, ys, random_state):
-    from .shared_subspace import _demo
-    return _demo(Xs, ys, random_state=random_state)
-
-
-def _demo_mbc(Xs, ys, random_state):
-    from .mbc import _demo
-    # IND and MBC from the same k-means++ centres, for each divergence.
-    return (_demo(Xs, ys, random_state=random_state)
-            + _demo(Xs, ys, random_state=random_state, divergence="kl"))
-
-
-DEMOS = [("IND", _demo_ind), ("MBC", _demo_mbc), ("Agglomerative", _demo_agglomerative),
-         ("KernelMTC", _demo_kernel_mtc), ("LSSMTC", _demo_shared_subspace),
-         ("MTCMRL", _demo_model_relation)]
-
-
 def _cmd_demo(args):
     from tqdm import tqdm
 
     from .datasets import make_digits_tasks
+    from .demo import DEMOS
 
     data = make_digits_tasks(random_state=args.seed)
     T = len(data.Xs)
@@ -269,6 +225,8 @@ def _cmd_divergences(args):
 
 # ----------------------------------------------------------------------------- fit
 def _cmd_fit(args):
+    if args.C is not None and args.method != "lskmtc":
+        raise ValueError(f"--C is the MMD weight of lskmtc; {args.method} does not take it.")
     Xs = [read_matrix(f) for f in args.files]
     fn = METHODS[args.method]
     t0 = time.perf_counter()
@@ -330,7 +288,10 @@ def build_parser():
     p.add_argument("--mahalanobis-matrix", default=None,
                    help="file holding the SPD matrix A for --divergence mahalanobis")
     p.add_argument("--lam", type=float, default=None,
-                   help="task coupling of the multi-task method (default: the paper's value)")
+                   help="lambda of mbc (task coupling), mtcmrl (regression weight) or lssmtc "
+                        "(within-task weight in [0, 1]); default: the paper's value")
+    p.add_argument("--C", type=float, default=None, dest="C",
+                   help="lskmtc: weight of the MMD term (default 100)")
     p.add_argument("--marginals", choices=["uniform", "empirical"], default="uniform",
                    help="mbc: transport marginals (uniform = the paper's relaxation)")
     p.add_argument("--centroid-solver", choices=["exact", "geodesic"], default="exact",

@@ -38,6 +38,16 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._multitask import (
+    _INIT_STRINGS,
+    BOOLEAN,
+    Interval,
+    MultiTaskMixin,
+    Options,
+    check_n_clusters_per_task,
+    nearest_center_labels,
+    parse_init,
+)
 from ._validation import DomainError, check_n_clusters, check_scalar, check_tasks
 from .divergences import Divergence, get_divergence
 from .kmeans import BregmanKMeans
@@ -168,16 +178,8 @@ def _cosine_knn(X, k):
     return sp.csr_matrix((sim.ravel(), ind.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
 
 
-def _divergence_knn(X, k, div):
-    """Directed kNN adjacency of one task with ``exp(-d(x_i, x_j) / sigma)`` weights.
-
-    Neighbours of ``x_i`` are the ``k`` points ``x_j`` (``j != i``) with the smallest
-    ``d(x_i, x_j)``; ``sigma`` is the median of those divergences over the task. When a point is
-    not a valid right argument (e.g. zero counts with ``kl``, whose right argument must be
-    positive) the right arguments are smoothed towards a constant, ``(1 - a) x_j + a c`` with
-    ``a = 1e-3`` and ``c`` the mean entry of the task.
-    """
-    n = X.shape[0]
+def _right_points(X, div):
+    """``X`` as right arguments of ``div``, smoothed towards a constant when needed."""
     R = X.toarray() if sp.issparse(X) else X
     try:
         div.check_domain(R, name="the right-hand points", side="right")
@@ -188,7 +190,20 @@ def _divergence_knn(X, k, div):
             c = 1.0
         R = (1.0 - a) * R + a * c
         div.check_domain(R, name="the smoothed right-hand points", side="right")
-    R = np.ascontiguousarray(R, dtype=np.float64)
+    return np.ascontiguousarray(R, dtype=np.float64)
+
+
+def _divergence_knn(X, k, div):
+    """Directed kNN adjacency of one task with ``exp(-d(x_i, x_j) / sigma)`` weights.
+
+    Neighbours of ``x_i`` are the ``k`` points ``x_j`` (``j != i``) with the smallest
+    ``d(x_i, x_j)``; ``sigma`` is the median of those divergences over the task. When a point is
+    not a valid right argument (e.g. zero counts with ``kl``, whose right argument must be
+    positive) the right arguments are smoothed towards a constant, ``(1 - a) x_j + a c`` with
+    ``a = 1e-3`` and ``c`` the mean entry of the task.
+    """
+    n = X.shape[0]
+    R = _right_points(X, div)
     chunk_size = max(1, (_WORKING_MEMORY_MB << 20) // (16 * n))
     ind = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k))
@@ -682,10 +697,22 @@ def kernel_kmeans(K, n_clusters, *, n_init=10, max_iter=300, random_state=None):
 
 
 # ----------------------------------------------------------------------------- estimators
-class _BaseKernelMTC(ClusterMixin, BaseEstimator):
+class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Shared fit machinery: graph, Laplacian, learned weights, kernel k-means on the factor."""
 
+    _parameter_constraints = {
+        "C": [Interval(numbers.Real, 0.0)],
+        "b": [Interval(numbers.Real, 0.0, lo_closed=False)],
+        "n_neighbors": [Interval(numbers.Integral, 1)],
+        "joint": [BOOLEAN],
+        "n_init": [Interval(numbers.Integral, 1)],
+        "max_iter": [Interval(numbers.Integral, 1)],
+        "tol": [Interval(numbers.Real, 0.0)],
+        "eigen_solver": [Options(*_EIGEN_SOLVERS)],
+    }
+
     def _validate_common(self, Xs):
+        self._validate_params()
         div = _resolve_affinity(self.affinity, self.affinity_params)
         Xs = check_tasks(Xs, divergence=div)
         m = len(Xs)
@@ -694,85 +721,111 @@ class _BaseKernelMTC(ClusterMixin, BaseEstimator):
                 f"{type(self).__name__} needs at least two tasks, got {m}; for a single task "
                 "use a single-task method (e.g. BregmanKMeans or spectral clustering)."
             )
-        check_scalar(self.C, "C", lo=0)
-        if not np.isfinite(self.C):
-            raise ValueError(f"C must be finite, got {self.C!r}.")
-        check_scalar(self.b, "b", lo=0, lo_closed=False)
-        check_scalar(self.n_neighbors, "n_neighbors", kind=numbers.Integral, lo=1)
-        check_scalar(self.n_init, "n_init", kind=numbers.Integral, lo=1)
-        check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
-        if self.eigen_solver not in _EIGEN_SOLVERS:
-            raise ValueError(
-                f"eigen_solver must be one of {_EIGEN_SOLVERS}, got {self.eigen_solver!r}."
-            )
-        if not isinstance(self.joint, (bool, np.bool_)):
-            raise TypeError(f"joint must be True or False, got {self.joint!r}.")
         sizes = np.array([X.shape[0] for X in Xs], dtype=np.int64)
-        nc = self.n_clusters
-        if isinstance(nc, numbers.Integral) and not isinstance(nc, bool):
-            ks = [int(nc)] * m
-        else:
-            try:
-                ks = list(nc)
-            except TypeError as exc:
-                raise TypeError(
-                    f"n_clusters must be an int or a list of ints (one per task), got {nc!r}."
-                ) from exc
-            if len(ks) != m:
-                raise ValueError(
-                    f"n_clusters has {len(ks)} entries but there are {m} tasks; give one per task."
-                )
         if self.joint:
-            if len(set(int(k) if isinstance(k, numbers.Integral) else k for k in ks)) != 1:
-                raise ValueError(
-                    f"joint=True clusters all tasks together and needs one number of clusters, "
-                    f"got n_clusters={list(ks)}; use joint=False for different K per task."
-                )
-            check_n_clusters(ks[0], int(sizes.sum()))
-            ks = [int(ks[0])] * m
+            # one kernel k-means over all points: K is bounded by the total number of points
+            ks = check_n_clusters_per_task(
+                self.n_clusters, [int(sizes.sum())] * m,
+                equal="joint=True (one kernel k-means over all tasks; use joint=False for a "
+                      "different K per task)")
         else:
-            ks = [check_n_clusters(k, int(n_t), task=t) for t, (k, n_t) in enumerate(zip(ks, sizes))]
-        return Xs, sizes, ks
+            ks = check_n_clusters_per_task(self.n_clusters, sizes)
+        parsed = parse_init(self.init, Xs, ks)
+        if self.joint and len({kind if kind in _INIT_STRINGS else "given"
+                               for kind, _ in parsed}) > 1:
+            raise ValueError(
+                "joint=True runs one kernel k-means over all tasks and needs one kind of init "
+                "for every task (one string, or labels/centres for every task); use "
+                "joint=False to mix them."
+            )
+        return Xs, sizes, ks, parsed
 
     def _graph(self, Xs):
         W = task_knn_graph(Xs, self.n_neighbors, affinity=self.affinity,
                            affinity_params=self.affinity_params)
         return W, normalized_laplacian(W)
 
-    def _cluster(self, F, sizes, ks, rng):
+    def _cluster(self, F, Xs, sizes, ks, parsed, rng):
         """Kernel k-means on ``K = F F^T``: Euclidean k-means on the rows of ``F``."""
-        def km(n_clusters, Y):
-            est = BregmanKMeans(n_clusters, divergence="sqeuclidean", n_init=self.n_init,
-                                max_iter=self.max_iter, tol=self.tol,
-                                random_state=rng.randint(np.iinfo(np.int32).max))
+        def km(n_clusters, Y, entries, Xparts):
+            seed = rng.randint(np.iinfo(np.int32).max)
+            kind = entries[0][0]
+            if kind in _INIT_STRINGS:
+                init, n_init = kind, self.n_init
+            else:  # labels or input-space centres -> centres of the factor rows
+                labels = np.concatenate([
+                    v if k == "labels" else nearest_center_labels(X, v)
+                    for (k, v), X in zip(entries, Xparts)])
+                counts = np.bincount(labels, minlength=n_clusters)
+                if (counts == 0).any():
+                    raise ValueError(
+                        f"init leaves cluster {int(np.argmin(counts))} empty; give every "
+                        "cluster at least one point."
+                    )
+                init = np.zeros((n_clusters, Y.shape[1]))
+                np.add.at(init, labels, Y)
+                init /= counts[:, None]
+                n_init = 1
+            est = BregmanKMeans(n_clusters, divergence="sqeuclidean", init=init, n_init=n_init,
+                                max_iter=self.max_iter, tol=self.tol, random_state=seed)
             est.fit(Y)
             return est.labels_.astype(np.int64), float(est.inertia_)
 
         if self.joint:
-            labels, inertia = km(ks[0], F)
+            labels, inertia = km(ks[0], F, parsed, Xs)
             return _split(labels, sizes), inertia
         labels, inertia = [], 0.0
-        for k, Ft in zip(ks, _split(F, sizes)):
-            lab, ine = km(k, Ft)
+        for t, (k, Ft) in enumerate(zip(ks, _split(F, sizes))):
+            lab, ine = km(k, Ft, [parsed[t]], [Xs[t]])
             labels.append(lab)
             inertia += ine
         return labels, inertia
 
-    def _finish(self, Xs, sizes, ks, W, L, lam, V, w, rng):
+    def _finish(self, Xs, sizes, ks, parsed, W, L, lam, V, w, rng):
         F = V * np.sqrt(w)[None, :]
-        self.labels_, self.inertia_ = self._cluster(F, sizes, ks, rng)
+        labels, self.inertia_ = self._cluster(F, Xs, sizes, ks, parsed, rng)
         self.embedding_ = F
         self.eigenvectors_ = V
         self.kernel_spectrum_ = w
         self.affinity_matrix_ = W
         self.task_sizes_ = sizes
         self.n_clusters_ = ks
-        self.n_features_in_ = Xs[0].shape[1]
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         self.mmd_ = float(np.sum(F * _apply_S(F, sizes, starts)))
         self.smoothness_ = float(np.sum(F * (L @ F)))
         self.objective_ = self.smoothness_ + float(self.C) * self.mmd_
+        # the kernel has a closed form: its objective is reached in one step
+        self._set_fitted_tasks(Xs, labels, [self.objective_])
+        self._fit_tasks = Xs
         return self
+
+    def predict(self, X, task=None):
+        """Cluster of new rows of task ``task``: the label of the most similar training row.
+
+        The learned kernel lives on the training points only; a new row takes the label of
+        its nearest neighbour among task ``task``'s training rows under the graph's affinity
+        (largest cosine similarity, or smallest divergence ``d(x, x_j)``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        task : int, optional
+            Which task's training rows to use; required when there are several tasks.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        t = self._check_task(task)
+        div = _resolve_affinity(self.affinity, self.affinity_params)
+        X = self._check_X(X, div)
+        Xt = self._fit_tasks[t]
+        if div is None:
+            nn = NearestNeighbors(n_neighbors=1, metric="cosine", algorithm="brute").fit(Xt)
+            idx = nn.kneighbors(X, return_distance=False)[:, 0]
+        else:
+            idx = np.argmin(np.asarray(div.pairwise(X, _right_points(Xt, div))), axis=1)
+        return self.labels_[t][idx]
 
     def kernel_matrix(self, task=None):
         """The learned kernel ``F F^T`` (dense), for small problems and inspection only.
@@ -812,6 +865,12 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     joint : bool, default=True
         True: one kernel k-means over all tasks (the paper). False: kernel k-means per task,
         allowing a different number of clusters per task.
+    init : {"k-means++", "random"} or list, default="k-means++"
+        Start of the kernel k-means (Euclidean k-means on the rows of the kernel factor):
+        k-means++ or random seeding (``n_init`` restarts), or one entry per task: an
+        ``(n_t,)`` integer label array or a ``(K_t, n_features)`` array of input-space
+        centres (each row takes the label of its nearest centre); the factor's cluster means
+        of those labels start one run. With ``joint=True`` every task needs the same kind.
     n_init : int, default=10
         Restarts of the kernel k-means.
     max_iter : int, default=300
@@ -837,6 +896,9 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         The within-task kNN graph ``W``.
     objective_, smoothness_, mmd_ : float
         ``tr((L + C S) K*)``, ``tr(L K*)`` and ``tr(S K*)``.
+    objective_history_ : ndarray of shape (1,)
+        ``[objective_]``: the kernel is learned in closed form, in one step.
+    n_tasks_, n_features_in_ : int
     inertia_ : float
         Kernel k-means objective (summed over tasks when ``joint=False``).
     task_sizes_ : ndarray of shape (m,)
@@ -864,8 +926,8 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     """
 
     def __init__(self, n_clusters=2, *, C=1.0, b=30, n_neighbors=10, affinity="cosine",
-                 affinity_params=None, joint=True, n_init=10, max_iter=300, tol=1e-4,
-                 eigen_solver="auto", eigen_tol=0.0, random_state=None):
+                 affinity_params=None, joint=True, init="k-means++", n_init=10, max_iter=300,
+                 tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -873,6 +935,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         self.affinity = affinity
         self.affinity_params = affinity_params
         self.joint = joint
+        self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -892,7 +955,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         -------
         self
         """
-        Xs, sizes, ks = self._validate_common(Xs)
+        Xs, sizes, ks, parsed = self._validate_common(Xs)
         n = int(sizes.sum())
         if self.b > n:
             raise ValueError(f"b={self.b} exceeds the number of points n={n}; need 0 < b <= n.")
@@ -905,7 +968,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         gamma = nonparametric_kernel_weights(sig, self.b)
         self.eigenvalues_ = sig
         self.gamma_ = gamma
-        return self._finish(Xs, sizes, ks, W, L, sig, P, gamma, rng)
+        return self._finish(Xs, sizes, ks, parsed, W, L, sig, P, gamma, rng)
 
 
 class SpectralKernelMTC(_BaseKernelMTC):
@@ -928,7 +991,7 @@ class SpectralKernelMTC(_BaseKernelMTC):
         Eigenvalues of ``L`` closer than this (relative) are treated as one repeated eigenvalue
         whose eigenvectors share one weight (0: the plain LP 15). See
         :func:`spectral_kernel_weights`.
-    n_neighbors, affinity, affinity_params, joint, n_init, max_iter, tol, eigen_solver, \
+    n_neighbors, affinity, affinity_params, joint, init, n_init, max_iter, tol, eigen_solver, \
 eigen_tol, random_state
         As in :class:`NonparametricKernelMTC`.
 
@@ -944,7 +1007,8 @@ eigen_tol, random_state
         ``s_t = v_t^T S v_t``.
     mu_, kernel_spectrum_ : ndarray of shape (r,)
         Learned weights (LP 15).
-    affinity_matrix_, objective_, smoothness_, mmd_, inertia_, task_sizes_, n_clusters_
+    affinity_matrix_, objective_, objective_history_, smoothness_, mmd_, inertia_, \
+task_sizes_, n_clusters_, n_tasks_, n_features_in_
         As in :class:`NonparametricKernelMTC`.
 
     Notes
@@ -972,8 +1036,9 @@ eigen_tol, random_state
     """
 
     def __init__(self, n_clusters=2, *, C=1.0, b=1, n_eigenvectors=30, tie_tol=1e-8,
-                 n_neighbors=10, affinity="cosine", affinity_params=None, joint=True, n_init=10,
-                 max_iter=300, tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None):
+                 n_neighbors=10, affinity="cosine", affinity_params=None, joint=True,
+                 init="k-means++", n_init=10, max_iter=300, tol=1e-4, eigen_solver="auto",
+                 eigen_tol=0.0, random_state=None):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -983,6 +1048,7 @@ eigen_tol, random_state
         self.affinity = affinity
         self.affinity_params = affinity_params
         self.joint = joint
+        self.init = init
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -1002,7 +1068,7 @@ eigen_tol, random_state
         -------
         self
         """
-        Xs, sizes, ks = self._validate_common(Xs)
+        Xs, sizes, ks, parsed = self._validate_common(Xs)
         n = int(sizes.sum())
         r = check_scalar(self.n_eigenvectors, "n_eigenvectors", kind=numbers.Integral, lo=1)
         if r > n:
@@ -1023,43 +1089,9 @@ eigen_tol, random_state
         self.eigenvalues_ = lam
         self.mmd_costs_ = s
         self.mu_ = mu
-        return self._finish(Xs, sizes, ks, W, L, lam, V, mu, rng)
+        return self._finish(Xs, sizes, ks, parsed, W, L, lam, V, mu, rng)
 
 
 #: Paper names.
 LNKMTC = NonparametricKernelMTC
 LSKMTC = SpectralKernelMTC
-
-
-# ----------------------------------------------------------------------------- CLI demo
-def _demo(Xs, ys, random_state=0):
-    """Rows ``(method, [(nmi, ari, acc) per task])`` for the ``bregclust demo`` table.
-
-    Runs LNKMTC (b=30) and LSKMTC (b=1, r=30) with C=100 (from the paper's grid) and their C=0
-    variants, with the paper's graph (cosine, k=10); ``joint`` is used when every task has the
-    same number of classes, otherwise each task is clustered on its own rows of the factor.
-    """
-    from .metrics import ari, clustering_accuracy, nmi
-
-    ks = [len(np.unique(y)) for y in ys]
-    joint = len(set(ks)) == 1
-    n_clusters = ks[0] if joint else ks
-    n = sum(np.asarray(y).shape[0] for y in ys)
-    b_ln = min(30, n - 2)
-    r = min(30, n - 2)
-    methods = [
-        ("LNKMTC0", NonparametricKernelMTC(n_clusters, C=0.0, b=b_ln, joint=joint,
-                                           random_state=random_state)),
-        ("LNKMTC", NonparametricKernelMTC(n_clusters, C=100.0, b=b_ln, joint=joint,
-                                          random_state=random_state)),
-        ("LSKMTC0", SpectralKernelMTC(n_clusters, C=0.0, b=1, n_eigenvectors=r, joint=joint,
-                                      random_state=random_state)),
-        ("LSKMTC", SpectralKernelMTC(n_clusters, C=100.0, b=1, n_eigenvectors=r, joint=joint,
-                                     random_state=random_state)),
-    ]
-    rows = []
-    for name, est in methods:
-        est.fit(Xs)
-        rows.append((name, [(nmi(y, lab), ari(y, lab), clustering_accuracy(y, lab))
-                            for y, lab in zip(ys, est.labels_)]))
-    return rows

@@ -32,8 +32,17 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._multitask import (
+    Interval,
+    MultiTaskMixin,
+    Options,
+    check_n_clusters_per_task,
+    parse_init,
+    resolve_n_init,
+    resolve_smoothing,
+)
 from ._transport import transport_plan
-from ._validation import check_array, check_n_clusters, check_scalar, check_tasks
+from ._validation import check_tasks
 from .divergences import get_divergence
 from .kmeans import _lloyd
 from .metrics import partition_emd
@@ -46,10 +55,6 @@ __all__ = [
 ]
 
 _SOLVERS = ("exact", "geodesic")
-# Record the objective after every block step (centres, relations, labels) in the private
-# ``_block_history`` of a fitted model. Costs one extra objective evaluation per block; the
-# tests switch it on to check that every block is non-increasing.
-_TRACE_BLOCKS = False
 _MARGINALS = ("uniform", "empirical")
 
 
@@ -593,11 +598,11 @@ def _h_step_empirical(div, tasks, W, D, c, t, mode, run):
     return changed
 
 
-def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run):
+def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, trace=False):
     """One restart of the MBC alternation (``T >= 2``, ``lam > 0``).
 
     Order as in Lloyd's algorithm: assign, then repeat {centres, relations, assignments}; the
-    objective is recorded after every assignment step (and, for the tests, after every block
+    objective is recorded after every assignment step (and, with ``trace``, after every block
     in ``blocks``). Returns a dict of the final state.
     """
     T = len(tasks)
@@ -615,10 +620,10 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run):
         for t, tk in enumerate(tasks):  # Gauss-Seidel over tasks: each an exact block step
             tk.set_centers(_u_step_task(div, tasks, W, c, t, solver), div)
         D = _pair_costs(div, tasks)
-        if _TRACE_BLOCKS:
+        if trace:
             blocks.append(("centres", _objective_value(div, tasks, W, D, c)))
         W = _w_step(tasks, D, mode, run)
-        if _TRACE_BLOCKS:
+        if trace:
             blocks.append(("relations", _objective_value(div, tasks, W, D, c)))
         for t, tk in enumerate(tasks):
             if mode == "uniform":
@@ -665,7 +670,7 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
 
 
 # =========================================================================== the estimator
-class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
+class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Multitask Bregman Clustering (MBC; Zhang & Zhang, AAAI 2010).
 
     Clusters ``T`` related data sets together: every task ``t`` gets its own ``K_t`` centres
@@ -694,9 +699,10 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         carries its share of the plans), so the objective still never increases; clusters
         that become empty keep their centre.
     init : {"k-means++", "random"} or list, default="k-means++"
-        A string applies to every task. A list gives one entry per task: a string, an
-        ``(n_t,)`` array of initial labels (centres are then the smoothed cluster means,
-        "not considering the task regularisation" as in the paper's Algorithm 1), or a
+        The vocabulary shared by every multi-task estimator. A string applies to every task.
+        A list gives one entry per task: a string, an ``(n_t,)`` array of initial labels
+        (centres are then the smoothed cluster means, "not considering the task
+        regularisation" as in the paper's Algorithm 1), or a
         ``(K_t, n_features)`` array of initial centres. k-means++ seeds the tasks in order
         from one random stream exactly as :func:`~bregclust.bregman_kmeans_plusplus` does for
         :class:`~bregclust.BregmanKMeans`, so a one-task model and ``BregmanKMeans`` with the
@@ -730,13 +736,17 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         ``d_M`` between tasks: EMD between the fitted mixtures with the *empirical* cluster
         proportions and cost ``d(u^t_z, u^s_l)`` (the paper's evaluation, Eq. 8).
     objective_ : float
-    objective_history_ : list of float
+    objective_history_ : ndarray of shape (n_iter_ + 1,)
         The objective after the initial and every later assignment step of the best restart;
         never increasing.
+    block_history_ : list of (str, float)
+        ``(block, objective)`` after the initial assignment and every assignment step; with
+        ``fit(..., trace=True)`` also after every centre and relation block.
     inertia_ : list of float
         ``sum_i d(x^t_i, u^t_{label(i)})`` per task.
     n_iter_ : int
     n_clusters_ : list of int
+    n_tasks_ : int
     divergence_ : Divergence
     smoothing_ : float
     n_features_in_ : int
@@ -791,107 +801,16 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    # ------------------------------------------------------------------ parameter checks
-    def _check_params(self, div, Xs):
-        T = len(Xs)
-        K = self.n_clusters
-        if isinstance(K, (list, tuple, np.ndarray)):
-            K = list(K)
-            if len(K) != T:
-                raise ValueError(
-                    f"n_clusters has {len(K)} entries but there are {T} tasks; give one per task "
-                    "or a single int."
-                )
-        else:
-            K = [K] * T
-        K = [check_n_clusters(k if not isinstance(k, np.integer) else int(k), X.shape[0],
-                              task=t) for t, (k, X) in enumerate(zip(K, Xs))]
-        check_scalar(self.lam, "lam", lo=0.0)
-        if not np.isfinite(self.lam):
-            raise ValueError(f"lam must be finite, got {self.lam!r}.")
-        if self.marginals not in _MARGINALS:
-            raise ValueError(f"marginals must be one of {_MARGINALS}, got {self.marginals!r}.")
-        if self.centroid_solver not in _SOLVERS:
-            raise ValueError(
-                f"centroid_solver must be one of {_SOLVERS}, got {self.centroid_solver!r}."
-            )
-        check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
-        check_scalar(self.tol, "tol", lo=0.0)
-        check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
-        s = self.smoothing
-        if isinstance(s, str):
-            if s != "auto":
-                raise ValueError(f"smoothing must be a non-negative float or 'auto', got {s!r}.")
-            beta = 0.0 if div.domain == "real" else 1.0
-        else:
-            check_scalar(s, "smoothing", lo=0.0)
-            if not np.isfinite(s):
-                raise ValueError("smoothing must be finite.")
-            beta = float(s)
-        if div.right_domain == "positive" and beta == 0.0 and self.lam > 0 and T > 1:
-            raise ValueError(
-                f"{div.name} with lam > 0 needs smoothing > 0: the relation step compares "
-                "centres with each other, and a centre with a zero coordinate has an infinite "
-                "divergence. Use smoothing='auto' or a positive value."
-            )
-        return K, beta
-
-    def _parse_init(self, Xs, K):
-        T = len(Xs)
-        init = self.init
-        if isinstance(init, str):
-            entries = [init] * T
-        elif isinstance(init, np.ndarray) and init.ndim == 2 and T == 1:
-            entries = [init]
-        else:
-            try:
-                entries = list(init)
-            except TypeError:
-                raise TypeError(
-                    "init must be 'k-means++', 'random' or a list with one entry per task."
-                ) from None
-            if len(entries) != T:
-                raise ValueError(f"init has {len(entries)} entries but there are {T} tasks.")
-        parsed = []
-        for t, e in enumerate(entries):
-            if isinstance(e, str):
-                if e not in ("k-means++", "random"):
-                    raise ValueError(
-                        f"init for task {t} must be 'k-means++', 'random', labels or centres, "
-                        f"got {e!r}."
-                    )
-                parsed.append(("str", e))
-                continue
-            a = np.asarray(e)
-            n, d = Xs[t].shape
-            if a.ndim == 1:
-                if a.shape[0] != n or a.dtype.kind not in "iu":
-                    raise ValueError(
-                        f"init labels for task {t} must be {n} integers, got shape {a.shape} "
-                        f"and dtype {a.dtype}."
-                    )
-                if a.size and (a.min() < 0 or a.max() >= K[t]):
-                    raise ValueError(
-                        f"init labels for task {t} must lie in [0, {K[t] - 1}], got values in "
-                        f"[{a.min()}, {a.max()}]."
-                    )
-                parsed.append(("labels", a.astype(np.int64)))
-            elif a.ndim == 2:
-                if a.shape != (K[t], d):
-                    raise ValueError(
-                        f"init centres for task {t} must have shape (n_clusters, n_features) = "
-                        f"{(K[t], d)}, got {a.shape}."
-                    )
-                a = np.array(a, dtype=np.float64, copy=True)
-                if not np.isfinite(a).all():
-                    raise ValueError(f"init centres for task {t} contain NaN or infinity.")
-                parsed.append(("centers", a))
-            else:
-                raise ValueError(
-                    f"init for task {t} must be a string, a 1-D label array or a 2-D array of "
-                    f"centres, got an array with {a.ndim} dimensions."
-                )
-        return parsed
+    _parameter_constraints = {
+        "lam": [Interval(numbers.Real, 0.0)],
+        "marginals": [Options(*_MARGINALS)],
+        "n_init": [Options("auto"), Interval(numbers.Integral, 1)],
+        "max_iter": [Interval(numbers.Integral, 1)],
+        "tol": [Interval(numbers.Real, 0.0)],
+        "centroid_solver": [Options(*_SOLVERS)],
+        "smoothing": [Options("auto"), Interval(numbers.Real, 0.0)],
+        "verbose": [Interval(numbers.Integral, 0)],
+    }
 
     def _initial_centers(self, div, tasks, parsed, rng):
         from .kmeans import _rows, _smoothed, bregman_kmeans_plusplus
@@ -910,7 +829,7 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
                         "at least one point or use smoothing > 0."
                     )
                 C = tk.S / w[:, None]
-            elif val == "k-means++":
+            elif kind == "k-means++":
                 C, _ = bregman_kmeans_plusplus(tk.X, tk.k, div, random_state=rng,
                                                smoothing=tk.beta, _prepared=tk.prep, _z=tk.z)
             else:
@@ -921,7 +840,7 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         return U0
 
     # ------------------------------------------------------------------ fit / predict
-    def fit(self, Xs, y=None):
+    def fit(self, Xs, y=None, *, trace=False):
         """Cluster every task of ``Xs`` jointly.
 
         Parameters
@@ -929,6 +848,10 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         Xs : list of {array-like, sparse matrix}, each of shape (n_t, n_features)
             The tasks; all share one feature space and lie in the divergence's domain.
         y : ignored
+        trace : bool, default=False
+            Also record the objective after the centre and relation blocks of every sweep in
+            ``block_history_`` (one extra objective evaluation per block), to check that
+            every block step is non-increasing.
 
         Returns
         -------
@@ -942,28 +865,25 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         """
         from .kmeans import smoothing_point
 
+        self._validate_params()
         div = get_divergence(self.divergence, **(self.divergence_params or {}))
         Xs = check_tasks(Xs, divergence=div)
         T = len(Xs)
-        K, beta = self._check_params(div, Xs)
+        K = check_n_clusters_per_task(self.n_clusters, [X.shape[0] for X in Xs])
+        beta = resolve_smoothing(self.smoothing, div)
+        if div.right_domain == "positive" and beta == 0.0 and self.lam > 0 and T > 1:
+            raise ValueError(
+                f"{div.name} with lam > 0 needs smoothing > 0: the relation step compares "
+                "centres with each other, and a centre with a zero coordinate has an infinite "
+                "divergence. Use smoothing='auto' or a positive value."
+            )
         if T > 1 and self.lam > 0 and not div.differentiable and self.centroid_solver != "exact":
             raise ValueError(
                 f"centroid_solver='geodesic' needs a differentiable divergence; {div.name} is "
                 "not differentiable."
             )
-        parsed = self._parse_init(Xs, K)
-        any_str = any(kind == "str" for kind, _ in parsed)
-        n_init = self.n_init
-        if isinstance(n_init, str):
-            if n_init != "auto":
-                raise ValueError(f"n_init must be a positive int or 'auto', got {n_init!r}.")
-            n_init = 10 if any(kind == "str" and v == "random" for kind, v in parsed) else 1
-        else:
-            check_scalar(n_init, "n_init", kind=numbers.Integral, lo=1)
-            if not any_str and n_init != 1:
-                warnings.warn("init gives every task's centres or labels, so n_init is ignored "
-                              "(1 run).", RuntimeWarning, stacklevel=2)
-                n_init = 1
+        parsed = parse_init(self.init, Xs, K)
+        n_init = resolve_n_init(self.n_init, parsed)
         rng = check_random_state(self.random_state)
         tasks = []
         for t, X in enumerate(Xs):
@@ -975,7 +895,8 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
             U0 = self._initial_centers(div, tasks, parsed, rng)
             if coupled:
                 res = _mbc_run(div, tasks, U0, float(self.lam), self.marginals,
-                               self.centroid_solver, self.max_iter, self.tol, self.verbose, run)
+                               self.centroid_solver, self.max_iter, self.tol, self.verbose, run,
+                               trace=trace)
             else:
                 res = _independent_run(div, tasks, U0, self.max_iter, self.tol, self.verbose,
                                        run)
@@ -986,14 +907,12 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
                 best = res
         self.divergence_ = div
         self.smoothing_ = beta
-        self.n_features_in_ = Xs[0].shape[1]
         self.n_clusters_ = list(K)
-        self.labels_ = [np.asarray(lab, dtype=np.int64) for lab in best["labels"]]
+        self._set_fitted_tasks(Xs, best["labels"], best["history"])
         self.cluster_centers_ = [np.asarray(u) for u in best["centers"]]
         self.n_iter_ = int(best["n_iter"])
-        self.objective_history_ = [float(v) for v in best["history"]]
         self.objective_ = float(best["objective"])
-        self._block_history = best["blocks"]
+        self.block_history_ = list(best["blocks"])
         for tk, lab, U in zip(tasks, self.labels_, self.cluster_centers_):
             tk.set_labels(lab, div)
             tk.set_centers(U, div)
@@ -1011,30 +930,6 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
             self.inertia_.append(float(D_t[np.arange(tk.n), tk.labels].sum()))
         return self
 
-    def _check_task(self, task):
-        T = len(self.cluster_centers_)
-        if task is None:
-            if T == 1:
-                return 0
-            raise ValueError(
-                f"this model has {T} tasks; pass task=t (0 <= t < {T}) to say whose centres "
-                "to use."
-            )
-        if isinstance(task, bool) or not isinstance(task, numbers.Integral):
-            raise TypeError(f"task must be an int, got {task!r}.")
-        if not 0 <= task < T:
-            raise ValueError(f"task must be in [0, {T - 1}], got {task}.")
-        return int(task)
-
-    def _check_X(self, X):
-        X = check_array(X, divergence=self.divergence_)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but the model was fitted with "
-                f"{self.n_features_in_}."
-            )
-        return X
-
     def predict(self, X, task=None):
         """Nearest centre of task ``task`` (smallest ``d(x, u)``) for each row of ``X``.
 
@@ -1050,7 +945,7 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self)
         t = self._check_task(task)
-        X = self._check_X(X)
+        X = self._check_X(X, self.divergence_)
         labels, _ = self.divergence_.assign(X, self.cluster_centers_[t])
         return labels
 
@@ -1058,7 +953,7 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
         """Divergences ``d(x_i, u^t_z)`` to every centre of task ``task``."""
         check_is_fitted(self)
         t = self._check_task(task)
-        X = self._check_X(X)
+        X = self._check_X(X, self.divergence_)
         return self.divergence_.pairwise(X, self.cluster_centers_[t])
 
 
@@ -1073,39 +968,3 @@ def multitask_bregman_clustering(Xs, n_clusters=8, **params):
     """
     est = MultitaskBregmanClustering(n_clusters, **params).fit(Xs)
     return est.labels_, est.cluster_centers_, est.relations_
-
-
-def _demo(Xs, ys, random_state=0, *, lam=0.5, divergence="sqeuclidean"):
-    """Rows for ``bregclust demo``: IND (Bregman k-means per task) and MBC from the same seeds.
-
-    Parameters
-    ----------
-    Xs : list of {ndarray, sparse matrix}
-    ys : list of ndarray
-        True labels per task; ``K_t`` is their number of classes.
-    random_state : int, default=0
-
-    Returns
-    -------
-    rows : list of (str, list of (nmi, ari, accuracy))
-        One row per method, one triple per task.
-    """
-    from .kmeans import bregman_kmeans_plusplus
-    from .metrics import ari, clustering_accuracy, nmi
-
-    div = get_divergence(divergence)
-    Ks = [int(np.unique(y).size) for y in ys]
-    beta = 0.0 if div.domain == "real" else 1.0
-    rng = check_random_state(random_state)
-    init = [bregman_kmeans_plusplus(X, k, div, random_state=rng, smoothing=beta)[0]
-            for X, k in zip(Xs, Ks)]
-    rows = []
-    for name, lam_ in ((f"IND ({div.name} k-means)", 0.0), (f"MBC ({div.name}, lam={lam:g})", lam)):
-        est = MultitaskBregmanClustering(Ks, divergence=div, lam=lam_, init=init,
-                                         random_state=random_state)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            est.fit(Xs)
-        rows.append((name, [(float(nmi(y, l)), float(ari(y, l)), float(clustering_accuracy(y, l)))
-                            for y, l in zip(ys, est.labels_)]))
-    return rows

@@ -33,7 +33,15 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._multitask import (
+    Interval,
+    MultiTaskMixin,
+    check_n_clusters_per_task,
+    nearest_center_labels,
+    parse_init,
+)
 from ._validation import check_array, check_n_clusters, check_scalar, check_tasks
+from .kmeans import BregmanKMeans
 
 __all__ = [
     "ModelRelationClustering",
@@ -415,73 +423,36 @@ def _check_sizes(Xs):
             )
 
 
-def _check_n_clusters_list(n_clusters, Xs):
-    T = len(Xs)
-    if isinstance(n_clusters, numbers.Integral) and not isinstance(n_clusters, bool):
-        hs = [n_clusters] * T
-    else:
-        try:
-            hs = list(n_clusters)
-        except TypeError as exc:
-            raise TypeError(
-                f"n_clusters must be an int or a sequence of {T} ints (one per task), "
-                f"got {n_clusters!r}."
-            ) from exc
-        if len(hs) != T:
-            raise ValueError(
-                f"n_clusters has {len(hs)} entries but there are {T} tasks; give one per task."
-            )
-    return [check_n_clusters(h, X.shape[0], task=t) for t, (h, X) in enumerate(zip(hs, Xs))]
+#: Deprecated spellings of the init strings (they still work, with a FutureWarning).
+_INIT_ALIASES = {"k-means": "k-means++"}
 
 
-def _check_init(init, Xs, hs):
-    """Return 'k-means', 'random' or a list of label vectors."""
-    if isinstance(init, str):
-        if init not in ("k-means", "random"):
-            raise ValueError(
-                f"init must be 'k-means', 'random' or a list of label vectors (one per task), "
-                f"got {init!r}."
-            )
-        return init
-    try:
-        labels = list(init)
-    except TypeError as exc:
-        raise TypeError(
-            f"init must be 'k-means', 'random' or a list of label vectors, got {init!r}."
-        ) from exc
-    if len(labels) != len(Xs):
-        raise ValueError(f"init has {len(labels)} label vectors but there are {len(Xs)} tasks.")
-    out = []
-    for t, (lab, X, h) in enumerate(zip(labels, Xs, hs)):
-        lab = np.asarray(lab)
-        if lab.shape != (X.shape[0],) or not np.issubdtype(lab.dtype, np.integer):
-            raise ValueError(
-                f"init labels for task {t} must be an int vector of length {X.shape[0]}, "
-                f"got dtype {lab.dtype} and shape {lab.shape}."
-            )
-        if lab.size and (lab.min() < 0 or lab.max() >= h):
-            raise ValueError(f"init labels for task {t} must lie in 0..{h - 1}.")
-        out.append(lab.astype(np.int64))
-    return out
+def _initial_indicators(Xs, hs, parsed, random_state):
+    """Paper: one-hot k-means labels + 0.2 (Ding et al. 2006).
 
-
-def _initial_indicators(Xs, hs, init, random_state):
-    """Paper: one-hot k-means labels + 0.2 (Ding et al. 2006)."""
+    ``parsed`` is the output of :func:`bregclust._multitask.parse_init`: ``"k-means++"`` runs
+    :class:`~bregclust.kmeans.BregmanKMeans` (squared Euclidean, k-means++ seeding) on the
+    task, ``"random"`` draws uniform labels, centres give the labels of the nearest centre
+    and a membership matrix is used as ``Y^t`` itself.
+    """
     rng = check_random_state(random_state)
     Ys = []
-    for t, (X, h) in enumerate(zip(Xs, hs)):
-        if isinstance(init, str) and init == "k-means":
-            from .kmeans import BregmanKMeans
-
+    for X, h, (kind, value) in zip(Xs, hs, parsed):
+        if kind == "membership":
+            Ys.append(value.copy())
+            continue
+        if kind == "k-means++":
             seed = int(rng.randint(np.iinfo(np.int32).max))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 labels = BregmanKMeans(h, divergence="sqeuclidean", n_init=1,
                                        random_state=seed).fit(X).labels_
-        elif isinstance(init, str):  # random
+        elif kind == "random":
             labels = rng.randint(h, size=X.shape[0])
+        elif kind == "centers":
+            labels = nearest_center_labels(X, value)
         else:
-            labels = init[t]
+            labels = value
         Y = np.full((X.shape[0], h), 0.2)
         Y[np.arange(X.shape[0]), labels] += 1.0
         Ys.append(Y)
@@ -498,7 +469,7 @@ def _check_common(est):
 # --------------------------------------------------------------------------------------------
 # Estimators
 # --------------------------------------------------------------------------------------------
-class ModelRelationClustering(ClusterMixin, BaseEstimator):
+class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Multi-task clustering with model relation learning (MTCMRL).
 
     Clusters several related tasks (data sets sharing one feature space, each with its own
@@ -511,7 +482,8 @@ class ModelRelationClustering(ClusterMixin, BaseEstimator):
     n_clusters : int or sequence of int, default=2
         Clusters per task ``h_t``; one int for all tasks or one per task.
     lam : float, default=4.0
-        Weight ``lambda >= 0`` of the regression term (paper grid ``2^-2 .. 2^2``).
+        Weight ``lambda >= 0`` of the regression term ``||Y^t - X^t W^t||^2`` (paper grid
+        ``2^-2 .. 2^2``). It is not the task coupling: that is ``alpha``.
     mu : float, default=0.5
         Ridge penalty ``mu > 0`` on ``W^t`` (paper: ``2^-1``).
     alpha : float, default=4.0
@@ -526,9 +498,14 @@ class ModelRelationClustering(ClusterMixin, BaseEstimator):
         ``exp(-S / median(S))`` with ``S`` the symmetrised ``D``).
     similarity_params : dict or None, default=None
         Parameters of a divergence used as similarity (e.g. ``{"A": A}``).
-    init : {"k-means", "random"} or list of int arrays, default="k-means"
-        Initial labels, turned into ``Y^t = onehot + 0.2`` (paper). ``"k-means"`` runs
-        :class:`~bregclust.kmeans.BregmanKMeans` (squared Euclidean) on the rows of each task.
+    init : {"k-means++", "random"} or list, default="k-means++"
+        Initial labels, turned into ``Y^t = onehot + 0.2`` (paper). ``"k-means++"`` runs
+        :class:`~bregclust.kmeans.BregmanKMeans` (squared Euclidean, k-means++ seeding) on the
+        rows of each task; ``"random"`` draws uniform labels. A list gives one entry per task:
+        one of those strings, an ``(n_t,)`` integer label array, a ``(h_t, n_features)`` array
+        of centres (each row takes the label of its nearest centre) or an ``(n_t, h_t)``
+        non-negative matrix used as ``Y^t``. ``"k-means"`` is a deprecated alias of
+        ``"k-means++"``.
     max_iter : int, default=300
         Maximum number of sweeps over the tasks.
     tol : float, default=1e-4
@@ -553,6 +530,7 @@ class ModelRelationClustering(ClusterMixin, BaseEstimator):
         ``J`` at the initial point and after every sweep; non-increasing.
     n_iter_ : int
         Number of sweeps run.
+    n_tasks_ : int
     n_damped_ : int
         Number of ``Y`` steps in which the paper's multiplicative update would have increased
         ``J`` and was shortened (see Notes).
@@ -615,7 +593,7 @@ class ModelRelationClustering(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=2, *, lam=4.0, mu=0.5, alpha=4.0, beta=0.5,
-                 similarity="cosine", similarity_params=None, init="k-means", max_iter=300,
+                 similarity="cosine", similarity_params=None, init="k-means++", max_iter=300,
                  tol=1e-4, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.lam = lam
@@ -630,15 +608,17 @@ class ModelRelationClustering(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self):
-        check_scalar(self.lam, "lam", lo=0.0)
-        check_scalar(self.mu, "mu", lo=0.0, lo_closed=False)
-        check_scalar(self.alpha, "alpha", lo=0.0)
-        check_scalar(self.beta, "beta", lo=0.0)
-        for name in ("lam", "mu", "alpha", "beta"):
-            if not np.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}.")
-        _check_common(self)
+    _parameter_constraints = {
+        "lam": [Interval(numbers.Real, 0.0)],
+        "mu": [Interval(numbers.Real, 0.0, lo_closed=False)],
+        "alpha": [Interval(numbers.Real, 0.0)],
+        "beta": [Interval(numbers.Real, 0.0)],
+        "similarity_params": [None, dict],
+        "max_iter": [Interval(numbers.Integral, 1)],
+        "tol": [Interval(numbers.Real, 0.0)],
+        "verbose": [Interval(numbers.Integral, 0)],
+    }
+    _init_aliases = _INIT_ALIASES
 
     def fit(self, Xs, y=None):
         """Cluster all tasks jointly.
@@ -654,13 +634,13 @@ class ModelRelationClustering(ClusterMixin, BaseEstimator):
         -------
         self : ModelRelationClustering
         """
-        self._check_params()
+        self._validate_params()
         Xs = check_tasks(Xs)
         _check_sizes(Xs)
-        hs = _check_n_clusters_list(self.n_clusters, Xs)
-        init = _check_init(self.init, Xs, hs)
+        hs = check_n_clusters_per_task(self.n_clusters, [X.shape[0] for X in Xs])
+        parsed = parse_init(self.init, Xs, hs, aliases=self._init_aliases, membership=True)
         Ms, factors = _prepare(Xs, self.similarity, self.similarity_params, self.lam > 0)
-        Ys = _initial_indicators(Xs, hs, init, self.random_state)
+        Ys = _initial_indicators(Xs, hs, parsed, self.random_state)
         Ws = [np.ones((X.shape[1], h)) for X, h in zip(Xs, hs)]
         res = _fit_loop(Xs, Ms, factors, Ys, Ws, float(self.lam), float(self.mu),
                         float(self.alpha), float(self.beta), self.max_iter, self.tol,
@@ -676,17 +656,40 @@ class ModelRelationClustering(ClusterMixin, BaseEstimator):
 
     def _store(self, res, Xs):
         self.indicators_ = res["Ys"]
-        self.labels_ = [np.argmax(Y, axis=1).astype(np.int64) for Y in res["Ys"]]
+        self._set_fitted_tasks(Xs, [np.argmax(Y, axis=1) for Y in res["Ys"]], res["history"])
         self.coef_ = res["Ws"]
         self.relations_ = res["Gs"]
-        self.objective_history_ = res["history"]
         self.n_iter_ = res["n_iter"]
         self.n_damped_ = int(np.count_nonzero(res["etas"] < 1.0))
-        self.n_features_in_ = Xs[0].shape[1]
 
-    def fit_predict(self, Xs, y=None):
-        """Fit and return ``labels_`` (a list, one label vector per task)."""
-        return self.fit(Xs).labels_
+    def predict(self, X, task=None):
+        """Cluster of new rows of task ``task``: the largest entry of the regression ``X W^t``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        task : int, optional
+            Which task's regression ``W^t`` to use; required when there are several tasks.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+
+        Raises
+        ------
+        ValueError
+            When the model was fitted with ``lam=0``: ``W^t`` is then not fitted to the
+            indicators and cannot predict.
+        """
+        check_is_fitted(self, "coef_")
+        t = self._check_task(task)
+        if not self.lam > 0:
+            raise ValueError(
+                "predict needs lam > 0: with lam=0 the regression X W^t is not fitted to the "
+                "cluster indicators. Refit with lam > 0."
+            )
+        X = self._check_X(X)
+        return np.argmax(np.asarray(X @ self.coef_[t]), axis=1).astype(np.int64)
 
     def objective(self, Xs):
         """Objective ``J`` of the fitted variables on the training tasks ``Xs``.
@@ -717,8 +720,11 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
     similarity : {"cosine"}, str, Divergence or callable, default="cosine"
         See :func:`similarity_matrix`.
     similarity_params : dict or None, default=None
-    init : {"k-means", "random"} or int array, default="k-means"
-        Initial labels; ``Y = onehot + 0.2``.
+    init : {"k-means++", "random"}, int array or ndarray, default="k-means++"
+        Initial labels; ``Y = onehot + 0.2``. ``"k-means++"``: labels of
+        :class:`~bregclust.kmeans.BregmanKMeans` (squared Euclidean); an
+        ``(n_clusters, n_features)`` array gives centres. ``"k-means"`` is a deprecated alias
+        of ``"k-means++"``.
     max_iter : int, default=100
     tol : float, default=1e-4
         Relative decrease of the objective below which iterations stop.
@@ -748,7 +754,7 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=2, *, similarity="cosine", similarity_params=None,
-                 init="k-means", max_iter=100, tol=1e-4, random_state=None, verbose=0):
+                 init="k-means++", max_iter=100, tol=1e-4, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.similarity = similarity
         self.similarity_params = similarity_params
@@ -764,12 +770,10 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
         X = check_array(X, name="X")
         _check_sizes([X])
         h = check_n_clusters(self.n_clusters, X.shape[0])
-        init = self.init
-        if not isinstance(init, str):
-            init = [init]
-        init = _check_init(init, [X], [h])
+        init = self.init if isinstance(self.init, str) else [self.init]
+        parsed = parse_init(init, [X], [h], aliases=_INIT_ALIASES)
         M = _similarity(X, self.similarity, self.similarity_params, name="X")
-        Ys = _initial_indicators([X], [h], init, self.random_state)
+        Ys = _initial_indicators([X], [h], parsed, self.random_state)
         Ws = [np.zeros((X.shape[1], h))]
         res = _fit_loop([X], [M], [None], Ys, Ws, 0.0, 1.0, 0.0, 0.0, self.max_iter,
                         self.tol, self.verbose)
@@ -785,29 +789,3 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
         self.n_damped_ = int(np.count_nonzero(res["etas"] < 1.0))
         self.n_features_in_ = X.shape[1]
         return self
-
-
-def _demo(Xs, ys, random_state=0):
-    """Rows for the ``bregclust demo`` table: SNMF, SNMF+LR and MTCMRL on the given tasks.
-
-    Returns a list of ``(method_name, [(nmi, ari, acc) per task])``. All three start from the
-    same k-means initialisation (same ``random_state``); cosine similarity, paper parameters.
-    """
-    from .metrics import ari, clustering_accuracy, nmi
-
-    hs = [int(np.unique(y).size) for y in ys]
-
-    def per_task(labels):
-        return [(float(nmi(y, lab)), float(ari(y, lab)), float(clustering_accuracy(y, lab)))
-                for y, lab in zip(ys, labels)]
-
-    settings = [("SNMF (cosine)", dict(lam=0.0, alpha=0.0, beta=0.0)),
-                ("SNMF+LR (lam=4)", dict(lam=4.0, alpha=0.0, beta=0.0)),
-                ("MTCMRL (lam=alpha=4)", dict(lam=4.0, alpha=4.0, beta=0.5))]
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for name, kw in settings:
-            est = ModelRelationClustering(hs, mu=0.5, random_state=random_state, **kw).fit(Xs)
-            rows.append((name, per_task(est.labels_)))
-    return rows

@@ -25,11 +25,20 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._multitask import (
+    Interval,
+    MultiTaskMixin,
+    as_history,
+    check_n_clusters_per_task,
+    check_params,
+    nearest_center_labels,
+    parse_init,
+)
 from ._validation import check_array, check_scalar, check_tasks
 
 __all__ = ["SharedSubspaceClustering", "SharedSubspaceTransfer", "LSSMTC", "LSSTTC"]
@@ -302,11 +311,6 @@ def _check_n_components(n_components, rank):
     return int(n_components)
 
 
-def _check_lam(lam):
-    check_scalar(lam, "lam", lo=0.0, hi=1.0)
-    return float(lam)
-
-
 def _onehot(labels, c, offset=0.0):
     P = np.full((labels.shape[0], c), float(offset))
     P[np.arange(labels.shape[0]), labels] += 1.0
@@ -334,40 +338,35 @@ def _align_to(ref_centers, centers):
     return perm
 
 
-def _check_init_matrices(init, Xs, c, what="init"):
-    if len(init) != len(Xs):
-        raise ValueError(f"{what} has {len(init)} matrices but there are {len(Xs)} tasks.")
-    out = []
-    for k, (P, X) in enumerate(zip(init, Xs)):
-        P = np.asarray(P, dtype=np.float64)
-        if P.ndim == 1:
-            lab = P.astype(np.int64)
-            if P.shape[0] != X.shape[0] or np.any(lab != P) or lab.min() < 0 or lab.max() >= c:
-                raise ValueError(
-                    f"{what}[{k}] must be labels in 0..{c - 1} of length {X.shape[0]} or an "
-                    f"({X.shape[0]}, {c}) non-negative matrix."
-                )
-            P = _onehot(lab, c, 0.2)
-        if P.shape != (X.shape[0], c):
-            raise ValueError(
-                f"{what}[{k}] must have shape ({X.shape[0]}, {c}), got {P.shape}."
-            )
-        if not np.isfinite(P).all() or (P < 0).any():
-            raise ValueError(f"{what}[{k}] must be finite and non-negative.")
-        if np.linalg.matrix_rank(P) < c:
-            raise ValueError(
-                f"{what}[{k}] has rank < n_clusters={c}: every cluster needs its own column "
-                "(a cluster with no mass has no centre)."
-            )
-        out.append(P.copy())
-    return out
+def _check_rank(P, c, what):
+    if np.linalg.matrix_rank(P) < c:
+        raise ValueError(
+            f"{what} has rank < n_clusters={c}: every cluster needs its own column "
+            "(a cluster with no mass has no centre)."
+        )
+    return P
+
+
+#: Deprecated spellings of the init strings (they still work, with a FutureWarning).
+_INIT_ALIASES = {"k-means": "k-means++"}
+
+
+def _hard_costs(X, lam, centers, components, shared_centers):
+    """``lam ||x - m2_j||^2 + (1 - lam) ||W^T x - m_j||^2`` up to a per-row constant."""
+    D = np.zeros((X.shape[0], shared_centers.shape[0]))
+    if lam > 0:
+        D += lam * (-2.0 * np.asarray(X @ centers.T) + np.sum(centers ** 2, 1)[None, :])
+    Zx = np.asarray(X @ components.T)
+    D += (1 - lam) * (np.sum(Zx ** 2, 1)[:, None] - 2.0 * Zx @ shared_centers.T
+                      + np.sum(shared_centers ** 2, 1)[None, :])
+    return D
 
 
 # --------------------------------------------------------------------------------------------
 # Estimators
 # --------------------------------------------------------------------------------------------
 
-class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
+class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Learning the Shared Subspace for Multi-Task Clustering (LSSMTC).
 
     Clusters ``m`` related tasks (same features, same number of clusters) by combining
@@ -378,8 +377,8 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : int, default=2
-        Number of clusters ``c`` in every task.
+    n_clusters : int or list of int, default=2
+        Number of clusters ``c``, the same in every task (a list must repeat one value).
     n_components : int, default=2
         Dimension ``l`` of the shared subspace (paper grid: 2, 4, 8, 16). At most the rank of
         the stacked data.
@@ -390,16 +389,19 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
         Maximum number of alternating sweeps (the paper's ``T = 20``).
     tol : float, default=1e-6
         Stop when the relative decrease of the objective in a sweep is at most ``tol``.
-    init : {"k-means", "random"} or list of arrays, default="k-means"
-        ``"k-means"``: k-means (k-means++, ``n_init`` restarts) in each task, clusters of
-        tasks ``1..m-1`` matched to those of task 0 by their centres (Hungarian), then
-        ``P_k = onehot + init_offset``. ``"random"``: uniform ``[0, 1)`` entries. A list gives
-        per task either integer labels or an ``(n_k, n_clusters)`` non-negative matrix.
+    init : {"k-means++", "random"} or list, default="k-means++"
+        ``"k-means++"``: k-means (k-means++ seeding, ``n_init`` restarts) in each task,
+        clusters of later tasks matched to those of the first such task by their centres
+        (Hungarian), then ``P_k = onehot + init_offset``. ``"random"``: uniform ``[0, 1)``
+        entries. A list gives one entry per task: one of those strings, integer labels
+        (``P_k = onehot + 0.2``), an ``(n_clusters, n_features)`` array of centres (each row
+        takes the label of its nearest centre) or an ``(n_k, n_clusters)`` non-negative
+        matrix. ``"k-means"`` is a deprecated alias of ``"k-means++"``.
     init_offset : float, default=0.2
         Added to the one-hot k-means partition. The multiplicative update keeps zero entries
         at zero, so a pure one-hot start could never move a point to another cluster.
     n_init : int, default=1
-        k-means restarts per task for ``init="k-means"``.
+        k-means restarts per task for ``init="k-means++"``.
     random_state : int, RandomState instance or None, default=None
 
     Attributes
@@ -414,9 +416,10 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
         Per-task input-space centres ``M_k^T`` (None when ``lam == 0``).
     shared_centers_ : ndarray of shape (n_clusters, n_components)
         Centres ``M^T`` of all tasks in the shared subspace.
-    objective_history_ : list of float
+    objective_history_ : ndarray
         ``J`` (paper Eq. 4) after initialisation and after every sweep; non-increasing.
     n_iter_ : int
+    n_tasks_ : int
     rank_ : int
         Numerical rank of the stacked data (the dimension of the eigenproblem).
 
@@ -455,7 +458,7 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=2, *, n_components=2, lam=0.5, max_iter=20, tol=1e-6,
-                 init="k-means", init_offset=0.2, n_init=1, random_state=None):
+                 init="k-means++", init_offset=0.2, n_init=1, random_state=None):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.lam = lam
@@ -466,26 +469,35 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
         self.n_init = n_init
         self.random_state = random_state
 
-    def _initial_partitions(self, Xs, c, rng):
-        init = self.init
-        if isinstance(init, str):
-            if init == "random":
-                return [rng.uniform(size=(X.shape[0], c)) for X in Xs]
-            if init == "k-means":
-                out, ref = [], None
-                for X in Xs:
-                    lab, cen = _kmeans_labels(X, c, rng, n_init=self.n_init)
-                    if ref is None:
-                        ref = cen
-                    else:
-                        lab = _align_to(ref, cen)[lab]
-                    out.append(_onehot(lab, c, self.init_offset))
-                return out
-            raise ValueError(
-                f"init must be 'k-means', 'random' or a list of per-task labels/matrices, "
-                f"got {init!r}."
-            )
-        return _check_init_matrices(list(init), Xs, c)
+    _parameter_constraints = {
+        "lam": [Interval(numbers.Real, 0.0, 1.0)],
+        "max_iter": [Interval(numbers.Integral, 1)],
+        "tol": [Interval(numbers.Real, 0.0)],
+        "init_offset": [Interval(numbers.Real, 0.0)],
+        "n_init": [Interval(numbers.Integral, 1)],
+    }
+    _init_aliases = _INIT_ALIASES
+
+    def _initial_partitions(self, Xs, c, parsed, rng):
+        out, ref = [], None
+        for k, (X, (kind, value)) in enumerate(zip(Xs, parsed)):
+            if kind == "random":
+                out.append(rng.uniform(size=(X.shape[0], c)))
+            elif kind == "k-means++":
+                lab, cen = _kmeans_labels(X, c, rng, n_init=self.n_init)
+                if ref is None:
+                    ref = cen
+                else:
+                    lab = _align_to(ref, cen)[lab]
+                out.append(_onehot(lab, c, self.init_offset))
+            else:
+                if kind == "membership":
+                    P = value
+                else:
+                    lab = value if kind == "labels" else nearest_center_labels(X, value)
+                    P = _onehot(lab, c, 0.2)
+                out.append(_check_rank(P, c, f"init[{k}]"))
+        return out
 
     def fit(self, Xs, y=None):
         """Cluster every task.
@@ -500,23 +512,18 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
         -------
         self
         """
+        self._validate_params()
         Xs = check_tasks(Xs, name="Xs")
-        c = self.n_clusters
-        if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1:
-            raise ValueError(f"n_clusters must be a positive int, got {c!r}.")
-        for k, X in enumerate(Xs):
-            if X.shape[0] < c:
-                raise ValueError(
-                    f"n_clusters={c} is larger than the {X.shape[0]} samples of task {k}."
-                )
-        lam = _check_lam(self.lam)
-        check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
-        check_scalar(self.tol, "tol", lo=0.0)
-        check_scalar(self.init_offset, "init_offset", lo=0.0)
+        ks = check_n_clusters_per_task(
+            self.n_clusters, [X.shape[0] for X in Xs],
+            equal="LSSMTC (cluster j has one shared centre in every task)")
+        c = ks[0]
+        parsed = parse_init(self.init, Xs, ks, aliases=self._init_aliases, membership=True)
+        lam = float(self.lam)
         rng = check_random_state(self.random_state)
         basis = _SpanBasis(_stack(Xs))
         l = _check_n_components(self.n_components, basis.rank)
-        P0 = self._initial_partitions(Xs, c, rng)
+        P0 = self._initial_partitions(Xs, c, parsed, rng)
         m = len(Xs)
         P_list, Z, M, Mk_list, history, n_iter, converged, _ = _lss_fit(
             Xs, basis, P0, lam=lam, n_components=l, update=[True] * m, within=[True] * m,
@@ -528,19 +535,35 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
                 f"tol={self.tol}).", ConvergenceWarning, stacklevel=2)
         W = basis.components(Z)
         self.membership_ = P_list
-        self.labels_ = [np.argmax(P, axis=1).astype(np.int64) for P in P_list]
+        self._set_fitted_tasks(Xs, [np.argmax(P, axis=1) for P in P_list], history)
         self.components_ = np.ascontiguousarray(W.T)
         self.shared_centers_ = np.ascontiguousarray(M.T)
         self.centers_ = [None if Mk is None else np.ascontiguousarray(Mk.T) for Mk in Mk_list]
-        self.objective_history_ = history
         self.n_iter_ = n_iter
         self.rank_ = basis.rank
-        self.n_features_in_ = Xs[0].shape[1]
         return self
 
-    def fit_predict(self, Xs, y=None):
-        """Fit and return ``labels_`` (a list, one array per task)."""
-        return self.fit(Xs).labels_
+    def predict(self, X, task=None):
+        """Cluster of new rows of task ``task`` under the hard form of the objective.
+
+        Row ``x`` gets the cluster ``j`` minimising ``lam ||x - m^k_j||^2 + (1 - lam)
+        ||W^T x - m_j||^2`` with task ``k``'s input-space centres ``m^k_j`` and the shared
+        centres ``m_j``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        task : int, optional
+            Which task's centres to use; required when there are several tasks.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        t = self._check_task(task)
+        X = self._check_X(X)
+        return np.argmin(_hard_costs(X, float(self.lam), self.centers_[t],
+                                     self.components_, self.shared_centers_), axis=1)
 
     def transform(self, X):
         """Project a matrix (or a list of task matrices) onto the shared subspace: ``X W``."""
@@ -555,45 +578,52 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
         return np.asarray(X @ self.components_.T)
 
 
-class SharedSubspaceTransfer(BaseEstimator):
+class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
     """Learning the Shared Subspace for Transductive Transfer Classification (LSSTTC).
 
-    The labelled source task fixes its partition matrix ``P_1`` (one-hot labels); the target's
-    ``P_2``, the shared subspace ``W``, the shared centres ``M`` and the target centres ``M_2``
-    are learned by the LSSMTC updates (Gu & Zhou 2009, Eq. 20, Algorithm 2). Target cluster ``j``
-    is source class ``classes_[j]``; ``predict()`` returns the target's labels.
+    scikit-learn's semi-supervised convention (as ``sklearn.semi_supervised``): ``fit(X, y)``
+    takes the labelled source rows and the unlabelled target rows together, ``y == -1``
+    marking the target rows (``"-1"`` in a string array). The labelled rows fix their
+    partition matrix ``P_1`` (one-hot labels); the target's ``P_2``, the shared subspace
+    ``W``, the shared centres ``M`` and the target centres ``M_2`` are learned by the LSSMTC
+    updates (Gu & Zhou 2009, Eq. 20, Algorithm 2). Target cluster ``j`` is class
+    ``classes_[j]``; ``transduction_`` holds the labels of every training row and
+    ``predict(X)`` labels new rows.
 
     Parameters
     ----------
     n_components : int, default=100
         Dimension ``l`` of the shared subspace (paper grid: 100, 200, ..., 1000).
     lam : float, default=0.5
-        Weight of the target's within-task (input space) term (paper grid 0.25, 0.5, 0.75).
+        ``lambda`` in [0, 1]: weight of the target's within-task (input space) term (paper
+        grid 0.25, 0.5, 0.75); the shared term has weight ``1 - lam``.
     max_iter : int, default=20
     tol : float, default=1e-6
     init : {"source-means"} or array-like, default="source-means"
         ``"source-means"``: k-means on the target started from the source class means (so
-        cluster ``j`` starts as class ``j``), then ``P_2 = onehot + init_offset``. Or target
-        labels (values in ``classes``) or an ``(n_target, n_classes)`` non-negative matrix.
+        cluster ``j`` starts as class ``j``), then ``P_2 = onehot + init_offset``; it is
+        deterministic. Or target labels (values in ``classes``, one per target row in the
+        order of ``X``) or an ``(n_target, n_classes)`` non-negative matrix.
     init_offset : float, default=0.2
     classes : array-like or None, default=None
-        The classes (and their order). Default: ``np.unique(y_source)``. Every class needs at
-        least one source sample.
-    random_state : int, RandomState instance or None, default=None
-        Unused by the default deterministic initialisation; kept for API symmetry.
+        The classes (and their order). Default: the sorted labels of the source rows. Every
+        class needs at least one source row.
 
     Attributes
     ----------
     classes_ : ndarray
-    labels_ : ndarray of shape (n_target,)
-        Predicted target labels (values of ``classes_``).
+    transduction_ : ndarray of shape (n_samples,)
+        Labels of every row of the training ``X``: the given label for source rows, the
+        learned one (a value of ``classes_``) for target rows.
     membership_ : ndarray of shape (n_target, n_classes)
+        ``P_2`` for the target rows, in their order in ``X``.
     components_ : ndarray of shape (n_components, n_features)
     target_centers_ : ndarray of shape (n_classes, n_features)
     shared_centers_ : ndarray of shape (n_classes, n_components)
-    objective_history_ : list of float
+    objective_history_ : ndarray
         ``J_tc`` (paper Eq. 20), non-increasing.
     n_iter_, rank_ : int
+    n_features_in_ : int
 
     Notes
     -----
@@ -608,15 +638,23 @@ class SharedSubspaceTransfer(BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> centres = np.array([[5.0, 5.0, 5.0], [10.0, 10.0, 5.0]])
     >>> Xs = np.repeat(centres, 15, axis=0) + rng.normal(size=(30, 3))
-    >>> ys = np.repeat(["a", "b"], 15)
     >>> Xt = np.repeat(centres, 10, axis=0) + [0.5, -0.5, 1.0] + rng.normal(size=(20, 3))
-    >>> clf = SharedSubspaceTransfer(n_components=2).fit(Xs, ys, Xt)
-    >>> clf.predict().tolist() == ["a"] * 10 + ["b"] * 10
+    >>> X = np.vstack([Xs, Xt])
+    >>> y = np.repeat(["a", "b", "-1"], [15, 15, 20])
+    >>> clf = SharedSubspaceTransfer(n_components=2).fit(X, y)
+    >>> clf.transduction_[30:].tolist() == ["a"] * 10 + ["b"] * 10
     True
     """
 
+    _parameter_constraints = {
+        "lam": [Interval(numbers.Real, 0.0, 1.0)],
+        "max_iter": [Interval(numbers.Integral, 1)],
+        "tol": [Interval(numbers.Real, 0.0)],
+        "init_offset": [Interval(numbers.Real, 0.0)],
+    }
+
     def __init__(self, *, n_components=100, lam=0.5, max_iter=20, tol=1e-6,
-                 init="source-means", init_offset=0.2, classes=None, random_state=None):
+                 init="source-means", init_offset=0.2, classes=None):
         self.n_components = n_components
         self.lam = lam
         self.max_iter = max_iter
@@ -624,41 +662,62 @@ class SharedSubspaceTransfer(BaseEstimator):
         self.init = init
         self.init_offset = init_offset
         self.classes = classes
-        self.random_state = random_state
 
-    def fit(self, X_source, y_source, X_target):
-        """Learn the target labels from the labelled source and the unlabelled target.
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def fit(self, X, y):
+        """Learn the labels of the unlabelled (target) rows from the labelled (source) rows.
 
         Parameters
         ----------
-        X_source : {array-like, sparse matrix} of shape (n_source, n_features)
-        y_source : array-like of shape (n_source,)
-        X_target : {array-like, sparse matrix} of shape (n_target, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Source and target rows, in any order.
+        y : array-like of shape (n_samples,)
+            Class labels of the source rows; ``-1`` (``"-1"`` in a string array) marks the
+            unlabelled target rows.
 
         Returns
         -------
         self
         """
-        Xs_, Xt = check_tasks([X_source, X_target], name="[X_source, X_target]")
-        y = np.asarray(y_source)
-        if y.ndim != 1 or y.shape[0] != Xs_.shape[0]:
+        check_params(self, self._parameter_constraints)
+        X = check_array(X, name="X")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(
-                f"y_source must be 1-D with one label per source row ({Xs_.shape[0]}), got "
-                f"shape {y.shape}."
+                f"y must be 1-D with one label per row of X ({X.shape[0]}), got shape "
+                f"{y.shape}; mark the unlabelled target rows with -1."
             )
+        if y.dtype.kind in "US":
+            target = y == "-1"
+        elif y.dtype == object:
+            target = np.array([isinstance(v, numbers.Number) and v == -1 for v in y], dtype=bool)
+        else:
+            target = y == -1
+        if not target.any():
+            raise ValueError("y has no unlabelled rows; mark the target rows with -1.")
+        if target.all():
+            raise ValueError("y has no labelled rows; LSSTTC needs labelled source rows.")
+        ys = y[~target]
+        if ys.dtype == object:
+            ys = np.array(ys.tolist())
+        X_source, X_target = X[np.flatnonzero(~target)], X[np.flatnonzero(target)]
         if self.classes is None:
-            classes = np.unique(y)
+            classes = np.unique(ys)
         else:
             classes = np.asarray(self.classes)
             if classes.ndim != 1 or np.unique(classes).size != classes.size:
                 raise ValueError("classes must be a 1-D array of distinct labels.")
-            unknown = ~np.isin(y, classes)
+            unknown = ~np.isin(ys, classes)
             if unknown.any():
                 raise ValueError(
-                    f"y_source has labels not in classes, e.g. {y[unknown][0]!r}; add them to "
-                    "classes or drop those source rows."
+                    f"y has labels not in classes, e.g. {ys[unknown][0]!r}; add them to "
+                    "classes or mark those rows -1."
                 )
-            missing = classes[~np.isin(classes, y)]
+            missing = classes[~np.isin(classes, ys)]
             if missing.size:
                 raise ValueError(
                     f"the source labels do not cover the classes: no source sample of class "
@@ -667,23 +726,20 @@ class SharedSubspaceTransfer(BaseEstimator):
                 )
         c = classes.size
         if c < 2:
-            raise ValueError(f"y_source needs at least 2 classes, got {c}.")
-        if Xt.shape[0] < c:
-            raise ValueError(f"X_target has {Xt.shape[0]} rows, fewer than the {c} classes.")
-        lam = _check_lam(self.lam)
-        check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
-        check_scalar(self.tol, "tol", lo=0.0)
-        check_scalar(self.init_offset, "init_offset", lo=0.0)
-        check_random_state(self.random_state)
-        ysrc = np.searchsorted(classes, y) if self.classes is None else \
-            np.array([np.flatnonzero(classes == v)[0] for v in y], dtype=np.int64)
+            raise ValueError(f"the labelled rows need at least 2 classes, got {c}.")
+        if X_target.shape[0] < c:
+            raise ValueError(
+                f"there are {X_target.shape[0]} unlabelled rows, fewer than the {c} classes."
+            )
+        lam = float(self.lam)
+        ysrc = self._class_index(ys, classes)
         P1 = _onehot(ysrc, c, 0.0)
-        basis = _SpanBasis(_stack([Xs_, Xt]))
+        basis = _SpanBasis(_stack([X_source, X_target]))
         l = _check_n_components(self.n_components, basis.rank)
-        P2 = self._initial_target(Xs_, ysrc, Xt, classes)
+        P2 = self._initial_target(X_source, ysrc, X_target, classes)
         P_list, Z, M, Mk_list, history, n_iter, converged, _ = _lss_fit(
-            [Xs_, Xt], basis, [P1, P2], lam=lam, n_components=l, update=[False, True],
-            within=[False, True], max_iter=self.max_iter, tol=self.tol)
+            [X_source, X_target], basis, [P1, P2], lam=lam, n_components=l,
+            update=[False, True], within=[False, True], max_iter=self.max_iter, tol=self.tol)
         if not converged:
             warnings.warn(
                 f"LSSTTC stopped at max_iter={self.max_iter} before the objective settled.",
@@ -691,16 +747,24 @@ class SharedSubspaceTransfer(BaseEstimator):
         W = basis.components(Z)
         self.classes_ = classes
         self.membership_ = P_list[1]
-        self.labels_ = classes[np.argmax(P_list[1], axis=1)]
+        transduction = np.empty(y.shape[0], dtype=classes.dtype)
+        transduction[~target] = ys
+        transduction[target] = classes[np.argmax(P_list[1], axis=1)]
+        self.transduction_ = transduction
         self.components_ = np.ascontiguousarray(W.T)
         self.shared_centers_ = np.ascontiguousarray(M.T)
-        Mt = Mk_list[1] if Mk_list[1] is not None else _centers(Xt, P_list[1])
+        Mt = Mk_list[1] if Mk_list[1] is not None else _centers(X_target, P_list[1])
         self.target_centers_ = np.ascontiguousarray(Mt.T)
-        self.objective_history_ = history
+        self.objective_history_ = as_history(history)
         self.n_iter_ = n_iter
         self.rank_ = basis.rank
-        self.n_features_in_ = Xs_.shape[1]
+        self.n_features_in_ = X.shape[1]
         return self
+
+    def _class_index(self, labels, classes):
+        if self.classes is None:
+            return np.searchsorted(classes, labels)
+        return np.array([np.flatnonzero(classes == v)[0] for v in labels], dtype=np.int64)
 
     def _initial_target(self, Xs_, ysrc, Xt, classes):
         c = classes.size
@@ -719,66 +783,41 @@ class SharedSubspaceTransfer(BaseEstimator):
                 raise ValueError(
                     f"init labels must have length {Xt.shape[0]} with values in classes."
                 )
-            lab = np.searchsorted(classes, init) if self.classes is None else \
-                np.array([np.flatnonzero(classes == v)[0] for v in init], dtype=np.int64)
-            return _onehot(lab, c, self.init_offset)
-        return _check_init_matrices([init], [Xt], c, what="init")[0]
+            return _onehot(self._class_index(init, classes), c, self.init_offset)
+        P = np.asarray(init, dtype=np.float64)
+        if P.shape != (Xt.shape[0], c):
+            raise ValueError(f"init must have shape ({Xt.shape[0]}, {c}), got {P.shape}.")
+        if not np.isfinite(P).all() or (P < 0).any():
+            raise ValueError("init must be finite and non-negative.")
+        return _check_rank(P.copy(), c, "init")
 
-    def predict(self, X=None):
-        """Target labels.
+    def predict(self, X):
+        """Class of new rows under the hard form of the objective.
+
+        Row ``x`` gets the class ``j`` minimising ``lam ||x - m2_j||^2 + (1 - lam)
+        ||W^T x - m_j||^2`` (target centres ``m2_j``, shared centres ``m_j``). The labels of
+        the training rows are in ``transduction_``.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n, n_features) or None, default=None
-            None returns the transductive labels ``labels_``. New target points get the class
-            minimising ``lam ||x - m2_j||^2 + (1 - lam) ||W^T x - m_j||^2`` (the hard form of
-            the objective).
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
-        labels : ndarray
+        labels : ndarray of shape (n_samples,)
+            Values of ``classes_``.
         """
-        check_is_fitted(self, "labels_")
-        if X is None:
-            return self.labels_.copy()
+        check_is_fitted(self, "transduction_")
         X = check_array(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features but the model was fitted on {self.n_features_in_}."
             )
-        lam = float(self.lam)
-        C2 = self.target_centers_
-        D = lam * (-2.0 * np.asarray(X @ C2.T) + np.sum(C2 ** 2, 1)[None, :])
-        Zx = np.asarray(X @ self.components_.T)
-        Cs = self.shared_centers_
-        D += (1 - lam) * (np.sum(Zx ** 2, 1)[:, None] - 2.0 * Zx @ Cs.T
-                          + np.sum(Cs ** 2, 1)[None, :])
+        D = _hard_costs(X, float(self.lam), self.target_centers_, self.components_,
+                        self.shared_centers_)
         return self.classes_[np.argmin(D, axis=1)]
 
 
 #: Paper names.
 LSSMTC = SharedSubspaceClustering
 LSSTTC = SharedSubspaceTransfer
-
-
-# ----------------------------------------------------------------------------- CLI demo
-def _demo(Xs, ys, random_state=0):
-    """Rows ``(method, [(nmi, ari, acc) per task])`` for the ``bregclust demo`` table.
-
-    LSSMTC (l=8, lambda=0.5) and its two ends: lambda=1 (per-task relaxed k-means) and
-    lambda=0 (ASI on all tasks together). LSSMTC uses one number of clusters for every task:
-    the largest number of classes among the tasks.
-    """
-    from .metrics import ari, clustering_accuracy, nmi
-
-    c = max(len(np.unique(y)) for y in ys)
-    l = int(min(8, Xs[0].shape[1]))
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for name, lam in (("LSSMTC", 0.5), ("LSSMTC lam=1 (KM)", 1.0), ("LSSMTC lam=0 (ASI)", 0.0)):
-            est = SharedSubspaceClustering(c, n_components=l, lam=lam,
-                                           random_state=random_state).fit(Xs)
-            rows.append((name, [(nmi(y, lab), ari(y, lab), clustering_accuracy(y, lab))
-                                for y, lab in zip(ys, est.labels_)]))
-    return rows

@@ -151,3 +151,40 @@ def test_demo_all_methods(capsys):
     for name in ("IND k-means", "MBC (sqeuclidean", "MBC (kl", "AGG (Ward", "LNKMTC", "LSKMTC",
                  "LSSMTC", "MTCMRL"):
         assert name in out, name
+
+
+def _two_task_files(tmp_path, seed=3):
+    rng = np.random.default_rng(seed)
+    files = []
+    for t in range(2):
+        X = np.vstack([rng.normal(0, 0.5, (25, 4)) + [4, 0, 0, 0],
+                       rng.normal(0, 0.5, (25, 4)) + [0, 4, 0, 0]])
+        files.append(tmp_path / f"k{t}.npy")
+        np.save(files[-1], X)
+    return [str(f) for f in files]
+
+
+def test_fit_kernel_mtc_takes_C_not_lam(tmp_path, capsys):
+    from bregclust.kernel_mtc import SpectralKernelMTC
+
+    files = _two_task_files(tmp_path)
+    Xs = [np.load(f) for f in files]
+    for C in (0.0, 10.0):
+        assert main(["fit", *files, "--method", "lskmtc", "-k", "2", "--C", str(C),
+                     "--quiet"]) == 0
+        ref = SpectralKernelMTC(2, C=C, random_state=0).fit(Xs).labels_
+        for t in range(2):
+            np.testing.assert_array_equal(np.loadtxt(tmp_path / f"k{t}.labels.txt", dtype=int),
+                                          ref[t])
+    assert main(["fit", *files, "--method", "lskmtc", "-k", "2", "--lam", "10"]) == 2
+    assert "lskmtc has no lam; its MMD weight is --C" in capsys.readouterr().err
+    assert main(["fit", *files, "--method", "mbc", "-k", "2", "--C", "10"]) == 2
+    assert "--C is the MMD weight of lskmtc; mbc does not take it" in capsys.readouterr().err
+
+
+def test_fit_n_clusters_per_task_errors(tmp_path, capsys):
+    files = _two_task_files(tmp_path)
+    assert main(["fit", *files, "--method", "mbc", "-k", "2,2,2"]) == 2
+    assert "--n-clusters has 3 entries but there are 2 tasks" in capsys.readouterr().err
+    assert main(["fit", *files, "--method", "mbc", "-k", "two"]) == 2
+    assert "--n-clusters must be an int or comma-separated ints" in capsys.readouterr().err

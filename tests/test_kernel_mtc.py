@@ -374,12 +374,15 @@ def test_malsar_rec_vs_talk_runs_sparse():
 
 
 def test_cli_demo_rows():
-    from bregclust.kernel_mtc import _demo
+    from bregclust.demo import demo_kernel_mtc, scores
+    from bregclust.metrics import clustering_accuracy, nmi
 
     Xs, ys = _tasks((40, 36), n_classes=2, seed=19)
-    rows = _demo(Xs, ys, 0)
+    rows = demo_kernel_mtc(Xs, ys, 0)
     assert [name for name, _ in rows] == ["LNKMTC0", "LNKMTC", "LSKMTC0", "LSKMTC"]
-    for _, per_task in rows:
-        assert len(per_task) == 2
-        for nmi_, ari_, acc_ in per_task:
-            assert 0 <= nmi_ <= 1 and -1 <= ari_ <= 1 and 0 <= acc_ <= 1
+    # the demo row is exactly the estimator it names, scored by the one scores helper
+    ref = SpectralKernelMTC(2, C=100.0, b=1, n_eigenvectors=30, random_state=0).fit(Xs)
+    assert rows[3][1] == scores(ys, ref.labels_)
+    assert rows[3][1][1] == (nmi(ys[1], ref.labels_[1]), pytest.approx(1.0),
+                             clustering_accuracy(ys[1], ref.labels_[1]))
+    assert rows[3][1][1][2] == 1.0  # task 1 is recovered exactly

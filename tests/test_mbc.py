@@ -233,8 +233,7 @@ ALL_DIVERGENCES = [n for n in list_divergences() if n in BUILTINS] + [CUSTOM]
 @pytest.mark.parametrize("marginals", ["uniform", "empirical"])
 @pytest.mark.parametrize("n_tasks", [2, 3])
 @pytest.mark.parametrize("name", ALL_DIVERGENCES)
-def test_objective_never_increases(monkeypatch, name, n_tasks, marginals):
-    monkeypatch.setattr(mbc, "_TRACE_BLOCKS", True)
+def test_objective_never_increases(name, n_tasks, marginals):
     rng = np.random.default_rng(zlib.crc32(f"{name}{n_tasks}{marginals}".encode()))
     Xs, _ = _tasks(rng, sizes=(50, 40, 30)[:n_tasks], positive=_needs_positive(name))
     for lam in (0.1, 3.0):
@@ -244,8 +243,8 @@ def test_objective_never_increases(monkeypatch, name, n_tasks, marginals):
                                          random_state=int(lam * 10))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            est.fit(Xs)
-        blocks = np.array([v for _, v in est._block_history])
+            est.fit(Xs, trace=True)
+        blocks = np.array([v for _, v in est.block_history_])
         assert len(blocks) >= 4
         assert np.all(np.diff(blocks) <= 1e-10 * np.abs(blocks[:-1]) + 1e-13), (lam, blocks)
         hist = np.asarray(est.objective_history_)
@@ -464,9 +463,10 @@ def test_bad_input_messages():
 # ------------------------------------------------------------------------- real data and demo
 def test_demo_rows_on_bundled_digits():
     from bregclust.datasets import make_digits_tasks
+    from bregclust.demo import demo_mbc
 
     b = make_digits_tasks()
-    rows = mbc._demo(b.Xs, b.ys, 0)
+    rows = demo_mbc(b.Xs, b.ys, 0, divergences=("sqeuclidean",))
     assert [r[0].split()[0] for r in rows] == ["IND", "MBC"]
     for _, per_task in rows:
         assert len(per_task) == len(b.Xs)
@@ -475,14 +475,13 @@ def test_demo_rows_on_bundled_digits():
 
 
 @pytest.mark.data
-def test_real_data_tr11_runs_monotone(monkeypatch):
+def test_real_data_tr11_runs_monotone():
     require_data("cluto_docs/tr11.mat")
     from bregclust.datasets import load_mbc_tasks
     from bregclust.metrics import nmi
 
-    monkeypatch.setattr(mbc, "_TRACE_BLOCKS", True)
     b = load_mbc_tasks("tr11")
-    est = MultitaskBregmanClustering([7, 7], lam=0.5, random_state=0).fit(b.Xs)
-    blocks = np.array([v for _, v in est._block_history])
+    est = MultitaskBregmanClustering([7, 7], lam=0.5, random_state=0).fit(b.Xs, trace=True)
+    blocks = np.array([v for _, v in est.block_history_])
     assert np.all(np.diff(blocks) <= 1e-10 * blocks[:-1])
     assert min(nmi(y, l) for y, l in zip(b.ys, est.labels_)) > 0.3

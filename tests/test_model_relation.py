@@ -326,9 +326,9 @@ def test_bad_parameters():
         ModelRelationClustering([3, 1000]).fit(Xs)
     with pytest.raises(TypeError, match="n_clusters must be an int or a sequence"):
         ModelRelationClustering(2.5).fit(Xs)
-    with pytest.raises(ValueError, match="init must be 'k-means', 'random'"):
+    with pytest.raises(ValueError, match=r"init must be .k-means\+\+., .random."):
         ModelRelationClustering(3, init="kmeans++").fit(Xs)
-    with pytest.raises(ValueError, match="init labels for task 1 must lie in 0..2"):
+    with pytest.raises(ValueError, match=r"init labels for task 1 must lie in \[0, 2\]"):
         ModelRelationClustering(3, init=[np.zeros(36, int), np.full(36, 3)]).fit(Xs)
     with pytest.raises(ValueError, match="max_iter must be >= 1"):
         ModelRelationClustering(3, max_iter=0).fit(Xs)

@@ -44,6 +44,15 @@ def _soft_init(ys, c, seed=0):
     return [np.eye(c)[y] + 0.2 + 0.3 * rng.uniform(size=(y.size, c)) for y in ys]
 
 
+def _semi(X_source, y_source, X_target):
+    """Source and target rows stacked with ``y == -1`` on the target (semi-supervised form)."""
+    stack = sp.vstack if sp.issparse(X_source) else np.vstack
+    y_source = np.asarray(y_source)
+    fill = "-1" if y_source.dtype.kind in "US" else -1
+    return stack([X_source, X_target]), np.concatenate(
+        [y_source, np.full(X_target.shape[0], fill)])
+
+
 def _run(Xs, P0, lam, l, n_iter, *, update=None, within=None, trace=False, solver="auto"):
     m = len(Xs)
     basis = _SpanBasis(_stack(Xs))
@@ -218,8 +227,8 @@ def test_transfer_source_equals_target_is_perfect():
     centres = 4.0 * rng.normal(size=(4, 20))
     X, y = _blobs(rng, 30, centres)
     names = np.array(["course", "faculty", "project", "student"])
-    clf = SharedSubspaceTransfer(n_components=5, lam=0.5).fit(X, names[y], X.copy())
-    np.testing.assert_array_equal(clf.predict(), names[y])
+    clf = SharedSubspaceTransfer(n_components=5, lam=0.5).fit(*_semi(X, names[y], X.copy()))
+    np.testing.assert_array_equal(clf.transduction_, np.concatenate([names[y], names[y]]))
     np.testing.assert_array_equal(clf.classes_, names)
     np.testing.assert_array_equal(clf.predict(X), names[y])
     W = clf.components_.T
@@ -236,9 +245,14 @@ def test_transfer_cluster_j_is_source_class_j_on_a_shifted_target():
     Xs_, ys_ = _blobs(rng, 20, centres, noise=0.6)
     Xt, yt = _blobs(rng, 15, centres, noise=0.6, shift=[1.0, 1.0, 2.0])
     names = np.array(["zeta", "alpha", "mu"])  # class order is np.unique order, not data order
-    clf = SharedSubspaceTransfer(n_components=2, lam=0.25).fit(Xs_, names[ys_], Xt)
+    clf = SharedSubspaceTransfer(n_components=2, lam=0.25).fit(*_semi(Xs_, names[ys_], Xt))
     np.testing.assert_array_equal(clf.classes_, ["alpha", "mu", "zeta"])
-    np.testing.assert_array_equal(clf.predict(), names[yt])
+    np.testing.assert_array_equal(clf.transduction_[len(ys_):], names[yt])
+    # interleaving source and target rows changes nothing
+    X, y = _semi(Xs_, names[ys_], Xt)
+    perm = np.random.default_rng(0).permutation(len(y))
+    mixed = SharedSubspaceTransfer(n_components=2, lam=0.25).fit(X[perm], y[perm])
+    np.testing.assert_array_equal(mixed.transduction_, clf.transduction_[perm])
 
 
 def test_transfer_matches_naive_with_fixed_source():
@@ -263,10 +277,11 @@ def test_transfer_sparse_equals_dense():
     ys_ = rng.integers(0, 2, size=50)
     kw = dict(n_components=10, lam=0.5, max_iter=8, tol=0.0)
     with pytest.warns(ConvergenceWarning, match="LSSTTC stopped"):
-        a = SharedSubspaceTransfer(**kw).fit(Xs_, ys_, Xt)
-        b = SharedSubspaceTransfer(**kw).fit(sp.csr_matrix(Xs_), ys_, sp.csr_matrix(Xt))
+        a = SharedSubspaceTransfer(**kw).fit(*_semi(Xs_, ys_, Xt))
+        b = SharedSubspaceTransfer(**kw).fit(*_semi(sp.csr_matrix(Xs_), ys_, sp.csr_matrix(Xt)))
     np.testing.assert_allclose(a.membership_, b.membership_, rtol=1e-6, atol=1e-10)
-    np.testing.assert_array_equal(a.predict(), b.predict())
+    np.testing.assert_array_equal(a.transduction_, b.transduction_)
+    np.testing.assert_array_equal(a.predict(Xt), b.predict(sp.csr_matrix(Xt)))
 
 
 # ------------------------------------------------------------------ bad input
@@ -276,36 +291,42 @@ def test_bad_input_messages():
     X1, X2 = rng.normal(size=(20, 5)), rng.normal(size=(20, 6))
     with pytest.raises(ValueError, match="share one feature space.*task 1 has 6"):
         SharedSubspaceClustering(2).fit([X1, X2])
-    with pytest.raises(ValueError, match="share one feature space"):
-        SharedSubspaceTransfer(n_components=2).fit(X1, np.arange(20) % 2, X2)
     with pytest.raises(ValueError, match=r"n_components=6 exceeds the rank 5"):
         SharedSubspaceClustering(2, n_components=6, random_state=0).fit([X1, X1])
     low_rank = np.outer(rng.normal(size=20), rng.normal(size=5))
     with pytest.raises(ValueError, match=r"n_components=2 exceeds the rank 1"):
-        SharedSubspaceTransfer(n_components=2).fit(low_rank, np.arange(20) % 2, low_rank)
+        SharedSubspaceTransfer(n_components=2).fit(*_semi(low_rank, np.arange(20) % 2, low_rank))
     with pytest.raises(ValueError, match="lam must be <= 1"):
         SharedSubspaceClustering(2, lam=1.5).fit([X1])
-    with pytest.raises(ValueError, match="larger than the 20 samples of task 0"):
+    with pytest.raises(ValueError, match="n_clusters=25 for task 0 is larger than n_samples=20"):
         SharedSubspaceClustering(25).fit([X1])
-    with pytest.raises(ValueError, match=r"init\[1\] must have shape \(20, 2\)"):
+    with pytest.raises(TypeError, match="n_clusters must be an int or a sequence"):
+        SharedSubspaceClustering(2.0).fit([X1])
+    with pytest.raises(ValueError, match="needs one number of clusters for every task"):
+        SharedSubspaceClustering([2, 3]).fit([X1, X1])
+    with pytest.raises(ValueError, match=r"init for task 1 must have shape .* \(20, 2\)"):
         SharedSubspaceClustering(2, init=[rng.uniform(size=(20, 2)),
                                           rng.uniform(size=(19, 2))]).fit([X1, X1])
     with pytest.raises(ValueError, match=r"init\[0\] has rank < n_clusters=2"):
         SharedSubspaceClustering(2, init=[np.ones((20, 2))]).fit([X1])
-    with pytest.raises(ValueError, match="init must be 'k-means', 'random'"):
+    with pytest.raises(ValueError, match=r"init must be 'k-means\+\+', 'random'"):
         SharedSubspaceClustering(2, init="spectral").fit([X1])
     y = np.array(["a", "b"] * 10)
     with pytest.raises(ValueError, match="do not cover the classes.*'c'"):
-        SharedSubspaceTransfer(n_components=2, classes=["a", "b", "c"]).fit(X1, y, X1)
+        SharedSubspaceTransfer(n_components=2, classes=["a", "b", "c"]).fit(*_semi(X1, y, X1))
     with pytest.raises(ValueError, match="labels not in classes"):
-        SharedSubspaceTransfer(n_components=2, classes=["a"]).fit(X1, y, X1)
+        SharedSubspaceTransfer(n_components=2, classes=["a"]).fit(*_semi(X1, y, X1))
     with pytest.raises(ValueError, match="at least 2 classes"):
-        SharedSubspaceTransfer(n_components=2).fit(X1, np.zeros(20), X1)
-    with pytest.raises(ValueError, match="one label per source row"):
-        SharedSubspaceTransfer(n_components=2).fit(X1, y[:-1], X1)
+        SharedSubspaceTransfer(n_components=2).fit(*_semi(X1, np.zeros(20), X1))
+    with pytest.raises(ValueError, match="one label per row of X"):
+        SharedSubspaceTransfer(n_components=2).fit(X1, y[:-1])
+    with pytest.raises(ValueError, match="no unlabelled rows; mark the target rows with -1"):
+        SharedSubspaceTransfer(n_components=2).fit(X1, y)
+    with pytest.raises(ValueError, match="no labelled rows"):
+        SharedSubspaceTransfer(n_components=2).fit(X1, np.full(20, -1))
     with pytest.raises(TypeError, match="list of 2-D arrays"):
         SharedSubspaceClustering(2).fit(X1)
-    clf = SharedSubspaceTransfer(n_components=2).fit(X1, y, X1)
+    clf = SharedSubspaceTransfer(n_components=2).fit(*_semi(X1, y, X1))
     with pytest.raises(ValueError, match="X has 6 features"):
         clf.predict(X2)
 

@@ -1,0 +1,232 @@
+"""The rows of ``bregclust demo``: every method on the same related tasks, one scores helper.
+
+Each ``demo_*`` function takes the tasks ``Xs``, their true labels ``ys`` and a seed and returns
+rows ``(method name, [(nmi, ari, accuracy) per task])``. :data:`DEMOS` lists them in the order
+the command prints them. The estimators themselves hold no evaluation code.
+"""
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+
+from .agglomerative import AgglomerativeBregman
+from .divergences import get_divergence
+from .kernel_mtc import NonparametricKernelMTC, SpectralKernelMTC
+from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
+from .mbc import MultitaskBregmanClustering
+from .metrics import clustering_scores
+from .model_relation import ModelRelationClustering
+from .shared_subspace import SharedSubspaceClustering
+
+__all__ = ["DEMOS", "scores", "demo_ind", "demo_mbc", "demo_agglomerative", "demo_kernel_mtc",
+           "demo_shared_subspace", "demo_model_relation"]
+
+
+def scores(ys, labels):
+    """NMI, ARI and clustering accuracy of every task.
+
+    Parameters
+    ----------
+    ys : list of ndarray
+        True labels per task.
+    labels : list of ndarray
+        Predicted labels per task.
+
+    Returns
+    -------
+    per_task : list of (float, float, float)
+        ``(nmi, ari, accuracy)`` for each task.
+    """
+    out = []
+    for y, lab in zip(ys, labels):
+        s = clustering_scores(y, lab)
+        out.append((float(s["nmi"]), float(s["ari"]), float(s["accuracy"])))
+    return out
+
+
+def _n_classes(ys):
+    return [int(np.unique(y).size) for y in ys]
+
+
+def demo_ind(Xs, ys, random_state=0):
+    """IND baseline: :class:`~bregclust.BregmanKMeans` per task, best of 5, sqeuclidean and kl.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+        The tasks.
+    ys : list of ndarray
+        True labels per task; ``K_t`` is their number of classes.
+    random_state : int, default=0
+
+    Returns
+    -------
+    rows : list of (str, list of (nmi, ari, accuracy))
+    """
+    rows = []
+    for div in ("sqeuclidean", "kl"):
+        labels = [BregmanKMeans(k, divergence=div, n_init=5, random_state=random_state)
+                  .fit(X).labels_ for X, k in zip(Xs, _n_classes(ys))]
+        rows.append((f"IND k-means ({div}), best of 5", scores(ys, labels)))
+    return rows
+
+
+def _mbc_pair(Xs, ys, random_state, lam, divergence):
+    div = get_divergence(divergence)
+    Ks = _n_classes(ys)
+    beta = 0.0 if div.domain == "real" else 1.0
+    rng = check_random_state(random_state)
+    init = [bregman_kmeans_plusplus(X, k, div, random_state=rng, smoothing=beta)[0]
+            for X, k in zip(Xs, Ks)]
+    rows = []
+    for name, lam_ in ((f"IND ({div.name} k-means)", 0.0), (f"MBC ({div.name}, lam={lam:g})", lam)):
+        est = MultitaskBregmanClustering(Ks, divergence=div, lam=lam_, init=init,
+                                         random_state=random_state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            est.fit(Xs)
+        rows.append((name, scores(ys, est.labels_)))
+    return rows
+
+
+def demo_mbc(Xs, ys, random_state=0, *, lam=0.5, divergences=("sqeuclidean", "kl")):
+    """IND (``lam=0``) and MBC from the same k-means++ centres, for each divergence.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+    ys : list of ndarray
+    random_state : int, default=0
+    lam : float, default=0.5
+        MBC's task-coupling weight.
+    divergences : tuple of str, default=("sqeuclidean", "kl")
+
+    Returns
+    -------
+    rows : list of (str, list of (nmi, ari, accuracy))
+        Two rows (IND then MBC) per divergence.
+    """
+    rows = []
+    for divergence in divergences:
+        rows += _mbc_pair(Xs, ys, random_state, lam, divergence)
+    return rows
+
+
+def demo_agglomerative(Xs, ys, random_state=0):
+    """Agglomerative Bregman clustering per task (Ward and kl), cut at the number of classes.
+
+    The trees are deterministic, so ``random_state`` is unused (kept for the common
+    signature).
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+    ys : list of ndarray
+    random_state : int, default=0
+
+    Returns
+    -------
+    rows : list of (str, list of (nmi, ari, accuracy))
+    """
+    rows = []
+    for name, model in (("AGG (Ward = sqeuclidean)", "sqeuclidean"), ("AGG (kl)", "kl")):
+        labels = [AgglomerativeBregman(k, model=model).fit(X).labels_
+                  for X, k in zip(Xs, _n_classes(ys))]
+        rows.append((name, scores(ys, labels)))
+    return rows
+
+
+def demo_kernel_mtc(Xs, ys, random_state=0):
+    """LNKMTC (b=30) and LSKMTC (b=1, r=30) with C=100 and their C=0 variants.
+
+    The paper's graph (cosine, k=10); ``joint`` when every task has the same number of
+    classes, otherwise each task is clustered on its own rows of the factor.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+    ys : list of ndarray
+    random_state : int, default=0
+
+    Returns
+    -------
+    rows : list of (str, list of (nmi, ari, accuracy))
+    """
+    ks = _n_classes(ys)
+    joint = len(set(ks)) == 1
+    n_clusters = ks[0] if joint else ks
+    n = sum(np.asarray(y).shape[0] for y in ys)
+    b_ln = min(30, n - 2)
+    r = min(30, n - 2)
+    methods = [
+        ("LNKMTC0", NonparametricKernelMTC(n_clusters, C=0.0, b=b_ln, joint=joint,
+                                           random_state=random_state)),
+        ("LNKMTC", NonparametricKernelMTC(n_clusters, C=100.0, b=b_ln, joint=joint,
+                                          random_state=random_state)),
+        ("LSKMTC0", SpectralKernelMTC(n_clusters, C=0.0, b=1, n_eigenvectors=r, joint=joint,
+                                      random_state=random_state)),
+        ("LSKMTC", SpectralKernelMTC(n_clusters, C=100.0, b=1, n_eigenvectors=r, joint=joint,
+                                     random_state=random_state)),
+    ]
+    return [(name, scores(ys, est.fit(Xs).labels_)) for name, est in methods]
+
+
+def demo_shared_subspace(Xs, ys, random_state=0):
+    """LSSMTC (l=8, lambda=0.5) and its two ends, lambda=1 (k-means) and lambda=0 (ASI).
+
+    LSSMTC uses one number of clusters for every task: the largest number of classes.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+    ys : list of ndarray
+    random_state : int, default=0
+
+    Returns
+    -------
+    rows : list of (str, list of (nmi, ari, accuracy))
+    """
+    c = max(_n_classes(ys))
+    l = int(min(8, Xs[0].shape[1]))
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for name, lam in (("LSSMTC", 0.5), ("LSSMTC lam=1 (KM)", 1.0), ("LSSMTC lam=0 (ASI)", 0.0)):
+            est = SharedSubspaceClustering(c, n_components=l, lam=lam,
+                                           random_state=random_state).fit(Xs)
+            rows.append((name, scores(ys, est.labels_)))
+    return rows
+
+
+def demo_model_relation(Xs, ys, random_state=0):
+    """SNMF, SNMF+LR and MTCMRL from the same k-means start, cosine similarity.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+    ys : list of ndarray
+    random_state : int, default=0
+
+    Returns
+    -------
+    rows : list of (str, list of (nmi, ari, accuracy))
+    """
+    hs = _n_classes(ys)
+    settings = [("SNMF (cosine)", dict(lam=0.0, alpha=0.0, beta=0.0)),
+                ("SNMF+LR (lam=4)", dict(lam=4.0, alpha=0.0, beta=0.0)),
+                ("MTCMRL (lam=alpha=4)", dict(lam=4.0, alpha=4.0, beta=0.5))]
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for name, kw in settings:
+            est = ModelRelationClustering(hs, mu=0.5, random_state=random_state, **kw).fit(Xs)
+            rows.append((name, scores(ys, est.labels_)))
+    return rows
+
+
+#: ``(group name, function)`` in the order ``bregclust demo`` prints them.
+DEMOS = [("IND", demo_ind), ("MBC", demo_mbc), ("Agglomerative", demo_agglomerative),
+         ("KernelMTC", demo_kernel_mtc), ("LSSMTC", demo_shared_subspace),
+         ("MTCMRL", demo_model_relation)]

@@ -1,0 +1,310 @@
+"""The contract of bregclust._multitask, run over every multi-task estimator.
+
+Small synthetic tasks (two well separated clusters per task, directions distinct so the cosine
+graph of the kernel methods separates them too) keep the whole file to a few seconds.
+"""
+
+import copy
+import numbers
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
+
+from bregclust import (
+    LNKMTC,
+    LSKMTC,
+    LSSMTC,
+    ModelRelationClustering,
+    MultitaskBregmanClustering,
+)
+from bregclust._multitask import Interval, Options, check_params, per_task
+
+#: estimator class and small-problem parameters
+ESTIMATORS = {
+    "mbc": (MultitaskBregmanClustering, dict(lam=0.5)),
+    # joint=False: on these perfectly separated tasks the joint kernel k-means groups the
+    # four (task, cluster) components by task; per-task kernel k-means recovers the clusters
+    "lnkmtc": (LNKMTC, dict(b=4, n_neighbors=5, joint=False)),
+    "lskmtc": (LSKMTC, dict(b=1, n_eigenvectors=4, n_neighbors=5, joint=False)),
+    "mtcmrl": (ModelRelationClustering, dict(max_iter=60)),
+    "lssmtc": (LSSMTC, dict(n_components=2)),
+}
+NAMES = list(ESTIMATORS)
+#: the methods whose fitting loop never increases its objective
+MONOTONE = {"mbc", "mtcmrl", "lssmtc"}
+#: the methods with a deprecated spelling of "k-means++"
+ALIASED = {"mtcmrl", "lssmtc"}
+
+
+def _tasks(seed=0, sizes=((12, 10), (9, 11))):
+    rng = np.random.default_rng(seed)
+    Xs, ys = [], []
+    for t, (a, b) in enumerate(sizes):
+        c0 = np.array([4.0, 0.5, 0.5, 0.5]) + 0.2 * t
+        c1 = np.array([0.5, 4.0, 0.5, 0.5]) + 0.2 * t
+        X = np.vstack([c0 + 0.3 * rng.random((a, 4)), c1 + 0.3 * rng.random((b, 4))])
+        Xs.append(X)
+        ys.append(np.repeat([0, 1], [a, b]))
+    return Xs, ys
+
+
+def _fit(est, Xs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(Xs)
+
+
+def _make(name, k=2, **kw):
+    cls, params = ESTIMATORS[name]
+    est = cls(k, **{"random_state": 0, **params, **kw})
+    return est
+
+
+# ------------------------------------------------------------------------- task validation
+@pytest.mark.parametrize("name", NAMES)
+def test_task_list_validation(name):
+    Xs, _ = _tasks()
+    est = _make(name)
+    with pytest.raises(TypeError, match="got a dict; pass the tasks as a list"):
+        est.fit({"a": Xs[0], "b": Xs[1]})
+    with pytest.raises(TypeError, match="got a str"):
+        est.fit("tasks.npy")
+    with pytest.raises(TypeError, match="got a single matrix; wrap it as \\[X\\]"):
+        est.fit(Xs[0])
+    with pytest.raises(TypeError, match="Xs must be a list of 2-D arrays"):
+        est.fit(3)
+    with pytest.raises(ValueError, match="Xs is empty"):
+        est.fit([])
+    with pytest.raises(ValueError, match="share one feature space"):
+        est.fit([Xs[0], Xs[1][:, :3]])
+
+
+# ------------------------------------------------------------------------- n_clusters
+@pytest.mark.parametrize("name", NAMES)
+def test_n_clusters_int_equals_repeated_list(name):
+    Xs, ys = _tasks()
+    a = _fit(_make(name, 2), Xs)
+    b = _fit(_make(name, [2, 2]), Xs)
+    for la, lb, y in zip(a.labels_, b.labels_, ys):
+        np.testing.assert_array_equal(la, lb)
+        assert adjusted_rand_score(y, la) == 1.0  # the tasks are easy: every method recovers them
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_n_clusters_per_task(name):
+    Xs, _ = _tasks()
+    if name == "lssmtc":  # cluster j is one shared centre: one K for all tasks
+        with pytest.raises(ValueError, match="needs one number of clusters for every task"):
+            _fit(_make(name, [2, 3]), Xs)
+        return
+    est = _fit(_make(name, [2, 3]), Xs)
+    assert int(est.labels_[0].max()) <= 1 and int(est.labels_[1].max()) <= 2
+    if hasattr(est, "n_clusters_"):
+        assert est.n_clusters_ == [2, 3]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_n_clusters_errors(name):
+    Xs, _ = _tasks()
+    with pytest.raises(ValueError, match="n_clusters has 3 entries but there are 2 tasks"):
+        _fit(_make(name, [2, 2, 2]), Xs)
+    with pytest.raises(TypeError, match="n_clusters must be an int or a sequence of 2 ints"):
+        _fit(_make(name, 2.0), Xs)
+    with pytest.raises(TypeError, match="n_clusters must be an int or a sequence"):
+        _fit(_make(name, "2"), Xs)
+    with pytest.raises(TypeError, match="n_clusters for task 1 must be an int"):
+        _fit(_make(name, [2, 2.5]), Xs)
+    with pytest.raises(ValueError, match="n_clusters=0 for task 0 is larger|must be >= 1"):
+        _fit(_make(name, 0), Xs)
+
+
+# ------------------------------------------------------------------------- init vocabulary
+@pytest.mark.parametrize("init", ["k-means++", "random"])
+@pytest.mark.parametrize("name", NAMES)
+def test_init_strings(name, init):
+    Xs, ys = _tasks()
+    est = _fit(_make(name, init=init), Xs)
+    assert min(adjusted_rand_score(y, lab) for y, lab in zip(ys, est.labels_)) == 1.0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_init_labels_and_centres(name):
+    Xs, ys = _tasks()
+    labels = [y.copy() for y in ys]
+    centres = [np.vstack([X[y == z].mean(axis=0) for z in range(2)]) for X, y in zip(Xs, ys)]
+    before = copy.deepcopy((labels, centres))
+    by_labels = _fit(_make(name, init=labels), Xs)
+    by_centres = _fit(_make(name, init=centres), Xs)
+    for lab_a, lab_b, y in zip(by_labels.labels_, by_centres.labels_, ys):
+        np.testing.assert_array_equal(lab_a, y)  # starting at the truth, they stay there
+        np.testing.assert_array_equal(lab_b, y)
+    for a, b in zip(before[0] + before[1], labels + centres):
+        np.testing.assert_array_equal(a, b)  # init arrays are not modified
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_init_mixed_per_task_and_errors(name):
+    Xs, ys = _tasks()
+    est = _fit(_make(name, init=["k-means++", ys[1]]), Xs)
+    np.testing.assert_array_equal(est.labels_[1], ys[1])
+    if "joint" in est.get_params():
+        with pytest.raises(ValueError, match="joint=True .* needs one kind of init"):
+            _fit(_make(name, init=["k-means++", ys[1]], joint=True), Xs)
+        joint = _fit(_make(name, init=ys, joint=True), Xs)
+        assert all(np.array_equal(a, y) for a, y in zip(joint.labels_, ys))
+    with pytest.raises(ValueError, match="init must be 'k-means\\+\\+', 'random'"):
+        _fit(_make(name, init="spectral"), Xs)
+    with pytest.raises(ValueError, match="init has 1 entries but there are 2 tasks"):
+        _fit(_make(name, init=[ys[0]]), Xs)
+    with pytest.raises(ValueError, match=r"init labels for task 1 must lie in \[0, 1\]"):
+        _fit(_make(name, init=[ys[0], ys[1] + 1]), Xs)
+    with pytest.raises(ValueError, match="init labels for task 0 must be 22 integers"):
+        _fit(_make(name, init=[ys[0][:-1], ys[1]]), Xs)
+    with pytest.raises(ValueError, match="init .*for task 1 must have shape"):
+        _fit(_make(name, init=[ys[0], np.ones((3, 3))]), Xs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deprecated_init_alias(name):
+    Xs, _ = _tasks()
+    if name not in ALIASED:
+        with pytest.raises(ValueError, match="init must be 'k-means\\+\\+'"):
+            _fit(_make(name, init="k-means"), Xs)
+        return
+    new = _fit(_make(name, init="k-means++"), Xs)
+    with pytest.warns(FutureWarning,
+                      match="init='k-means' is deprecated; use init='k-means\\+\\+'"):
+        old = _fit(_make(name, init="k-means"), Xs)
+    for a, b in zip(old.labels_, new.labels_):
+        np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------------- fitted state
+@pytest.mark.parametrize("name", NAMES)
+def test_fitted_attributes_and_history(name):
+    Xs, _ = _tasks()
+    est = _fit(_make(name), Xs)
+    assert est.n_tasks_ == 2 and est.n_features_in_ == 4
+    assert isinstance(est.labels_, list) and len(est.labels_) == est.n_tasks_
+    for lab, X in zip(est.labels_, Xs):
+        assert lab.dtype == np.int64 and lab.shape == (X.shape[0],)
+    h = est.objective_history_
+    assert isinstance(h, np.ndarray) and h.ndim == 1 and h.dtype == np.float64 and h.size >= 1
+    assert np.isfinite(h).all()
+    if name in MONOTONE:
+        assert h.size >= 2
+        assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1]) + 1e-13)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fit_predict_is_labels(name):
+    Xs, _ = _tasks()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        labels = _make(name).fit_predict(Xs)
+    ref = _fit(_make(name), Xs).labels_
+    assert isinstance(labels, list)
+    for a, b in zip(labels, ref):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("name", NAMES)
+def test_inputs_never_modified(name, sparse):
+    Xs, _ = _tasks()
+    if sparse:
+        Xs = [sp.csr_matrix(X) for X in Xs]
+    before = copy.deepcopy(Xs)
+    est = _make(name)
+    params = copy.deepcopy(est.get_params())
+    _fit(est, Xs)
+    for a, b in zip(before, Xs):
+        if sparse:
+            assert (a != b).nnz == 0 and b.format == "csr"
+        else:
+            np.testing.assert_array_equal(a, b)
+    assert str(est.get_params()) == str(params)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pickle_and_clone(name):
+    Xs, _ = _tasks()
+    est = _fit(_make(name), Xs)
+    again = pickle.loads(pickle.dumps(est))
+    new = np.vstack([Xs[1][:3], Xs[1][-3:]])
+    np.testing.assert_array_equal(again.predict(new, task=1), est.predict(new, task=1))
+    for a, b in zip(again.labels_, est.labels_):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(again.objective_history_, est.objective_history_)
+    twin = _fit(clone(est), Xs)
+    for a, b in zip(twin.labels_, est.labels_):
+        np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------------- predict
+@pytest.mark.parametrize("name", NAMES)
+def test_predict_with_task(name):
+    Xs, ys = _tasks()
+    est = _fit(_make(name), Xs)
+    for t in range(2):
+        # the training rows of a task get (almost all) their fitted labels back
+        assert np.mean(est.predict(Xs[t], task=t) == est.labels_[t]) >= 0.9
+    with pytest.raises(ValueError, match="pass task=t"):
+        est.predict(Xs[0])
+    with pytest.raises(ValueError, match=r"task must be in \[0, 1\], got 2"):
+        est.predict(Xs[0], task=2)
+    with pytest.raises(TypeError, match="task must be an int"):
+        est.predict(Xs[0], task="0")
+    with pytest.raises(ValueError, match="X has 3 features, but the model was fitted with 4"):
+        est.predict(Xs[0][:, :3], task=0)
+
+
+# ------------------------------------------------------------------------- constraint tables
+@pytest.mark.parametrize("name", NAMES)
+def test_constraint_table(name):
+    Xs, _ = _tasks()
+    with pytest.raises(ValueError, match="max_iter must be >= 1, got 0"):
+        _fit(_make(name, max_iter=0), Xs)
+    with pytest.raises(TypeError, match="max_iter must be a Integral, got 2.5"):
+        _fit(_make(name, max_iter=2.5), Xs)
+    with pytest.raises(ValueError, match="tol must be >= 0"):
+        _fit(_make(name, tol=-1.0), Xs)
+    with pytest.raises(ValueError, match="tol must be finite"):
+        _fit(_make(name, tol=np.inf), Xs)
+
+
+def test_check_params_helper():
+    class Est:
+        a = 0.5
+        mode = "auto"
+        flag = None
+
+    table = {"a": [Interval(numbers.Real, 0.0, 1.0)],
+             "mode": [Options("auto"), Interval(numbers.Integral, 1)],
+             "flag": [None, dict]}
+    check_params(Est(), table)
+    est = Est()
+    est.mode = "fast"
+    with pytest.raises(ValueError, match="mode must be 'auto' or an int >= 1, got 'fast'"):
+        check_params(est, table)
+    est.mode, est.a = 3, 1.5
+    with pytest.raises(ValueError, match="a must be <= 1.0, got 1.5"):
+        check_params(est, table)
+    est.a, est.flag = 0.5, []
+    with pytest.raises(TypeError, match="flag must be a dict or None"):
+        check_params(est, table)
+
+
+def test_per_task_helper():
+    assert per_task(3, 2, name="k") == [3, 3]
+    assert per_task([1, 2], 2, name="k") == [1, 2]
+    with pytest.raises(ValueError, match="k has 1 entries but there are 2 tasks"):
+        per_task([1], 2, name="k")
+    with pytest.raises(TypeError, match="k must be an int or a sequence of 2 ints"):
+        per_task({"a": 1}, 2, name="k")
