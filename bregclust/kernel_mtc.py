@@ -38,7 +38,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import DomainError, check_n_clusters, check_scalar, check_tasks
+from ._validation import DomainError, check_finite, check_n_clusters, check_scalar, check_tasks
 from .divergences import Divergence, get_divergence
 from .kmeans import BregmanKMeans
 
@@ -653,6 +653,7 @@ def kernel_kmeans(K, n_clusters, *, n_init=10, max_iter=300, random_state=None):
     K = np.asarray(K, dtype=np.float64)
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"K must be a square 2-D array, got shape {K.shape}.")
+    check_finite(K, name="K")
     n = K.shape[0]
     n_clusters = check_n_clusters(n_clusters, n)
     n_init = check_scalar(n_init, "n_init", kind=numbers.Integral, lo=1)
@@ -783,6 +784,8 @@ class _BaseKernelMTC(ClusterMixin, BaseEstimator):
             Return only the block of one task.
         """
         check_is_fitted(self, "embedding_")
+        if task is not None:
+            check_scalar(task, "task", kind=numbers.Integral, lo=0, hi=len(self.task_sizes_) - 1)
         F = self.embedding_ if task is None else _split(self.embedding_, self.task_sizes_)[task]
         return F @ F.T
 

@@ -89,9 +89,7 @@ def project_simplex(v, radius=1.0):
         raise ValueError(f"project_simplex needs a non-empty 1-D vector, got shape {v.shape}.")
     if not np.isfinite(v).all():
         raise ValueError("project_simplex needs finite values; v contains NaN or infinity.")
-    radius = float(radius)
-    if not radius > 0:
-        raise ValueError(f"radius must be > 0, got {radius!r}.")
+    radius = float(check_scalar(radius, "radius", lo=0.0, lo_closed=False, finite=True))
     return _project_simplex(v, radius)
 
 
