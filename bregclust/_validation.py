@@ -23,6 +23,8 @@ __all__ = [
     "check_smoothing",
     "check_params_dict",
     "check_label_array",
+    "check_class_labels",
+    "check_not_string",
 ]
 
 
@@ -116,6 +118,11 @@ def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=
     Returns a list of validated matrices (see :func:`check_array`). Raises ``ValueError`` for an
     empty list or tasks with different numbers of features, naming the task.
     """
+    if Xs is None or isinstance(Xs, (str, bytes, dict)):
+        raise TypeError(
+            f"{name} must be a list of 2-D arrays (one per task), got {type(Xs).__name__}; "
+            "e.g. [X1, X2]."
+        )
     if sp.issparse(Xs) or isinstance(Xs, np.ndarray) and Xs.ndim == 2 and Xs.dtype != object:
         raise TypeError(
             f"{name} must be a list of 2-D arrays (one per task), got a single matrix; "
@@ -299,6 +306,39 @@ def check_params_dict(params, name):
     return dict(params)
 
 
+def check_class_labels(y, n_samples=None, *, name="y"):
+    """1-D class labels (any hashable values) without NaN or None.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+    n_samples : int, optional
+        Required length.
+    name : str, default="y"
+
+    Returns
+    -------
+    ndarray
+    """
+    a = np.asarray(y)
+    if a.ndim != 1 or (n_samples is not None and a.shape[0] != n_samples):
+        want = f"({n_samples},)" if n_samples is not None else "1-D"
+        raise ValueError(f"{name} must have shape {want} (one label per row), got {a.shape}.")
+    if a.dtype.kind == "c":
+        raise TypeError(f"{name} holds complex numbers; labels must be integers or strings.")
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+    elif a.dtype.kind == "O":
+        bad = np.array([v is None or (isinstance(v, float) and v != v) for v in a], dtype=bool)
+    else:
+        bad = np.zeros(a.shape, dtype=bool)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name} has a missing label ({a[i]}) at position {i}; labels must be "
+                         "finite (drop or label those rows).")
+    return a
+
+
 def check_label_array(labels, *, name="labels", n_classes=None, allow_negative=False):
     """1-D integer labels: refuse NaN/inf, fractional values and values outside ``0..n_classes-1``.
 
@@ -336,6 +376,26 @@ def check_label_array(labels, *, name="labels", n_classes=None, allow_negative=F
             f"{name} holds {int(a.max())}; labels must lie in 0..{n_classes - 1}."
         )
     return a
+
+
+def check_not_string(value, name, expected):
+    """Raise ``TypeError`` when a sequence-or-number parameter is given as a string.
+
+    Parameters
+    ----------
+    value : object
+    name : str
+    expected : str
+        What is accepted, e.g. ``"an int or a list of ints (one per task)"``.
+
+    Returns
+    -------
+    value
+        Unchanged.
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be {expected}, got the string {value!r}; drop the quotes.")
+    return value
 
 
 def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", task=None):

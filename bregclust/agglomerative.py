@@ -58,7 +58,13 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _kernels as K
-from ._validation import DomainError, check_array
+from ._validation import (
+    DomainError,
+    check_array,
+    check_class_labels,
+    check_params_dict,
+    check_scalar,
+)
 from .divergences import Divergence, get_divergence
 
 __all__ = [
@@ -791,7 +797,7 @@ class _Plan:
 
 def _resolve_model(model, model_params):
     """``(model name, Divergence or None, kind)``."""
-    params = dict(model_params or {})
+    params = check_params_dict(model_params, "model_params")
     if isinstance(model, str):
         key = model.strip().lower().replace("-", "_")
         if key in _GAUSSIAN_MODELS:
@@ -853,6 +859,8 @@ def _positive_floor(h, X):
 
 
 def _parse_user_smoothing(smoothing):
+    if not isinstance(smoothing, (tuple, list)):
+        raise TypeError(f"smoothing must be a string or a tuple (alpha, z[, 'convex'|'cone']), got {smoothing!r}.")
     if len(smoothing) == 2:
         alpha, z = smoothing
         form = "convex"
@@ -1212,9 +1220,7 @@ def dendrogram_purity(Z, y):
     0.5
     """
     Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    y = check_class_labels(y, name="y")
     n = y.shape[0]
     if Z.ndim != 2 or Z.shape != (n - 1, 4):
         raise ValueError(
@@ -1346,6 +1352,8 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                 isinstance(self.distance_threshold, bool)
                 or not isinstance(self.distance_threshold, numbers.Real)):
             raise TypeError(f"distance_threshold must be a real number, got {self.distance_threshold!r}.")
+        if self.distance_threshold is not None:
+            check_scalar(self.distance_threshold, "distance_threshold")
         if (isinstance(self.n_features, bool) or not isinstance(self.n_features, numbers.Integral)
                 or self.n_features < 1):
             raise ValueError(f"n_features must be a positive int, got {self.n_features!r}.")

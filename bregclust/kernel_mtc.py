@@ -38,7 +38,14 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import DomainError, check_finite, check_n_clusters, check_scalar, check_tasks
+from ._validation import (
+    DomainError,
+    check_finite,
+    check_n_clusters,
+    check_not_string,
+    check_scalar,
+    check_tasks,
+)
 from .divergences import Divergence, get_divergence
 from .kmeans import BregmanKMeans
 
@@ -600,7 +607,11 @@ def spectral_kernel_weights(eigenvalues, mmd_costs, C, b, *, tie_tol=1e-8):
     if b > r:
         raise ValueError(f"b={b} exceeds n_eigenvectors={r}; the LP needs b <= r.")
     prob, mu, costs, bpar, tie = _spectral_lp(r)
-    costs.value = lam + C * s
+    with np.errstate(over="ignore", invalid="ignore"):
+        cost = lam + C * s
+    if not (np.abs(cost) < 1e15).all():  # the LP solver treats costs near 1e20 as infinite
+        raise ValueError(f"C={C!r} makes the LP costs lambda + C s reach {np.abs(cost).max():.3g} (limit 1e15); use a smaller C.")
+    costs.value = cost
     bpar.value = float(b)
     tie.value = _ties(lam, tie_tol) if r > 1 else np.zeros(1)
     prob.solve(solver=_cvxpy_solver())
@@ -702,6 +713,7 @@ class _BaseKernelMTC(ClusterMixin, BaseEstimator):
         check_scalar(self.n_neighbors, "n_neighbors", kind=numbers.Integral, lo=1)
         check_scalar(self.n_init, "n_init", kind=numbers.Integral, lo=1)
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
+        check_scalar(self.eigen_tol, "eigen_tol", lo=0)
         if self.eigen_solver not in _EIGEN_SOLVERS:
             raise ValueError(
                 f"eigen_solver must be one of {_EIGEN_SOLVERS}, got {self.eigen_solver!r}."
@@ -709,7 +721,7 @@ class _BaseKernelMTC(ClusterMixin, BaseEstimator):
         if not isinstance(self.joint, (bool, np.bool_)):
             raise TypeError(f"joint must be True or False, got {self.joint!r}.")
         sizes = np.array([X.shape[0] for X in Xs], dtype=np.int64)
-        nc = self.n_clusters
+        nc = check_not_string(self.n_clusters, "n_clusters", "an int or a list of ints (one per task)")
         if isinstance(nc, numbers.Integral) and not isinstance(nc, bool):
             ks = [int(nc)] * m
         else:

@@ -916,6 +916,8 @@ class MultitaskBregmanClustering(ClusterMixin, BaseEstimator):
             entries = [init] * T
         elif isinstance(init, np.ndarray) and init.ndim == 2 and T == 1:
             entries = [init]
+        elif isinstance(init, np.ndarray) and init.ndim == 2:
+            raise TypeError(f"init is one 2-D array but there are {T} tasks; pass a list with one (n_clusters, n_features) array per task.")
         else:
             try:
                 entries = list(init)

@@ -33,7 +33,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_array, check_n_clusters, check_scalar, check_tasks
+from ._validation import check_array, check_n_clusters, check_not_string, check_scalar, check_tasks
 
 __all__ = [
     "ModelRelationClustering",
@@ -415,6 +415,7 @@ def _check_sizes(Xs):
 
 def _check_n_clusters_list(n_clusters, Xs):
     T = len(Xs)
+    check_not_string(n_clusters, "n_clusters", f"an int or a sequence of {T} ints (one per task)")
     if isinstance(n_clusters, numbers.Integral) and not isinstance(n_clusters, bool):
         hs = [n_clusters] * T
     else:
@@ -489,6 +490,7 @@ def _initial_indicators(Xs, hs, init, random_state):
 def _check_common(est):
     check_scalar(est.max_iter, "max_iter", kind=numbers.Integral, lo=1)
     check_scalar(est.tol, "tol", lo=0.0)
+    check_scalar(getattr(est, "verbose", 0), "verbose", kind=numbers.Integral, lo=0)
     if est.similarity_params is not None and not isinstance(est.similarity_params, dict):
         raise TypeError(f"similarity_params must be a dict or None, got {est.similarity_params!r}.")
 

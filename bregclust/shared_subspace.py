@@ -30,7 +30,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_array, check_scalar, check_tasks
+from ._validation import (
+    check_array,
+    check_class_labels,
+    check_n_clusters,
+    check_scalar,
+    check_tasks,
+)
 
 __all__ = ["SharedSubspaceClustering", "SharedSubspaceTransfer", "LSSMTC", "LSSTTC"]
 
@@ -501,7 +507,7 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
         self
         """
         Xs = check_tasks(Xs, name="Xs")
-        c = self.n_clusters
+        c = check_n_clusters(self.n_clusters, max(X.shape[0] for X in Xs))
         if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1:
             raise ValueError(f"n_clusters must be a positive int, got {c!r}.")
         for k, X in enumerate(Xs):
@@ -640,7 +646,7 @@ class SharedSubspaceTransfer(BaseEstimator):
         self
         """
         Xs_, Xt = check_tasks([X_source, X_target], name="[X_source, X_target]")
-        y = np.asarray(y_source)
+        y = check_class_labels(y_source, Xs_.shape[0], name="y_source")
         if y.ndim != 1 or y.shape[0] != Xs_.shape[0]:
             raise ValueError(
                 f"y_source must be 1-D with one label per source row ({Xs_.shape[0]}), got "
