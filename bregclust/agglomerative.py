@@ -1397,6 +1397,11 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        try:  # kl, itakura_saito and multinomial models need non-negative / positive data
+            name, div, _ = _resolve_model(self.model, self.model_params)
+            tags.input_tags.positive_only = name == "multinomial" or (div is not None and div.domain != "real")
+        except (TypeError, ValueError):
+            pass
         return tags
 
     def fit_predict(self, X, y=None, sample_weight=None):

@@ -507,7 +507,7 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
         self
         """
         Xs = check_tasks(Xs, name="Xs")
-        c = check_n_clusters(self.n_clusters, max(X.shape[0] for X in Xs))
+        c = check_n_clusters(self.n_clusters, sum(X.shape[0] for X in Xs))
         if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1:
             raise ValueError(f"n_clusters must be a positive int, got {c!r}.")
         for k, X in enumerate(Xs):
