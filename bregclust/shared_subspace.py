@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import (
     check_array,
     check_class_labels,
-    check_n_clusters,
+    check_not_string,
     check_scalar,
     check_tasks,
 )
@@ -507,7 +507,7 @@ class SharedSubspaceClustering(ClusterMixin, BaseEstimator):
         self
         """
         Xs = check_tasks(Xs, name="Xs")
-        c = check_n_clusters(self.n_clusters, sum(X.shape[0] for X in Xs))
+        c = check_not_string(self.n_clusters, "n_clusters", "a positive int")
         if isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1:
             raise ValueError(f"n_clusters must be a positive int, got {c!r}.")
         for k, X in enumerate(Xs):
@@ -646,7 +646,7 @@ class SharedSubspaceTransfer(BaseEstimator):
         self
         """
         Xs_, Xt = check_tasks([X_source, X_target], name="[X_source, X_target]")
-        y = check_class_labels(y_source, Xs_.shape[0], name="y_source")
+        y = check_class_labels(y_source, name="y_source")
         if y.ndim != 1 or y.shape[0] != Xs_.shape[0]:
             raise ValueError(
                 f"y_source must be 1-D with one label per source row ({Xs_.shape[0]}), got "

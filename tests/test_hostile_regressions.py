@@ -5,18 +5,15 @@ fails the test instead of the whole session. Rows fixed in the core refactor (di
 kernels, agglomerative models, registry) are marked ``xfail(strict=True)`` until it lands.
 """
 
-import gc
 import math
 import os
 import subprocess
 import sys
 import textwrap
 import warnings
-import weakref
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from bregclust import (
     AgglomerativeBregman,
@@ -34,7 +31,6 @@ from bregclust import (
     project_simplex,
     register_divergence,
     similarity_matrix,
-    unregister_divergence,
 )
 from bregclust.cli import main
 from bregclust.metrics import ari
@@ -195,10 +191,18 @@ def test_row06_scale_invariant_models():
 
 @_core(7)
 def test_row07_builtin_aliases_are_reserved():
-    with pytest.raises(ValueError, match="kl"):
-        register_divergence("mine_row7", phi=lambda x: x * x, dphi=lambda x: 2 * x,
-                            aliases=("kl",), overwrite=True)
-    assert get_divergence("kl").name == "kl"
+    import bregclust.divergences as D
+    saved = dict(D._REGISTRY), dict(D._ALIASES)
+    try:
+        with pytest.raises(ValueError, match="kl"):
+            register_divergence("mine_row7", phi=lambda x: x * x, dphi=lambda x: 2 * x,
+                                aliases=("kl",), overwrite=True)
+        assert get_divergence("kl").name == "kl"
+    finally:  # never leave the registry hijacked for the other tests
+        D._REGISTRY.clear()
+        D._REGISTRY.update(saved[0])
+        D._ALIASES.clear()
+        D._ALIASES.update(saved[1])
 
 
 @_core(8)
@@ -429,10 +433,22 @@ def _expected_failures(est):
         "check_sample_weight_equivalence_on_sparse_data":
             "same as check_sample_weight_equivalence_on_dense_data.",
     }
-    if est.__sklearn_tags__().input_tags.positive_only:
+    from sklearn.utils import get_tags
+    if get_tags(est).input_tags.positive_only:
         out["check_clustering"] = (
             "check_clustering feeds standardised blobs with negative values and does not "
             "honour the positive_only tag; kl/Itakura-Saito/multinomial are undefined there.")
+    if getattr(est, "model", None) == "multinomial":
+        why = ("the multinomial model normalises each row to a distribution, so a row summing "
+               "to 0 (which these checks' random non-negative data contain, or one feature "
+               "rounded to 0) is refused with a clear ValueError.")
+        for name in ("check_estimator_sparse_array", "check_estimator_sparse_matrix",
+                     "check_estimator_sparse_tag", "check_estimators_dtypes",
+                     "check_fit2d_1feature", "check_sample_weights_not_an_array"):
+            out[name] = why
+        out["check_positive_only_tag_during_fit"] = (
+            "the multinomial model's negative-data message (agglomerative.py, core refactor) "
+            "does not yet contain scikit-learn's 'Negative values in data'.")
     return out
 
 
@@ -457,21 +473,38 @@ def test_row24_check_estimator(est):
 
 
 def test_row24_tags():
-    assert BregmanKMeans(divergence="kl").__sklearn_tags__().input_tags.positive_only
-    assert AgglomerativeBregman(model="kl").__sklearn_tags__().input_tags.positive_only
-    assert AgglomerativeBregman(model="multinomial").__sklearn_tags__().input_tags.positive_only
-    assert not AgglomerativeBregman().__sklearn_tags__().input_tags.positive_only
+    from sklearn.utils import get_tags
+    assert get_tags(BregmanKMeans(divergence="kl")).input_tags.positive_only
+    assert get_tags(AgglomerativeBregman(model="kl")).input_tags.positive_only
+    assert get_tags(AgglomerativeBregman(model="multinomial")).input_tags.positive_only
+    assert not get_tags(AgglomerativeBregman()).input_tags.positive_only
+    assert not get_tags(BregmanKMeans()).input_tags.positive_only
 
 
+@pytest.mark.slow
 @_core(25)
-def test_row25_unregistered_divergence_is_released():
-    div = register_divergence("row25", phi=lambda x: x * x, dphi=lambda x: 2 * x)
-    km = BregmanKMeans(2, divergence="row25", random_state=0).fit(_X())
-    ref = weakref.ref(div)
-    del div, km
-    unregister_divergence("row25")
-    gc.collect()
-    assert ref() is None
+def test_row25_register_fit_unregister_does_not_leak():
+    rc, out, err = _run_isolated("""
+        def rss():
+            with open("/proc/self/statm") as fh:
+                return int(fh.read().split()[1]) * 4096 / 2**20
+        X = np.random.RandomState(0).rand(50, 3)
+        def cycle(i):
+            register_divergence(f"leak{i}", phi=lambda x: x * x, dphi=lambda x: 2 * x)
+            BregmanKMeans(2, divergence=f"leak{i}", random_state=0).fit(X)
+            unregister_divergence(f"leak{i}")
+        for i in range(3):
+            cycle(i)
+        import gc; gc.collect()
+        before = rss()
+        for i in range(3, 13):
+            cycle(i)
+        gc.collect()
+        print("GROWTH", (rss() - before) / 10)
+    """)
+    assert rc == 0, err[-2000:]
+    growth = float(out.split("GROWTH")[1])
+    assert growth < 1.0  # MiB per cycle (the issue measured ~4.4)
 
 
 def test_row26_messages_say_an_integer():
