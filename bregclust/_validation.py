@@ -20,6 +20,11 @@ __all__ = [
     "check_sample_weight",
     "check_n_clusters",
     "check_scalar",
+    "check_smoothing",
+    "check_params_dict",
+    "check_label_array",
+    "check_class_labels",
+    "check_not_string",
 ]
 
 
@@ -113,6 +118,11 @@ def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=
     Returns a list of validated matrices (see :func:`check_array`). Raises ``ValueError`` for an
     empty list or tasks with different numbers of features, naming the task.
     """
+    if Xs is None or isinstance(Xs, (str, bytes, dict)):
+        raise TypeError(
+            f"{name} must be a list of 2-D arrays (one per task), got {type(Xs).__name__}; "
+            "e.g. [X1, X2]."
+        )
     if sp.issparse(Xs) or isinstance(Xs, np.ndarray) and Xs.ndim == 2 and Xs.dtype != object:
         raise TypeError(
             f"{name} must be a list of 2-D arrays (one per task), got a single matrix; "
@@ -144,10 +154,32 @@ def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=
 
 
 def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
-    """Non-negative finite float64 weights of length ``n_samples`` (ones when None)."""
+    """Non-negative finite float64 weights of length ``n_samples`` (ones when None).
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), scalar or None
+    n_samples : int
+    name : str, default="sample_weight"
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        A float64 copy.
+
+    Raises
+    ------
+    TypeError
+        Complex, string or object weights.
+    ValueError
+        Wrong shape, NaN/inf, negative weights, weights summing to zero or to infinity.
+    """
     if sample_weight is None:
         return np.ones(n_samples)
-    w = np.asarray(sample_weight, dtype=np.float64)
+    raw = np.asarray(sample_weight)
+    if raw.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {raw.dtype}.")
+    w = raw.astype(np.float64)
     if w.ndim == 0:
         w = np.full(n_samples, float(w))
     if w.ndim != 1 or w.shape[0] != n_samples:
@@ -156,16 +188,70 @@ def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
         )
     if not np.isfinite(w).all() or (w < 0).any():
         raise ValueError(f"{name} must be finite and non-negative.")
-    if w.sum() <= 0:
+    total = float(np.sum(w))
+    if total <= 0:
         raise ValueError(f"{name} sums to zero; at least one sample needs positive weight.")
+    if not np.isfinite(total):
+        raise ValueError(
+            f"{name} sums to infinity (float64 overflow); rescale the weights, e.g. divide them "
+            "by their maximum (only their ratios matter for the clustering)."
+        )
     return w.copy()
 
 
+_KIND_NAMES = {numbers.Integral: "an integer", numbers.Real: "a real number",
+               numbers.Number: "a number", str: "a string", bool: "a bool"}
+
+
+def _kind_name(kind):
+    """English name of a type or tuple of types for error messages ("an integer", ...)."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(_KIND_NAMES.get(k, f"a {getattr(k, '__name__', k)}") for k in kinds)
+
+
 def check_scalar(value, name, *, kind=numbers.Real, lo=None, hi=None, lo_closed=True,
-                 hi_closed=True):
-    """Check a scalar parameter's type and range with an informative message."""
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise TypeError(f"{name} must be a {getattr(kind, '__name__', kind)}, got {value!r}.")
+                 hi_closed=True, finite=False):
+    """Check a scalar parameter's type and range with an informative message.
+
+    Parameters
+    ----------
+    value : object
+        The parameter value.
+    name : str
+        Its name, used in the messages.
+    kind : type or tuple of types, default=numbers.Real
+        Accepted types (``bool`` is refused unless ``kind`` is ``bool``).
+    lo, hi : float, optional
+        Bounds of the accepted range.
+    lo_closed, hi_closed : bool, default=True
+        Whether the bounds are included.
+    finite : bool, default=False
+        Refuse infinite values too (NaN is always refused).
+
+    Returns
+    -------
+    value
+        The value, unchanged.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not of type ``kind`` (e.g. "max_iter must be an integer, got True.").
+    ValueError
+        ``value`` is NaN, infinite with ``finite=True``, or outside the range.
+    """
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise TypeError(f"{name} must be {_kind_name(kind)}, got {value!r}.")
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        try:
+            fv = float(value)
+        except (OverflowError, ValueError):  # pragma: no cover - exotic Real types
+            fv = value
+        if fv != fv:
+            raise ValueError(f"{name} must be a number, got NaN.")
+        if finite and fv in (float("inf"), float("-inf")):
+            raise ValueError(f"{name} must be finite, got {value!r}.")
     if lo is not None and (value < lo or (value == lo and not lo_closed)):
         op = ">=" if lo_closed else ">"
         raise ValueError(f"{name} must be {op} {lo}, got {value!r}.")
@@ -175,11 +261,158 @@ def check_scalar(value, name, *, kind=numbers.Real, lo=None, hi=None, lo_closed=
     return value
 
 
+def check_smoothing(smoothing, *, name="smoothing", allow_auto=True):
+    """A finite non-negative smoothing weight, or ``"auto"`` when ``allow_auto``.
+
+    Parameters
+    ----------
+    smoothing : float or str
+    name : str, default="smoothing"
+    allow_auto : bool, default=True
+
+    Returns
+    -------
+    float or "auto"
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a real number (or ``"auto"``), NaN, infinite or negative.
+    """
+    if isinstance(smoothing, str):
+        if allow_auto and smoothing == "auto":
+            return smoothing
+        what = "a non-negative float or 'auto'" if allow_auto else "a non-negative float"
+        raise ValueError(f"{name} must be {what}, got {smoothing!r}.")
+    check_scalar(smoothing, name, lo=0.0, finite=True)
+    return float(smoothing)
+
+
+def check_params_dict(params, name):
+    """``None`` or a mapping of keyword parameters; returns a plain dict.
+
+    Parameters
+    ----------
+    params : dict or None
+    name : str
+        The parameter name for the message (e.g. ``"model_params"``).
+
+    Returns
+    -------
+    dict
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise TypeError(
+            f"{name} must be a dict of keyword parameters or None, got {params!r}; "
+            f"e.g. {name}={{'A': A}}."
+        )
+    return dict(params)
+
+
+def check_class_labels(y, n_samples=None, *, name="y"):
+    """1-D class labels (any hashable values) without NaN or None.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+    n_samples : int, optional
+        Required length.
+    name : str, default="y"
+
+    Returns
+    -------
+    ndarray
+    """
+    a = np.asarray(y)
+    if a.ndim != 1 or (n_samples is not None and a.shape[0] != n_samples):
+        want = f"({n_samples},)" if n_samples is not None else "1-D"
+        raise ValueError(f"{name} must have shape {want} (one label per row), got {a.shape}.")
+    if a.dtype.kind == "c":
+        raise TypeError(f"{name} holds complex numbers; labels must be integers or strings.")
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+    elif a.dtype.kind == "O":
+        bad = np.array([v is None or (isinstance(v, float) and v != v) for v in a], dtype=bool)
+    else:
+        bad = np.zeros(a.shape, dtype=bool)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name} has a missing label ({a[i]}) at position {i}; labels must be "
+                         "finite (drop or label those rows).")
+    return a
+
+
+def check_label_array(labels, *, name="labels", n_classes=None, allow_negative=False):
+    """1-D integer labels: refuse NaN/inf, fractional values and values outside ``0..n_classes-1``.
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_samples,)
+    name : str, default="labels"
+    n_classes : int, optional
+        When given, labels must lie in ``0..n_classes-1``.
+    allow_negative : bool, default=False
+        Accept negative labels (only when ``n_classes`` is None).
+
+    Returns
+    -------
+    ndarray of int64
+    """
+    a = np.asarray(labels)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of integer labels, got shape {a.shape}.")
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold integer labels, got dtype {a.dtype}.")
+    if a.dtype.kind == "f":
+        if not np.isfinite(a).all():
+            i = int(np.argmax(~np.isfinite(a)))
+            raise ValueError(f"{name} holds {a[i]} at position {i}; labels must be integers.")
+        if (a != np.round(a)).any():
+            i = int(np.argmax(a != np.round(a)))
+            raise ValueError(f"{name} holds {a[i]} at position {i}; labels must be integers.")
+    a = a.astype(np.int64)
+    lo = 0 if (n_classes is not None or not allow_negative) else None
+    if a.size and lo is not None and a.min() < lo:
+        raise ValueError(f"{name} holds {int(a.min())}; labels must be >= 0.")
+    if a.size and n_classes is not None and a.max() >= n_classes:
+        raise ValueError(
+            f"{name} holds {int(a.max())}; labels must lie in 0..{n_classes - 1}."
+        )
+    return a
+
+
+def check_not_string(value, name, expected):
+    """Raise ``TypeError`` when a sequence-or-number parameter is given as a string.
+
+    Parameters
+    ----------
+    value : object
+    name : str
+    expected : str
+        What is accepted, e.g. ``"an int or a list of ints (one per task)"``.
+
+    Returns
+    -------
+    value
+        Unchanged.
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be {expected}, got the string {value!r}; drop the quotes.")
+    return value
+
+
 def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", task=None):
     """An integer 1 <= n_clusters <= n_samples."""
     where = f" for task {task}" if task is not None else ""
     if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
-        raise TypeError(f"{name}{where} must be an int, got {n_clusters!r}.")
+        hint = ""
+        if isinstance(n_clusters, str):
+            hint = f"; pass {name}={n_clusters.strip()}, not a string" if n_clusters.strip().isdigit() else ""
+        elif isinstance(n_clusters, numbers.Real):
+            hint = "; pass an int, not a float"
+        raise TypeError(f"{name}{where} must be an integer, got {n_clusters!r}{hint}.")
     if n_clusters < 1:
         raise ValueError(f"{name}{where} must be >= 1, got {n_clusters}.")
     if n_clusters > n_samples:

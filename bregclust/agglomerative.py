@@ -56,7 +56,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import agglomerative as KA
 from ._kernels import generators as KG
-from ._validation import DomainError, check_array
+from ._validation import (
+    DomainError,
+    check_array,
+    check_params_dict,
+    check_scalar,
+)
 from .divergences import Divergence, get_divergence
 from .metrics import dendrogram_purity
 
@@ -151,7 +156,7 @@ class _Plan:
 
 def _resolve_model(model, model_params):
     """``(model name, Divergence or None, kind)``."""
-    params = dict(model_params or {})
+    params = check_params_dict(model_params, "model_params")
     if isinstance(model, str):
         key = model.strip().lower().replace("-", "_")
         if key in _GAUSSIAN_MODELS:
@@ -212,6 +217,8 @@ def _positive_floor(h, X):
 
 
 def _parse_user_smoothing(smoothing):
+    if not isinstance(smoothing, (tuple, list)):
+        raise TypeError(f"smoothing must be a string or a tuple (alpha, z[, 'convex'|'cone']), got {smoothing!r}.")
     if len(smoothing) == 2:
         alpha, z = smoothing
         form = "convex"
@@ -646,6 +653,8 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                 isinstance(self.distance_threshold, bool)
                 or not isinstance(self.distance_threshold, numbers.Real)):
             raise TypeError(f"distance_threshold must be a real number, got {self.distance_threshold!r}.")
+        if self.distance_threshold is not None:
+            check_scalar(self.distance_threshold, "distance_threshold")
         if (isinstance(self.n_features, bool) or not isinstance(self.n_features, numbers.Integral)
                 or self.n_features < 1):
             raise ValueError(f"n_features must be a positive int, got {self.n_features!r}.")
@@ -688,6 +697,11 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        try:  # kl, itakura_saito and multinomial models need non-negative / positive data
+            name, div, _ = _resolve_model(self.model, self.model_params)
+            tags.input_tags.positive_only = name == "multinomial" or (div is not None and div.domain != "real")
+        except (TypeError, ValueError):
+            pass
         return tags
 
     def fit_predict(self, X, y=None, sample_weight=None):

@@ -18,53 +18,193 @@ __all__ = ["main", "read_matrix", "METHODS"]
 
 
 # ----------------------------------------------------------------------------- file input/output
+def _is_number(field):
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_csv(p, delim):
+    """Numbers only; a first line with no numeric field is a header, any other bad line an error."""
+    with open(p, encoding="utf-8", errors="replace") as fh:
+        first = fh.readline()
+    fields = [f.strip() for f in first.strip().split(delim)]
+    numeric = [_is_number(f) for f in fields]
+    skip = 1 if first.strip() and not any(numeric) else 0
+    try:
+        X = np.loadtxt(p, delimiter=delim, ndmin=2, skiprows=skip)
+    except ValueError:
+        X = None
+    if X is not None:
+        if X.shape[0] == 0:
+            raise ValueError(f"{p} holds no data rows.")
+        return X
+    # Find the first offending line to name it.
+    width = None
+    with open(p, encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if lineno <= skip or not line.strip() or line.lstrip().startswith("#"):
+                continue
+            row = [f.strip() for f in line.strip().split(delim)]
+            bad = [f for f in row if not _is_number(f)]
+            if bad:
+                what = ("a header must have no numeric field" if lineno == 1
+                        else "only the first line may be a header")
+                raise ValueError(
+                    f"{p}, line {lineno}: {bad[0]!r} is not a number ({what}); fix or remove "
+                    "that line."
+                )
+            if width is None:
+                width = len(row)
+            elif len(row) != width:
+                raise ValueError(
+                    f"{p}, line {lineno}: {len(row)} fields where earlier lines have {width}; "
+                    "every row needs the same number of columns."
+                )
+    raise ValueError(f"{p} could not be read as numbers separated by {delim!r}.")
+
+
+def _check_loaded(p, X):
+    """A 2-D real matrix (dense or sparse) read from ``p``, or a one-sentence ValueError."""
+    if sp.issparse(X):
+        dtype, shape = X.dtype, X.shape
+    else:
+        X = np.asarray(X)
+        dtype, shape = X.dtype, X.shape
+    if dtype.kind == "c":
+        raise ValueError(f"{p} holds complex numbers; bregclust clusters real data only.")
+    if dtype.kind not in "biuf":
+        raise ValueError(f"{p} holds {dtype} values; bregclust needs a numeric matrix.")
+    if len(shape) != 2:
+        hint = "; for one feature save X.reshape(-1, 1)" if len(shape) == 1 else ""
+        raise ValueError(
+            f"{p} holds an array of shape {shape}; save a 2-D matrix (n_samples, n_features)"
+            f"{hint}."
+        )
+    return X
+
+
 def read_matrix(path):
     """Read a data matrix from .npy, .npz, .csv/.txt/.tsv, .mtx or svmlight (.svm/.svmlight/.libsvm).
 
     ``.npz``: a file written by ``scipy.sparse.save_npz`` or ``numpy.savez`` with an array
-    named ``X`` (or a single array). CSV: numbers only, comma-separated (tab for .tsv), no header
-    (a first line that is not numeric is skipped). svmlight labels are ignored.
+    named ``X`` (or a single array). CSV: numbers only, comma-separated (tab for .tsv); a first
+    line with no numeric field is a header and is skipped, any other non-numeric field is an
+    error naming the line. svmlight labels are ignored.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    X : ndarray or scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        Real (bool, integer or float) values.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        A directory, an empty or unreadable file, an unsupported suffix, or content that is not
+        a 2-D real matrix; the message names the file (and the line for CSV).
     """
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"data file not found: {p}")
+    if p.is_dir():
+        raise ValueError(f"{p} is a directory, not a data file.")
     suf = p.suffix.lower()
-    if suf == ".npy":
+    readers = {".npy": _read_npy, ".npz": _read_npz, ".csv": _read_text, ".txt": _read_text,
+               ".tsv": _read_text, ".mtx": _read_mtx, ".svm": _read_svmlight,
+               ".svmlight": _read_svmlight, ".libsvm": _read_svmlight}
+    if suf not in readers:
+        raise ValueError(
+            f"unsupported file type {suf!r} for {p}; use .npy, .npz, .csv, .tsv, .txt, .mtx or "
+            ".svmlight."
+        )
+    if p.stat().st_size == 0:
+        raise ValueError(f"{p} is empty (0 bytes).")
+    return _check_loaded(p, readers[suf](p))
+
+
+def _read_npy(p):
+    try:
         return np.load(p, allow_pickle=False)
-    if suf == ".npz":
-        try:
-            return sp.load_npz(p).tocsr()
-        except (ValueError, KeyError):
-            with np.load(p, allow_pickle=False) as z:
-                if "X" in z.files:
-                    return z["X"]
-                if len(z.files) == 1:
-                    return z[z.files[0]]
-                raise ValueError(
-                    f"{p} holds arrays {z.files}; name the data array 'X'."
-                ) from None
-    if suf in (".csv", ".txt", ".tsv"):
-        delim = "\t" if suf == ".tsv" else ","
-        try:
-            return np.loadtxt(p, delimiter=delim, ndmin=2)
-        except ValueError:
-            return np.loadtxt(p, delimiter=delim, ndmin=2, skiprows=1)
-    if suf == ".mtx":
-        from scipy.io import mmread
+    except (ValueError, EOFError, OSError) as exc:
+        raise ValueError(
+            f"{p} is not a readable .npy file of numbers ({' '.join(str(exc).split())}); "
+            "write it with numpy.save."
+        ) from None
+
+
+def _read_npz(p):
+    import zipfile
+
+    if not zipfile.is_zipfile(p):
+        raise ValueError(
+            f"{p} is not a .npz archive; write it with scipy.sparse.save_npz or numpy.savez."
+        )
+    try:
+        return sp.load_npz(p).tocsr()
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile):
+        pass
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            if "X" in z.files:
+                return z["X"]
+            if len(z.files) == 1:
+                return z[z.files[0]]
+            names = z.files
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(
+            f"{p} is not a readable .npz archive of numbers ({' '.join(str(exc).split())}); "
+            "write it with scipy.sparse.save_npz or numpy.savez."
+        ) from None
+    if not names:
+        raise ValueError(f"{p} holds no arrays.")
+    raise ValueError(f"{p} holds arrays {names}; name the data array 'X'.")
+
+
+def _read_text(p):
+    return _read_csv(p, "\t" if p.suffix.lower() == ".tsv" else ",")
+
+
+def _read_mtx(p):
+    from scipy.io import mmread
+    try:
         M = mmread(str(p))
-        return M.tocsr() if sp.issparse(M) else np.asarray(M)
-    if suf in (".svm", ".svmlight", ".libsvm"):
-        from sklearn.datasets import load_svmlight_file
+    except (ValueError, OSError, IndexError) as exc:
+        raise ValueError(f"{p} is not a readable Matrix Market file ({exc}).") from None
+    return M.tocsr() if sp.issparse(M) else np.asarray(M)
+
+
+def _read_svmlight(p):
+    from sklearn.datasets import load_svmlight_file
+    try:
         X, _ = load_svmlight_file(str(p))
-        return X.tocsr()
-    raise ValueError(
-        f"unsupported file type {suf!r} for {p}; use .npy, .npz, .csv, .tsv, .txt, .mtx or "
-        ".svmlight."
-    )
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"{p} is not a readable svmlight file ({exc}).") from None
+    return X.tocsr()
 
 
 def write_labels(path, labels):
+    """Write labels as text (one int a line) or ``.npy``; creates the parent folder.
+
+    Parameters
+    ----------
+    path : str or path-like
+    labels : array-like of int
+
+    Returns
+    -------
+    pathlib.Path
+    """
     p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"output {p} is a directory; give a file name such as {p / 'labels.txt'}.")
     p.parent.mkdir(parents=True, exist_ok=True)
     if p.suffix.lower() == ".npy":
         np.save(p, np.asarray(labels))
@@ -164,15 +304,25 @@ def _per_task(n_clusters, T):
     try:
         ks = [int(v) for v in str(n_clusters).split(",")]
     except ValueError:
+        ks = []
+    if not ks or min(ks) < 1:
         raise ValueError(
-            f"--n-clusters must be an int or comma-separated ints, got {n_clusters!r}."
-        ) from None
+            f"-k/--n-clusters must be a positive integer or comma-separated positive integers "
+            f"(one per task file), got {n_clusters!r}."
+        )
     return per_task(ks[0] if len(ks) == 1 else ks, T, name="--n-clusters")
 
 
 def _params(args):
     if getattr(args, "mahalanobis_matrix", None):
-        return {"A": read_matrix(args.mahalanobis_matrix)}
+        A = read_matrix(args.mahalanobis_matrix)
+        return {"A": A.toarray() if sp.issparse(A) else A}
+    names = {getattr(args, "divergence", None), getattr(args, "model", None)}
+    if names & {"mahalanobis", "mahal"}:
+        raise ValueError(
+            "--divergence mahalanobis needs its matrix: add --mahalanobis-matrix FILE.npy "
+            "(a symmetric positive definite n_features x n_features matrix)."
+        )
     return None
 
 
@@ -183,6 +333,10 @@ def _cmd_demo(args):
     from .datasets import make_digits_tasks
     from .demo import DEMOS
 
+    unknown = sorted(set(args.methods or ()) - {n.lower() for n, _ in DEMOS})
+    if unknown:
+        raise ValueError(f"--methods: unknown method group(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(n.lower() for n, _ in DEMOS)}.")
     data = make_digits_tasks(random_state=args.seed)
     T = len(data.Xs)
     print(f"bregclust demo: scikit-learn's bundled 8x8 digits as {T} related tasks "
@@ -224,21 +378,49 @@ def _cmd_divergences(args):
 
 
 # ----------------------------------------------------------------------------- fit
+def _fit_targets(args):
+    """The label file of every input, checked before any fitting starts."""
+    if args.output and args.output_dir:
+        raise ValueError("give either -o/--output or --output-dir, not both.")
+    if args.output:
+        if len(args.files) != 1:
+            raise ValueError(
+                f"-o/--output names one label file but {len(args.files)} input files were given; "
+                "use --output-dir DIR to write <input stem>.labels.txt for each."
+            )
+        targets = [Path(args.output)]
+    else:
+        if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+            raise ValueError(f"--output-dir {args.output_dir} exists and is not a directory.")
+        targets = [Path(args.output_dir or Path(f).parent) / f"{Path(f).stem}.labels.txt"
+                   for f in args.files]
+    seen = {}
+    for f, tgt in zip(args.files, targets):
+        if tgt.is_dir():
+            raise ValueError(f"output {tgt} is a directory; give a file name such as "
+                             f"{tgt / 'labels.txt'}.")
+        if tgt in seen:
+            raise ValueError(f"inputs {seen[tgt]} and {f} would both write {tgt}; rename one or "
+                             "use different folders.")
+        seen[tgt] = f
+    return targets
+
+
 def _cmd_fit(args):
     if args.C is not None and args.method != "lskmtc":
         raise ValueError(f"--C is the MMD weight of lskmtc; {args.method} does not take it.")
+    for name in ("n_init", "max_iter"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}.")
+    _per_task(args.n_clusters, len(args.files))
+    targets = _fit_targets(args)
     Xs = [read_matrix(f) for f in args.files]
     fn = METHODS[args.method]
     t0 = time.perf_counter()
     labels = fn(Xs, args)
     dt = time.perf_counter() - t0
     outs = []
-    for t, (f, lab) in enumerate(zip(args.files, labels)):
-        if args.output and len(args.files) == 1:
-            target = args.output
-        else:
-            base = Path(args.output_dir or Path(f).parent)
-            target = base / f"{Path(f).stem}.labels.txt"
+    for t, (target, lab) in enumerate(zip(targets, labels)):
         outs.append(write_labels(target, lab))
         if not args.quiet:
             counts = np.bincount(lab)
@@ -249,8 +431,15 @@ def _cmd_fit(args):
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``bregclust fit: error: ...``) and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser():
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="bregclust",
         description="Clustering with Bregman divergences and multi-task clustering.",
     )
@@ -300,7 +489,8 @@ def build_parser():
     p.add_argument("--max-iter", type=int, default=300)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", default=None,
-                   help="label file for a single input (.txt or .npy)")
+                   help="label file for a single input (.txt or .npy); an error with several "
+                        "inputs (use --output-dir)")
     p.add_argument("--output-dir", default=None,
                    help="folder for <input stem>.labels.txt (default: beside each input)")
     p.add_argument("--quiet", action="store_true")
@@ -311,10 +501,14 @@ def build_parser():
 def main(argv=None):
     ap = build_parser()
     args = ap.parse_args(argv)
+    # The one place user errors are reported: bad files, parameters and data raise ValueError,
+    # TypeError or OSError (unreadable/unwritable paths) anywhere below; print one line, no
+    # traceback. Anything else is a bug and keeps its traceback.
     try:
         return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"bregclust {args.command}: error: {exc}", file=sys.stderr)
+    except (ValueError, TypeError, OSError) as exc:
+        msg = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"bregclust {args.command}: error: {msg}", file=sys.stderr)
         return 2
 
 

@@ -1040,6 +1040,8 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
         raise ValueError(f"domain must be one of {_DOMAINS}, got {domain!r}.")
     if isinstance(aliases, str):
         aliases = (aliases,)
+    if aliases is None or not all(isinstance(a, str) for a in aliases):
+        raise TypeError(f"aliases must be a sequence of strings (possibly empty), got {aliases!r}.")
     aliases = tuple(_canonical(a) for a in aliases if _canonical(a) != cname)
     if not overwrite and (cname in _ALIASES or any(a in _ALIASES for a in aliases)):
         taken = [k for k in (cname, *aliases) if k in _ALIASES]

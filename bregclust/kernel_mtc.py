@@ -48,7 +48,13 @@ from ._multitask import (
     nearest_center_labels,
     parse_init,
 )
-from ._validation import DomainError, check_n_clusters, check_scalar, check_tasks
+from ._validation import (
+    DomainError,
+    check_finite,
+    check_n_clusters,
+    check_scalar,
+    check_tasks,
+)
 from .divergences import Divergence, get_divergence
 from .kmeans import BregmanKMeans
 
@@ -615,7 +621,11 @@ def spectral_kernel_weights(eigenvalues, mmd_costs, C, b, *, tie_tol=1e-8):
     if b > r:
         raise ValueError(f"b={b} exceeds n_eigenvectors={r}; the LP needs b <= r.")
     prob, mu, costs, bpar, tie = _spectral_lp(r)
-    costs.value = lam + C * s
+    with np.errstate(over="ignore", invalid="ignore"):
+        cost = lam + C * s
+    if not (np.abs(cost) < 1e15).all():  # the LP solver treats costs near 1e20 as infinite
+        raise ValueError(f"C={C!r} makes the LP costs lambda + C s reach {np.abs(cost).max():.3g} (limit 1e15); use a smaller C.")
+    costs.value = cost
     bpar.value = float(b)
     tie.value = _ties(lam, tie_tol) if r > 1 else np.zeros(1)
     prob.solve(solver=_cvxpy_solver())
@@ -668,6 +678,7 @@ def kernel_kmeans(K, n_clusters, *, n_init=10, max_iter=300, random_state=None):
     K = np.asarray(K, dtype=np.float64)
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"K must be a square 2-D array, got shape {K.shape}.")
+    check_finite(K, name="K")
     n = K.shape[0]
     n_clusters = check_n_clusters(n_clusters, n)
     n_init = check_scalar(n_init, "n_init", kind=numbers.Integral, lo=1)
@@ -836,6 +847,8 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             Return only the block of one task.
         """
         check_is_fitted(self, "embedding_")
+        if task is not None:
+            check_scalar(task, "task", kind=numbers.Integral, lo=0, hi=len(self.task_sizes_) - 1)
         F = self.embedding_ if task is None else _split(self.embedding_, self.task_sizes_)[task]
         return F @ F.T
 

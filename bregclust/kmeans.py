@@ -17,6 +17,7 @@ from ._validation import (
     check_n_clusters,
     check_sample_weight,
     check_scalar,
+    check_smoothing,
 )
 from .divergences import get_divergence
 
@@ -72,9 +73,11 @@ def bregman_kmeans_plusplus(X, n_clusters, divergence="sqeuclidean", *, random_s
     divergence : str or Divergence, default="sqeuclidean"
     random_state : int, RandomState or None
     sample_weight : array-like of shape (n_samples,), optional
-    smoothing : float, default=0.0
+    smoothing : float or "auto", default=0.0
+        Finite and non-negative. ``"auto"``: as :class:`BregmanKMeans` (0 on R, the mean sample
+        weight for divergences on non-negative/positive data).
     n_local_trials : int, optional
-        Default ``2 + int(log(n_clusters))``.
+        Candidates per centre, ``>= 1``. Default ``2 + int(log(n_clusters))``.
 
     Returns
     -------
@@ -89,10 +92,14 @@ def bregman_kmeans_plusplus(X, n_clusters, divergence="sqeuclidean", *, random_s
     k = check_n_clusters(n_clusters, n)
     rng = check_random_state(random_state)
     w = check_sample_weight(sample_weight, n)
-    beta = float(smoothing)
+    beta = check_smoothing(smoothing)
+    if beta == "auto":
+        beta = 0.0 if div.domain == "real" else float(w.mean())
+    if n_local_trials is not None:
+        check_scalar(n_local_trials, "n_local_trials", kind=numbers.Integral, lo=1)
     z = _z if _z is not None else (smoothing_point(X, div, w) if beta > 0 else None)
     prepared = _prepared if _prepared is not None else div.prepare(X)
-    trials = n_local_trials or (2 + int(np.log(k)))
+    trials = int(n_local_trials) if n_local_trials is not None else 2 + int(np.log(k))
 
     centers = np.empty((k, X.shape[1]))
     idx = np.empty(k, dtype=np.int64)
@@ -225,15 +232,10 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return get_divergence(self.divergence, **(self.divergence_params or {}))
 
     def _resolve_smoothing(self, div, w):
-        s = self.smoothing
-        if isinstance(s, str):
-            if s != "auto":
-                raise ValueError(f"smoothing must be a non-negative float or 'auto', got {s!r}.")
+        s = check_smoothing(self.smoothing)
+        if s == "auto":
             return 0.0 if div.domain == "real" else float(w.mean())
-        check_scalar(s, "smoothing", lo=0.0)
-        if not np.isfinite(s):
-            raise ValueError("smoothing must be finite.")
-        return float(s)
+        return s
 
     def _resolve_n_init(self, init_is_array):
         n_init = self.n_init
@@ -263,9 +265,9 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self
         """
         div = self._get_divergence()
+        X = check_array(X, divergence=div)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C",
                           ensure_all_finite=False, reset=True)
-        X = check_array(X, divergence=div)
         n = X.shape[0]
         k = check_n_clusters(self.n_clusters, n)
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
@@ -274,6 +276,9 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         w = check_sample_weight(sample_weight, n)
         beta = self._resolve_smoothing(div, w)
         init = self.init
+        if init is None:
+            raise TypeError("init must be 'k-means++', 'random' or an array of initial centres "
+                            "of shape (n_clusters, n_features), got None.")
         init_is_array = not isinstance(init, str)
         if init_is_array:
             init = np.array(init, dtype=np.float64, copy=True)
@@ -288,6 +293,14 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
         n_init = self._resolve_n_init(init_is_array)
         rng = check_random_state(self.random_state)
+        # Translation-invariant divergences: cluster X - m (m the weighted mean), so the GEMM
+        # form ||x||^2 + ||u||^2 - 2 x.u does not cancel catastrophically on data far from the
+        # origin; the offset is added back to the centres at the end.
+        shift = _centring_offset(X, div, w)
+        if shift is not None:
+            X = X - shift
+            if init_is_array:
+                init = init - shift
         z = smoothing_point(X, div, w) if beta > 0 else None
         prepared = div.prepare(X)
 
@@ -315,6 +328,17 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             if best is None or res[3][-1] < best[3][-1]:
                 best = res
         labels, centers, n_iter, history, inertia = best
+        # The objective of the returned labels and centres, by the definition of d (the GEMM
+        # minima are exact only up to rounding of ||x||^2 + ||u||^2 - 2 x.u).
+        inertia = _inertia(X, labels, centers, w, div)
+        if not np.isfinite(inertia):
+            warnings.warn(
+                f"BregmanKMeans: the objective is {inertia} (a divergence overflowed or a centre "
+                "lies on the boundary of the domain); rescale the data or use smoothing > 0.",
+                RuntimeWarning, stacklevel=2,
+            )
+        if shift is not None:
+            centers = centers + shift
         self.divergence_ = div
         self.smoothing_ = beta
         self.cluster_centers_ = centers
@@ -349,6 +373,39 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return -float(w @ mins)
 
 
+def _centring_offset(X, div, w):
+    """Weighted mean of dense ``X`` when centring is needed for accuracy, else ``None``.
+
+    ``d(x - m, u - m) = d(x, u)`` holds for the squared Euclidean and Mahalanobis divergences
+    (the only built-in ones with that property). The GEMM form ``||x||^2 + ||u||^2 - 2 x.u``
+    then loses about ``log10(||m||^2 / s^2)`` digits, ``s^2`` the mean squared distance to
+    ``m``; the data are centred once that exceeds 4 digits (``||m||^2 > 1e4 s^2``), so results
+    on well-centred data stay bit-for-bit those of the plain GEMM form. Sparse data are not
+    centred (it would make them dense).
+    """
+    if sp.issparse(X) or not (div.builtin and div.name in ("sqeuclidean", "mahalanobis")):
+        return None
+    m = (w @ X) / w.sum()
+    s2 = float(w @ np.einsum("ij,ij->i", X - m, X - m)) / w.sum()
+    return m if float(m @ m) > 1e4 * s2 else None
+
+
+def _inertia(X, labels, centers, w, div, chunk=4096):
+    """``sum_i w_i d(x_i, u_{labels_i})`` by the definition of ``d``, cluster by cluster."""
+    total = 0.0
+    for j in range(centers.shape[0]):
+        idx = np.flatnonzero(labels == j)
+        for s in range(0, idx.size, chunk):
+            rows = idx[s:s + chunk]
+            keep = w[rows] > 0  # 0 * inf counts as 0, as in the objective's definition
+            if not keep.any():
+                continue
+            rows = rows[keep]
+            d = div.generic_pairwise(_rows(X, rows), centers[j:j + 1])[:, 0]
+            total += float(np.sum(w[rows] * d))
+    return total
+
+
 def _objective(mins, w, centers, div, beta, z):
     # Not ``w @ mins``: a BLAS dot spawns BLAS threads, which cost ~10 ms per call when the
     # cores are busy (measured); a plain reduction costs ~0.2 ms.
@@ -358,11 +415,17 @@ def _objective(mins, w, centers, div, beta, z):
     return obj
 
 
-def _update_centers(X, labels, mins, w, k, div, beta, z, run, sums=None):
+def _update_centers(X, labels, mins, w, k, div, beta, z, run, sums=None, previous=None):
     """Exact centroid step (smoothed weighted means) with re-seeding of empty clusters.
 
     ``sums``: the ``(S, W)`` of :meth:`Divergence.weighted_sums` for ``labels`` when already
     computed (by :meth:`Divergence.assign_and_sum`); they are updated in place on re-seeding.
+    ``previous``: the centres before this step. A cluster that stays empty (no point could be
+    moved into it with a lower objective, e.g. every other point has zero weight or sits on its
+    centre) keeps its previous centre when ``beta == 0``: the objective does not depend on an
+    empty cluster's centre, so keeping it is still an exact block minimisation, whereas an
+    arbitrary point (such as the origin) could lie outside the domain or far from the data.
+    With ``beta > 0`` the smoothed objective's minimiser for an empty cluster is ``z`` itself.
     """
     S, W = div.weighted_sums(X, labels, k, w) if sums is None else sums
     empty = np.flatnonzero(W <= 0)
@@ -391,9 +454,14 @@ def _update_centers(X, labels, mins, w, k, div, beta, z, run, sums=None):
                     labels[i] = j
                     moved.append(j)
                     break
+        stuck = empty.size - len(moved)
+        kept = ("" if not stuck else
+                f"; {stuck} could not be re-seeded (no other point lowers the objective there) and "
+                + ("keep the smoothing point z as centre" if beta > 0 else
+                   "keep their previous centres"))
         warnings.warn(
             f"restart {run}: {empty.size} cluster(s) became empty; {len(moved)} re-seeded with "
-            "the points farthest from their centres.",
+            f"the points farthest from their centres{kept}.",
             EmptyClusterWarning, stacklevel=4,
         )
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -402,8 +470,13 @@ def _update_centers(X, labels, mins, w, k, div, beta, z, run, sums=None):
         else:
             C = S / W[:, None]
     still = W <= 0
-    if still.any():  # no point could be moved (e.g. duplicates): keep the smoothing point/zeros
-        C[still] = z if beta > 0 else 0.0
+    if still.any():  # no point could be moved (see above): z, or the previous centres
+        if beta > 0:
+            C[still] = z
+        elif previous is not None:
+            C[still] = previous[still]
+        else:  # pragma: no cover - every caller passes the previous centres
+            raise ValueError("an empty cluster could not be re-seeded and has no previous centre.")
     return C
 
 
@@ -416,7 +489,8 @@ def _lloyd(X, prepared, w, centers, div, beta, z, max_iter, tol, verbose, run):
     n_iter = 0
     converged = False
     for it in range(max_iter):
-        centers = _update_centers(X, labels, mins, w, k, div, beta, z, run, sums=(S, W))
+        centers = _update_centers(X, labels, mins, w, k, div, beta, z, run, sums=(S, W),
+                                  previous=centers)
         new_labels, mins, S, W = div.assign_and_sum(X, centers, w, prepared=prepared)
         history.append(_objective(mins, w, centers, div, beta, z))
         n_iter = it + 1

@@ -21,6 +21,7 @@ from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 from ._kernels.generators import JIT
 from ._transport import transport_plan
+from ._validation import check_class_labels
 from .divergences import get_divergence
 
 __all__ = [
@@ -346,9 +347,7 @@ def dendrogram_purity(Z, y):
     0.5
     """
     Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+    y = check_class_labels(y, name="y")
     n = y.shape[0]
     if Z.ndim != 2 or Z.shape != (n - 1, 4):
         raise ValueError(

@@ -97,9 +97,7 @@ def project_simplex(v, radius=1.0):
         raise ValueError(f"project_simplex needs a non-empty 1-D vector, got shape {v.shape}.")
     if not np.isfinite(v).all():
         raise ValueError("project_simplex needs finite values; v contains NaN or infinity.")
-    radius = float(radius)
-    if not radius > 0:
-        raise ValueError(f"radius must be > 0, got {radius!r}.")
+    radius = float(check_scalar(radius, "radius", lo=0.0, lo_closed=False, finite=True))
     return _project_simplex(v, radius)
 
 
@@ -462,6 +460,7 @@ def _initial_indicators(Xs, hs, parsed, random_state):
 def _check_common(est):
     check_scalar(est.max_iter, "max_iter", kind=numbers.Integral, lo=1)
     check_scalar(est.tol, "tol", lo=0.0)
+    check_scalar(getattr(est, "verbose", 0), "verbose", kind=numbers.Integral, lo=0)
     if est.similarity_params is not None and not isinstance(est.similarity_params, dict):
         raise TypeError(f"similarity_params must be a dict or None, got {est.similarity_params!r}.")
 

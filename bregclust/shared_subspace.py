@@ -39,7 +39,7 @@ from ._multitask import (
     nearest_center_labels,
     parse_init,
 )
-from ._validation import check_array, check_scalar, check_tasks
+from ._validation import check_array, check_class_labels, check_scalar, check_tasks
 
 __all__ = ["SharedSubspaceClustering", "SharedSubspaceTransfer", "LSSMTC", "LSSTTC"]
 
@@ -704,6 +704,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         ys = y[~target]
         if ys.dtype == object:
             ys = np.array(ys.tolist())
+        ys = check_class_labels(ys, name="y")
         X_source, X_target = X[np.flatnonzero(~target)], X[np.flatnonzero(target)]
         if self.classes is None:
             classes = np.unique(ys)

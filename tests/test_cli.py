@@ -187,4 +187,52 @@ def test_fit_n_clusters_per_task_errors(tmp_path, capsys):
     assert main(["fit", *files, "--method", "mbc", "-k", "2,2,2"]) == 2
     assert "--n-clusters has 3 entries but there are 2 tasks" in capsys.readouterr().err
     assert main(["fit", *files, "--method", "mbc", "-k", "two"]) == 2
-    assert "--n-clusters must be an int or comma-separated ints" in capsys.readouterr().err
+    assert "-k/--n-clusters must be a positive integer or comma-separated" in capsys.readouterr().err
+
+
+def _make_user_error_files(tmp_path):
+    np.save(tmp_path / "ok.npy", np.random.default_rng(0).random((12, 3)))
+    (tmp_path / "empty.npy").write_bytes(b"")
+    (tmp_path / "empty.npz").write_bytes(b"")
+    (tmp_path / "dir.csv").mkdir()
+    (tmp_path / "outdir").mkdir()
+    np.save(tmp_path / "one.npy", np.arange(5.0))
+    np.save(tmp_path / "cplx.npy", np.ones((4, 2)) * 1j)
+    (tmp_path / "rand.npz").write_bytes(np.random.RandomState(0).bytes(300))
+    (tmp_path / "bad.csv").write_text("1,2,x\n4,5,6\n7,8,9\n")
+    (tmp_path / "ragged.csv").write_text("1,2,3\n4,5\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["fit", "empty.npy"], "empty.npy is empty"),
+    (["fit", "empty.npz"], "empty.npz is empty"),
+    (["fit", "ok.npy", "--n-init", "0"], "--n-init must be >= 1"),
+    (["fit", "ok.npy", "--max-iter", "0"], "--max-iter must be >= 1"),
+    (["fit", "dir.csv"], "is a directory"),
+    (["fit", "ok.npy", "-k", "2", "-o", "outdir"], "is a directory"),
+    (["fit", "ok.npy", "-k", "2", "--output-dir", "ok.npy"], "is not a directory"),
+    (["fit", "ok.npy", "-k", "abc"], "-k/--n-clusters must be a positive integer"),
+    (["fit", "ok.npy", "-k", "2,x"], "-k/--n-clusters must be a positive integer"),
+    (["demo", "--methods", "bogus"], "unknown method group"),
+    (["fit", "one.npy"], "shape (5,)"),
+    (["fit", "cplx.npy"], "complex"),
+    (["fit", "rand.npz"], "not a .npz archive"),
+    (["fit", "bad.csv"], "line 1: 'x' is not a number"),
+    (["fit", "ragged.csv"], "line 2: 2 fields"),
+    (["fit", "ok.npy", "-k", "2", "--divergence", "mahalanobis"], "--mahalanobis-matrix"),
+    (["fit", "ok.npy", "ok.npy", "-k", "2", "-o", "l.txt"], "use --output-dir"),
+    (["fit", "ok.npy", "ok.npy", "-k", "2"], "would both write"),
+    (["fit", "ok.npy", "--n-init", "x"], "invalid int value"),
+])
+def test_user_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
+    _make_user_error_files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(argv + ["--quiet"] if argv[0] == "demo" else argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert message in lines[0]

@@ -318,7 +318,7 @@ def test_bad_parameters():
         ModelRelationClustering(3, lam=-1.0).fit(Xs)
     with pytest.raises(ValueError, match="alpha must be finite"):
         ModelRelationClustering(3, alpha=np.inf).fit(Xs)
-    with pytest.raises(TypeError, match="beta must be a Real"):
+    with pytest.raises(TypeError, match="beta must be a real number"):
         ModelRelationClustering(3, beta="0.5").fit(Xs)
     with pytest.raises(ValueError, match="n_clusters has 3 entries but there are 2 tasks"):
         ModelRelationClustering([2, 2, 2]).fit(Xs)

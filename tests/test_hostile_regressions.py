@@ -1,0 +1,514 @@
+"""Regression tests for issue 12 (hostile input), one test per row of the issue.
+
+Rows that crash the interpreter on the old code (segfaults) run in a subprocess, so a crash
+fails the test instead of the whole session. Rows fixed in the core refactor (divergence
+kernels, agglomerative models, registry) are marked ``xfail(strict=True)`` until it lands.
+"""
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+from bregclust import (
+    AgglomerativeBregman,
+    BregmanKMeans,
+    MultitaskBregmanClustering,
+    SharedSubspaceClustering,
+    SharedSubspaceTransfer,
+    SpectralKernelMTC,
+    bregman_kmeans_plusplus,
+    bregman_linkage,
+    bregman_merge_cost,
+    dendrogram_purity,
+    get_divergence,
+    kernel_kmeans,
+    project_simplex,
+    register_divergence,
+    similarity_matrix,
+)
+from bregclust.cli import main
+from bregclust.metrics import ari
+
+
+def _core(row):
+    return pytest.mark.xfail(strict=True, reason=f"issue 12 row {row}: fixed in the core refactor")
+
+
+def _run_isolated(code):
+    """Run ``code`` in a fresh interpreter; return (returncode, stdout, stderr)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    prefix = "import numpy as np, scipy.sparse as sp, math\nfrom bregclust import *\n"
+    r = subprocess.run([sys.executable, "-c", prefix + textwrap.dedent(code)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    return r.returncode, r.stdout, r.stderr
+
+
+def _X(n=20, d=3, seed=0):
+    return np.random.RandomState(seed).rand(n, d)
+
+
+def _cli_user_error(capsys, argv):
+    """Run the CLI; assert a user error: non-zero exit, one line on stderr, no traceback."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse errors
+        code = exc.code
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code not in (0, None)
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- crashes
+@_core(1)
+def test_row01_ward_overflow_is_an_error_or_valid_linkage():
+    rc, out, err = _run_isolated("""
+        from scipy.cluster.hierarchy import is_valid_linkage
+        def ok(f):
+            try:
+                Z = f()
+            except ValueError as e:
+                assert "overflow" in str(e).lower(), e
+                return
+            assert is_valid_linkage(Z), Z
+        ok(lambda: bregman_linkage(np.random.RandomState(0).rand(20, 3) * 1e300))
+        ok(lambda: bregman_linkage(np.array([[0.], [1e155], [5.]])))
+        ok(lambda: AgglomerativeBregman(2).fit(np.random.RandomState(0).rand(20, 3),
+                                              sample_weight=np.full(20, 1e308)).linkage_matrix_)
+        print("OK")
+    """)
+    assert rc == 0 and "OK" in out, err[-2000:]
+
+
+@_core(2)
+def test_row02_divergence_methods_accept_non_csr_sparse():
+    rc, out, err = _run_isolated("""
+        div = get_divergence("sqeuclidean")
+        X = np.arange(60.).reshape(20, 3)
+        U = np.array([[0., 0., 0.], [30., 31., 32.]])
+        for fmt in ("csc", "coo", "lil", "dok", "bsr"):
+            Xs = sp.csr_matrix(X).asformat(fmt)
+            lab, mins, S, W = div.assign_and_sum(Xs, U)
+            lab0, mins0, _, _ = div.assign_and_sum(X, U)
+            assert (lab == lab0).all() and np.allclose(mins, mins0)
+            assert np.allclose(div.pairwise(Xs, U), div.pairwise(X, U))
+            assert np.allclose(div.phi_rows(Xs), div.phi_rows(X))
+            assert (div.assign(Xs, U)[0] == lab0).all()
+        print("OK")
+    """)
+    assert rc == 0 and "OK" in out, err[-2000:]
+
+
+@_core(3)
+def test_row03_weighted_sums_refuses_labels_out_of_range():
+    rc, out, err = _run_isolated("""
+        div = get_divergence("sqeuclidean")
+        X = np.arange(9.).reshape(3, 3)
+        for bad in (np.array([0, 10**9, 1]), np.array([0, -1, 1]), np.array([0., 0.5, 1.])):
+            try:
+                div.weighted_sums(X, bad, 2)
+            except (ValueError, TypeError) as e:
+                assert "label" in str(e).lower(), e
+            else:
+                raise AssertionError(f"labels {bad} accepted")
+        print("OK")
+    """)
+    assert rc == 0 and "OK" in out, err[-2000:]
+
+
+# ----------------------------------------------------------------------------- silent wrong results
+def _offset_data(offset):
+    rng = np.random.RandomState(0)
+    y = np.repeat([0, 1], 50)
+    return rng.normal(0, .1, (100, 2)) + y[:, None] + offset, y
+
+
+@pytest.mark.parametrize("offset", [1e7, 1e8, 1e10])
+def test_row04_kmeans_far_from_origin_and_inertia_matches_labels(offset):
+    X, y = _offset_data(offset)
+    km = BregmanKMeans(2, random_state=0).fit(X)
+    assert ari(y, km.labels_) == 1.0
+    brute = float(((X - km.cluster_centers_[km.labels_]) ** 2).sum())
+    assert km.inertia_ == pytest.approx(brute, rel=1e-6)
+    A = np.array([[2.0, 0.3], [0.3, 1.0]])
+    km = BregmanKMeans(2, divergence="mahalanobis", divergence_params={"A": A},
+                       random_state=0).fit(X)
+    assert ari(y, km.labels_) == 1.0
+    D = X - km.cluster_centers_[km.labels_]
+    assert km.inertia_ == pytest.approx(float(np.einsum("ij,jk,ik->", D, A, D)), rel=1e-6)
+
+
+@pytest.mark.parametrize("divergence", ["kl", "itakura_saito", "l1_subgradient"])
+def test_row04_inertia_equals_objective_of_returned_labels(divergence):
+    X = np.random.RandomState(3).gamma(2.0, 1.0, (60, 4)) + 0.1
+    km = BregmanKMeans(3, divergence=divergence, random_state=0).fit(X)
+    div = get_divergence(divergence)
+    brute = sum(div.divergence(x, km.cluster_centers_[c]) for x, c in zip(X, km.labels_))
+    assert km.inertia_ == pytest.approx(brute, rel=1e-12, abs=1e-12)
+
+
+@_core(4)
+def test_row04_kernel_pairwise_is_accurate_far_from_origin():
+    X, _ = _offset_data(1e8)
+    U = X[[0, 99]]
+    exact = ((X[:, None, :] - U[None, :, :]) ** 2).sum(-1)
+    D = get_divergence("sqeuclidean").pairwise(X, U)
+    assert np.allclose(D, exact, rtol=1e-6, atol=1e-6)
+
+
+@_core(5)
+def test_row05_non_finite_divergences_are_not_zero():
+    div = get_divergence("sqeuclidean")
+    assert div.pairwise(np.array([[1e308]]), np.array([[1.0]]))[0, 0] == math.inf
+    with pytest.raises(ValueError, match="NaN"):
+        div.pairwise(np.array([[np.nan]]), np.array([[1.0]]))
+    with pytest.warns(RuntimeWarning, match="overflow|inf"):
+        BregmanKMeans(2).fit([[0], [1], [2], [1e200], [1.1e200], [1.2e200]])
+
+
+@_core(6)
+def test_row06_scale_invariant_models():
+    X = np.vstack([_X(10, 3, 1), _X(10, 3, 2) + 5])
+    y = np.repeat([0, 1], 10)
+    assert ari(y, BregmanKMeans(2, random_state=0).fit(X * 1e-300).labels_) == 1.0
+    for model in ("gaussian_diag", "gaussian_full"):
+        for s in (1e300, 1e-300):
+            agg = AgglomerativeBregman(2, model=model).fit(X * s)
+            assert sorted(np.bincount(agg.labels_)) == [10, 10]
+    for s in (1e300, 1e-300):
+        for sim in ("cosine", "sqeuclidean"):
+            S = similarity_matrix(X * s, similarity=sim) if sim != "cosine" else similarity_matrix(X * s)
+            assert np.isfinite(S).all() and np.abs(S).max() > 0
+
+
+@_core(7)
+def test_row07_builtin_aliases_are_reserved():
+    import bregclust.divergences as D
+    saved = dict(D._REGISTRY), dict(D._ALIASES)
+    try:
+        with pytest.raises(ValueError, match="kl"):
+            register_divergence("mine_row7", phi=lambda x: x * x, dphi=lambda x: 2 * x,
+                                aliases=("kl",), overwrite=True)
+        assert get_divergence("kl").name == "kl"
+    finally:  # never leave the registry hijacked for the other tests
+        D._REGISTRY.clear()
+        D._REGISTRY.update(saved[0])
+        D._ALIASES.clear()
+        D._ALIASES.update(saved[1])
+
+
+@_core(8)
+def test_row08_cone_smoothing_point_is_domain_checked():
+    X = _X() + 0.1
+    with pytest.raises(ValueError, match="smoothing"):
+        AgglomerativeBregman(2, model="kl", smoothing=(0.5, -100., "cone")).fit(X)
+    try:
+        agg = AgglomerativeBregman(2, model="kl").fit(X, sample_weight=np.full(20, 1e308))
+    except ValueError as e:
+        assert "overflow" in str(e) or "sample_weight" in str(e)
+    else:
+        assert len(np.unique(agg.labels_)) == 2
+
+
+@_core(9)
+def test_row09_merge_cost_member_indices():
+    X = _X()
+    with pytest.raises(ValueError, match="duplicate|twice"):
+        bregman_merge_cost(X, [0, 0, 0], [3, 4, 5])
+    with pytest.raises((ValueError, TypeError), match="integer"):
+        bregman_merge_cost(X, [0.9], [3])
+    with pytest.raises(ValueError, match="range|-1"):
+        bregman_merge_cost(X, [-1], [19])
+    with pytest.raises(ValueError, match="1-D"):
+        bregman_merge_cost(X, [[0, 1]], [3])
+
+
+def test_row10_cli_csv_with_partly_non_numeric_first_row(tmp_path, capsys):
+    p = tmp_path / "bad.csv"
+    p.write_text("1,2,x\n4,5,6\n7,8,9\n10,11,12\n13,14,15\n")
+    line = _cli_user_error(capsys, ["fit", str(p), "-k", "2", "-o", str(tmp_path / "l.txt")])
+    assert "bad.csv, line 1" in line
+    assert not (tmp_path / "l.txt").exists()
+    # a fully non-numeric first row is still a header
+    p.write_text("a,b,c\n1,2,3\n4,5,6\n7,8,9\n10,11,12\n")
+    assert main(["fit", str(p), "-k", "2", "-o", str(tmp_path / "l.txt"), "--quiet"]) == 0
+    assert np.loadtxt(tmp_path / "l.txt").shape == (4,)
+
+
+def test_row11_nan_parameters_are_refused():
+    Xs = [_X(), _X(seed=1)]
+    with pytest.raises(ValueError, match="lam must be a number, got NaN"):
+        SharedSubspaceClustering(2, lam=float("nan")).fit(Xs)
+    with pytest.raises(ValueError, match="tol must be a number"):
+        BregmanKMeans(2, tol=float("nan")).fit(_X())
+    with pytest.raises(ValueError, match="distance_threshold must be a number"):
+        AgglomerativeBregman(None, distance_threshold=float("nan")).fit(_X())
+    with pytest.raises(ValueError, match="tie_tol must be a number"):
+        from bregclust.kernel_mtc import spectral_kernel_weights
+        spectral_kernel_weights(np.arange(5.), np.ones(5), 1.0, 2.0, tie_tol=float("nan"))
+    with pytest.raises(ValueError, match="eigen_tol must be a number"):
+        SpectralKernelMTC(2, eigen_tol=float("nan")).fit(Xs)
+    with pytest.raises(ValueError, match="b must be a number"):
+        SpectralKernelMTC(2, b=float("nan")).fit(Xs)
+    with pytest.raises(ValueError, match="C must be a number"):
+        SpectralKernelMTC(2, C=float("nan")).fit(Xs)
+
+
+@_core(12)
+def test_row12_multinomial_transform_refuses_what_fit_refuses():
+    agg = AgglomerativeBregman(2, model="multinomial").fit(_X() + 0.1)
+    with pytest.raises(ValueError, match="sums to 0"):
+        agg.transform(np.zeros((1, 3)))
+
+
+def test_row13_kernel_kmeans_nan_kernel():
+    with pytest.raises(ValueError, match="K contains NaN or infinity"):
+        kernel_kmeans(np.full((4, 4), np.nan), 2)
+
+
+@_core(14)
+def test_row14_l1_divergence_of_identical_tiny_values():
+    div = get_divergence("l1")
+    assert div.divergence([1e-200], [1e-200]) == 0.0
+    assert div.divergence([-0.5], [-5e-324]) == div.pairwise(np.array([[-0.5]]),
+                                                             np.array([[-5e-324]]))[0, 0]
+
+
+def test_row15_unreseedable_empty_cluster_keeps_its_centre():
+    # Only two points carry weight, so a third cluster can never be re-seeded.
+    X = np.array([[0.0], [10.0], [20.0], [30.0]])
+    w = np.array([1.0, 1.0, 0.0, 0.0])
+    init = np.array([[0.0], [10.0], [25.0]])
+    with pytest.warns(UserWarning, match="could not be re-seeded.*keep their previous centres"):
+        km = BregmanKMeans(3, init=init, random_state=0).fit(X, sample_weight=w)
+    assert km.cluster_centers_[2, 0] == 25.0  # previous centre, not the origin
+    assert km.inertia_ == 0.0
+
+
+def test_row16_cli_tracebacks(tmp_path, capsys):
+    ok = tmp_path / "ok.npy"
+    np.save(ok, _X())
+    for name in ("empty.npy", "empty.npz"):
+        (tmp_path / name).write_bytes(b"")
+        assert "empty (0 bytes)" in _cli_user_error(capsys, ["fit", str(tmp_path / name)])
+    assert "--n-init must be >= 1" in _cli_user_error(capsys, ["fit", str(ok), "--n-init", "0"])
+    (tmp_path / "x.csv").mkdir()
+    assert "is a directory" in _cli_user_error(capsys, ["fit", str(tmp_path / "x.csv")])
+    assert "is a directory" in _cli_user_error(
+        capsys, ["fit", str(ok), "-k", "2", "-o", str(tmp_path / "x.csv")])
+    assert "not a directory" in _cli_user_error(
+        capsys, ["fit", str(ok), "-k", "2", "--output-dir", str(ok)])
+
+
+def test_row17_cli_messages(tmp_path, capsys):
+    ok = tmp_path / "ok.npy"
+    np.save(ok, _X())
+    assert "-k/--n-clusters must be a positive integer" in _cli_user_error(
+        capsys, ["fit", str(ok), "-k", "abc"])
+    assert "unknown method group(s) bogus" in _cli_user_error(
+        capsys, ["demo", "--methods", "bogus"])
+    np.save(tmp_path / "one.npy", np.arange(5.0))
+    assert "shape (5,)" in _cli_user_error(capsys, ["fit", str(tmp_path / "one.npy")])
+    np.save(tmp_path / "c.npy", np.ones((4, 2)) * 1j)
+    assert "complex" in _cli_user_error(capsys, ["fit", str(tmp_path / "c.npy")])
+    (tmp_path / "r.npz").write_bytes(np.random.RandomState(0).bytes(300))
+    line = _cli_user_error(capsys, ["fit", str(tmp_path / "r.npz")])
+    assert "not a .npz archive" in line and "allow_pickle" not in line
+    assert "--mahalanobis-matrix" in _cli_user_error(
+        capsys, ["fit", str(ok), "-k", "2", "--divergence", "mahalanobis"])
+    assert "--output-dir" in _cli_user_error(
+        capsys, ["fit", str(ok), str(ok), "-k", "2", "-o", str(tmp_path / "l.txt")])
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 row 18: Mahalanobis A is checked in the "
+                   "divergence (core refactor)")
+def test_row18_mahalanobis_matrix_of_wrong_size():
+    with pytest.raises(ValueError, match=r"A must be \(n_features, n_features\)"):
+        BregmanKMeans(2, divergence="mahalanobis", divergence_params={"A": np.eye(2)}).fit(_X())
+
+
+def test_row19_kmeans_overflow_is_reported_as_overflow():
+    X = np.random.RandomState(0).rand(20, 3) * 1e300
+    try:
+        with pytest.warns(RuntimeWarning, match="overflowed"):
+            BregmanKMeans(2, random_state=0).fit(X)
+    except ValueError as e:  # an error is fine too, if it names the overflow
+        assert "smoothing" not in str(e) and "overflow" in str(e)
+
+
+@_core(19)
+def test_row19_partition_emd_overflow_is_not_a_domain_problem():
+    from bregclust import partition_emd
+    U1, U2 = np.array([[1e300], [0.]]), np.array([[-1e300], [1.]])
+    with pytest.raises(ValueError, match="overflow"):
+        partition_emd(U1, [.5, .5], U2, [.5, .5])
+
+
+def test_row20_parameters_fail_early():
+    Xs = [_X(), _X(seed=1)]
+    with pytest.raises(ValueError, match="b must be a number"):
+        SpectralKernelMTC(2, b=float("nan")).fit(Xs)
+    with pytest.raises(ValueError, match="use a smaller C"):
+        SpectralKernelMTC(2, C=1e300).fit(Xs)
+    with pytest.raises(ValueError, match="init_offset must be a number"):
+        SharedSubspaceClustering(2, init_offset=float("nan")).fit(Xs)
+    with pytest.raises(TypeError, match="init must be 'k-means\\+\\+', 'random' or an array"):
+        BregmanKMeans(2, init=None).fit(_X())
+    with pytest.raises(TypeError, match="smoothing must be a string or a tuple"):
+        AgglomerativeBregman(2, smoothing=1.0).fit(_X())
+    with pytest.raises(TypeError, match="model_params must be a dict"):
+        AgglomerativeBregman(2, model_params="abc").fit(_X())
+    est = SpectralKernelMTC(2).fit(Xs)
+    with pytest.raises(ValueError, match="task must be <= 1, got 5"):
+        est.kernel_matrix(task=5)
+
+
+def test_row21_misleading_messages():
+    Xs = [_X(), _X(seed=1)]
+    with pytest.raises(TypeError, match="X is None; pass a 2-D array"):
+        BregmanKMeans(2).fit(None)
+    with pytest.raises(TypeError, match="init is one 2-D array but there are 2 tasks"):
+        MultitaskBregmanClustering(2, init=_X()[:2]).fit(Xs)
+    for tasks in ({0: Xs[0], 1: Xs[1]}, "abc"):
+        with pytest.raises(TypeError, match="Xs must be a list of 2-D arrays"):
+            MultitaskBregmanClustering(2).fit(tasks)
+    with pytest.raises(TypeError, match="n_clusters must be an integer, got '2'"):
+        BregmanKMeans("2").fit(_X())
+    with pytest.raises(TypeError, match="aliases must be a sequence of strings"):
+        register_divergence("row21", phi=lambda x: x * x, dphi=lambda x: 2 * x, aliases=None)
+
+
+def test_row22_kmeans_plusplus_parameters_and_project_simplex():
+    X = _X()
+    with pytest.raises(ValueError, match="smoothing must be >= 0.0"):
+        bregman_kmeans_plusplus(X, 2, smoothing=-1)
+    with pytest.raises(ValueError, match="smoothing must be a number, got NaN"):
+        bregman_kmeans_plusplus(X, 2, smoothing=float("nan"))
+    c_auto, _ = bregman_kmeans_plusplus(X, 2, smoothing="auto", random_state=0)
+    c_zero, _ = bregman_kmeans_plusplus(X, 2, smoothing=0.0, random_state=0)
+    assert np.array_equal(c_auto, c_zero)  # "auto" is 0 on R
+    with pytest.raises(ValueError, match="n_local_trials must be >= 1"):
+        bregman_kmeans_plusplus(X, 2, n_local_trials=-1)
+    with pytest.raises(ValueError, match="sample_weight sums to infinity"):
+        bregman_kmeans_plusplus(X, 2, sample_weight=np.full(20, 1e308))
+    with pytest.raises(ValueError, match="radius must be finite"):
+        project_simplex([1, 2], math.inf)
+
+
+def test_row23_silently_accepted_parameters():
+    Xs = [_X(), _X(seed=1)]
+    with pytest.raises(ValueError, match="tol must be a number"):
+        MultitaskBregmanClustering(2, tol=float("nan")).fit(Xs)
+    with pytest.raises(ValueError, match="distance_threshold must be a number"):
+        AgglomerativeBregman(None, distance_threshold=float("nan")).fit(_X())
+    with pytest.raises(ValueError, match="verbose must be >= 0"):
+        BregmanKMeans(2, verbose=-1).fit(_X())
+    from bregclust import ModelRelationClustering
+    with pytest.raises(ValueError, match="verbose must be >= 0"):
+        ModelRelationClustering(2, verbose=-1).fit(Xs)
+    with pytest.raises(TypeError, match="n_clusters for task 1 must be an integer, got 2.0"):
+        MultitaskBregmanClustering([2, 2.0]).fit(Xs)
+    y = np.r_[np.repeat([0.0, 1.0], 9), np.nan, np.nan]
+    with pytest.raises(ValueError, match="y_source has a missing label"):
+        SharedSubspaceTransfer(n_components=2).fit(_X(), y, _X(seed=1))
+    with pytest.raises(ValueError, match="y has a missing label"):
+        dendrogram_purity(bregman_linkage(_X()), np.r_[np.zeros(19), np.nan])
+
+
+def _expected_failures(est):
+    """Checks that cannot pass, with the reason (scikit-learn's ``expected_failed_checks``)."""
+    out = {
+        "check_sample_weight_equivalence_on_dense_data":
+            "k-means and Ward-type merges from a random start are not invariant to repeating a "
+            "sample: the seeding draws differ (the weighted and repeated data are different "
+            "inputs to D-sampling), so labels may differ while both are valid local optima.",
+        "check_sample_weight_equivalence_on_sparse_data":
+            "same as check_sample_weight_equivalence_on_dense_data.",
+    }
+    from sklearn.utils import get_tags
+    if get_tags(est).input_tags.positive_only:
+        out["check_clustering"] = (
+            "check_clustering feeds standardised blobs with negative values and does not "
+            "honour the positive_only tag; kl/Itakura-Saito/multinomial are undefined there.")
+    if getattr(est, "model", None) == "multinomial":
+        why = ("the multinomial model normalises each row to a distribution, so a row summing "
+               "to 0 (which these checks' random non-negative data contain, or one feature "
+               "rounded to 0) is refused with a clear ValueError.")
+        for name in ("check_estimator_sparse_array", "check_estimator_sparse_matrix",
+                     "check_estimator_sparse_tag", "check_estimators_dtypes",
+                     "check_fit2d_1feature", "check_sample_weights_not_an_array"):
+            out[name] = why
+        out["check_positive_only_tag_during_fit"] = (
+            "the multinomial model's negative-data message (agglomerative.py, core refactor) "
+            "does not yet contain scikit-learn's 'Negative values in data'.")
+    return out
+
+
+@pytest.mark.parametrize("est", [
+    *[BregmanKMeans(2, divergence=d, n_init=1) for d in ("sqeuclidean", "kl", "l1_subgradient")],
+    *[AgglomerativeBregman(2, model=m) for m in
+      ("sqeuclidean", "kl", "l1_subgradient", "multinomial", "gaussian_diag", "gaussian_full")],
+    *[pytest.param(e, marks=pytest.mark.xfail(
+        strict=True, reason="issue 12 row 24 not done: scikit-learn's positive_only test data "
+        "hold exact zeros, which Itakura-Saito refuses (x > 0); no tag expresses 'strictly "
+        "positive', so these checks need declaring one by one"))
+      for e in (BregmanKMeans(2, divergence="itakura_saito", n_init=1),
+                AgglomerativeBregman(2, model="itakura_saito"))],
+], ids=repr)
+def test_row24_check_estimator(est):
+    from sklearn.utils.estimator_checks import check_estimator
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = check_estimator(est, expected_failed_checks=_expected_failures(est), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:200]) for r in res if r["status"] == "failed"]
+    assert failed == []
+
+
+def test_row24_tags():
+    from sklearn.utils import get_tags
+    assert get_tags(BregmanKMeans(divergence="kl")).input_tags.positive_only
+    assert get_tags(AgglomerativeBregman(model="kl")).input_tags.positive_only
+    assert get_tags(AgglomerativeBregman(model="multinomial")).input_tags.positive_only
+    assert not get_tags(AgglomerativeBregman()).input_tags.positive_only
+    assert not get_tags(BregmanKMeans()).input_tags.positive_only
+
+
+@pytest.mark.slow
+@_core(25)
+def test_row25_register_fit_unregister_does_not_leak():
+    rc, out, err = _run_isolated("""
+        def rss():
+            with open("/proc/self/statm") as fh:
+                return int(fh.read().split()[1]) * 4096 / 2**20
+        X = np.random.RandomState(0).rand(50, 3)
+        def cycle(i):
+            register_divergence(f"leak{i}", phi=lambda x: x * x, dphi=lambda x: 2 * x)
+            BregmanKMeans(2, divergence=f"leak{i}", random_state=0).fit(X)
+            unregister_divergence(f"leak{i}")
+        for i in range(3):
+            cycle(i)
+        import gc; gc.collect()
+        before = rss()
+        for i in range(3, 13):
+            cycle(i)
+        gc.collect()
+        print("GROWTH", (rss() - before) / 10)
+    """)
+    assert rc == 0, err[-2000:]
+    growth = float(out.split("GROWTH")[1])
+    assert growth < 1.0  # MiB per cycle (the issue measured ~4.4)
+
+
+def test_row26_messages_say_an_integer():
+    with pytest.raises(TypeError, match="max_iter must be an integer, got True"):
+        BregmanKMeans(2, max_iter=True).fit(_X())
+    with pytest.raises(TypeError, match="n_init must be an integer"):
+        BregmanKMeans(2, n_init=2.5).fit(_X())
