@@ -65,7 +65,7 @@ class Interval:
             raise ValueError(f"{name} must be finite, got {value!r}.")
 
     def describe(self):
-        what = "an int" if self.kind is numbers.Integral else "a float"
+        what = "an integer" if self.kind is numbers.Integral else "a float"
         parts = []
         if self.lo is not None:
             parts.append(f"{'>=' if self.lo_closed else '>'} {self.lo}")
@@ -207,7 +207,7 @@ def check_n_clusters_per_task(n_clusters, sizes, *, name="n_clusters", equal=Non
     ks = per_task(n_clusters, T, name=name)
     for t, k in enumerate(ks):
         if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"{name} for task {t} must be an int, got {k!r}.")
+            raise TypeError(f"{name} for task {t} must be an integer, got {k!r}.")
     if equal is not None and len({int(k) for k in ks}) > 1:
         raise ValueError(f"{equal} needs one number of clusters for every task, got "
                          f"{name}={[int(k) for k in ks]}.")
@@ -268,6 +268,11 @@ def parse_init(init, Xs, ks, *, aliases=None, membership=False):
         return [(kind, None)] * T
     if (isinstance(init, np.ndarray) or sp.issparse(init)) and init.ndim == 2 and T == 1:
         entries = [init]
+    elif (isinstance(init, np.ndarray) or sp.issparse(init)) and init.ndim == 2:
+        raise TypeError(
+            f"init is one 2-D array but there are {T} tasks; pass a list with one entry per "
+            "task (labels, a (n_clusters, n_features) array of centres, or a string)."
+        )
     else:
         if isinstance(init, dict) or not hasattr(init, "__len__"):
             raise TypeError(
@@ -444,7 +449,7 @@ class MultiTaskMixin:
                 "to use."
             )
         if isinstance(task, bool) or not isinstance(task, numbers.Integral):
-            raise TypeError(f"task must be an int, got {task!r}.")
+            raise TypeError(f"task must be an integer, got {task!r}.")
         if not 0 <= task < T:
             raise ValueError(f"task must be in [0, {T - 1}], got {task}.")
         return int(task)

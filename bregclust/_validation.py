@@ -118,11 +118,8 @@ def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=
     Returns a list of validated matrices (see :func:`check_array`). Raises ``ValueError`` for an
     empty list or tasks with different numbers of features, naming the task.
     """
-    if Xs is None or isinstance(Xs, (str, bytes, dict)):
-        raise TypeError(
-            f"{name} must be a list of 2-D arrays (one per task), got {type(Xs).__name__}; "
-            "e.g. [X1, X2]."
-        )
+    if Xs is None:
+        raise TypeError(f"{name} must be a list of 2-D arrays (one per task), got None; e.g. [X1, X2].")
     if sp.issparse(Xs) or isinstance(Xs, np.ndarray) and Xs.ndim == 2 and Xs.dtype != object:
         raise TypeError(
             f"{name} must be a list of 2-D arrays (one per task), got a single matrix; "

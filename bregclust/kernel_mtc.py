@@ -720,6 +720,7 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "max_iter": [Interval(numbers.Integral, 1)],
         "tol": [Interval(numbers.Real, 0.0)],
         "eigen_solver": [Options(*_EIGEN_SOLVERS)],
+        "eigen_tol": [Interval(numbers.Real, 0.0)],
     }
 
     def _validate_common(self, Xs):

@@ -417,8 +417,9 @@ def test_row23_silently_accepted_parameters():
     with pytest.raises(TypeError, match="n_clusters for task 1 must be an integer, got 2.0"):
         MultitaskBregmanClustering([2, 2.0]).fit(Xs)
     y = np.r_[np.repeat([0.0, 1.0], 9), np.nan, np.nan]
-    with pytest.raises(ValueError, match="y_source has a missing label"):
-        SharedSubspaceTransfer(n_components=2).fit(_X(), y, _X(seed=1))
+    with pytest.raises(ValueError, match="y has a missing label"):
+        SharedSubspaceTransfer(n_components=2).fit(np.vstack([_X(), _X(seed=1)]),
+                                                   np.r_[y, np.full(20, -1.0)])
     with pytest.raises(ValueError, match="y has a missing label"):
         dendrogram_purity(bregman_linkage(_X()), np.r_[np.zeros(19), np.nan])
 

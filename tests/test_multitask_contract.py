@@ -271,7 +271,7 @@ def test_constraint_table(name):
     Xs, _ = _tasks()
     with pytest.raises(ValueError, match="max_iter must be >= 1, got 0"):
         _fit(_make(name, max_iter=0), Xs)
-    with pytest.raises(TypeError, match="max_iter must be a Integral, got 2.5"):
+    with pytest.raises(TypeError, match="max_iter must be an integer, got 2.5"):
         _fit(_make(name, max_iter=2.5), Xs)
     with pytest.raises(ValueError, match="tol must be >= 0"):
         _fit(_make(name, tol=-1.0), Xs)
@@ -291,7 +291,7 @@ def test_check_params_helper():
     check_params(Est(), table)
     est = Est()
     est.mode = "fast"
-    with pytest.raises(ValueError, match="mode must be 'auto' or an int >= 1, got 'fast'"):
+    with pytest.raises(ValueError, match="mode must be 'auto' or an integer >= 1, got 'fast'"):
         check_params(est, table)
     est.mode, est.a = 3, 1.5
     with pytest.raises(ValueError, match="a must be <= 1.0, got 1.5"):
