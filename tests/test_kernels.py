@@ -8,6 +8,8 @@ import scipy.sparse as sp
 
 from bregclust import _kernels as K
 
+pytestmark = pytest.mark.nojit  # all of this module runs with NUMBA_DISABLE_JIT=1 too
+
 
 def test_fused_argmin_matches_numpy():
     rng = np.random.default_rng(0)
