@@ -374,12 +374,26 @@ def test_malsar_rec_vs_talk_runs_sparse():
 
 
 def test_cli_demo_rows():
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
     from bregclust.kernel_mtc import _demo
 
     Xs, ys = _tasks((40, 36), n_classes=2, seed=19)
     rows = _demo(Xs, ys, 0)
     assert [name for name, _ in rows] == ["LNKMTC0", "LNKMTC", "LSKMTC0", "LSKMTC"]
-    for _, per_task in rows:
+    # oracle agreement: a row scores the estimator fitted on its own (sklearn's NMI with the
+    # geometric mean and ARI; accuracy under the better of the two matchings of 2 classes)
+    direct = {"LNKMTC": NonparametricKernelMTC(2, C=100.0, b=30, joint=True, random_state=0),
+              "LSKMTC": SpectralKernelMTC(2, C=100.0, b=1, n_eigenvectors=30, joint=True,
+                                          random_state=0)}
+    for name, per_task in rows:
         assert len(per_task) == 2
-        for nmi_, ari_, acc_ in per_task:
-            assert 0 <= nmi_ <= 1 and -1 <= ari_ <= 1 and 0 <= acc_ <= 1
+        if name in direct:
+            for (nmi_, ari_, acc_), y, lab in zip(per_task, ys, direct[name].fit(Xs).labels_):
+                assert nmi_ == pytest.approx(
+                    normalized_mutual_info_score(y, lab, average_method="geometric"), abs=1e-12)
+                assert ari_ == pytest.approx(adjusted_rand_score(y, lab), abs=1e-12)
+                assert acc_ == pytest.approx(max(np.mean(lab == y), np.mean(lab != y)))
+    # quality: on these related tasks the MMD term helps, LNKMTC (C=100) beats C=0 on each task
+    rows = dict(rows)
+    assert all(a[0] > b[0] + 0.1 for a, b in zip(rows["LNKMTC"], rows["LNKMTC0"]))
