@@ -1,7 +1,7 @@
 """Every benchmark script runs end to end on a small problem and prints its table.
 
-The README's figures come from these scripts; a script that no longer runs (an API changed
-under it) would leave the figures unreproducible. Each script runs in a fresh interpreter with
+The figures in benchmarks/RESULTS.md come from these scripts; a script that no longer runs (an
+API changed under it) would leave the figures unreproducible. Each script runs in a fresh interpreter with
 small sizes; what is checked is the exit code and a line of the table each must print (our
 numbers beside the peer's or the paper's). No timing is asserted.
 """
