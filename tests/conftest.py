@@ -91,8 +91,9 @@ def _needs_data(item):
     if _calls_require_data(getattr(item, "function", None)):
         return True
     info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info is not None else ()):
-        if any(_calls_require_data(d.func) for d in defs):
+    for name, defs in (info.name2fixturedefs.items() if info is not None else ()):
+        # the autouse fixture below calls require_data only for tests already marked data
+        if name != "_data_named_by_mark" and any(_calls_require_data(d.func) for d in defs):
             return True
     return False
 
