@@ -11,12 +11,12 @@ Markers (declared in ``pyproject.toml``):
     (in its body or in one of its fixtures), so ``-m "not data"`` selects exactly the tests
     that run without the shared data. ``@pytest.mark.data("rel/path", ...)`` names the paths a
     test needs: they are required (skip, or fail under ``BREGCLUST_REQUIRE_DATA=1``) before the
-    test runs. A test reaching ``require_data`` some other way (a helper
-    function, one parameter of several) must carry the mark itself; :func:`require_data` fails
-    when it is called from a test without it, so a missing mark cannot go unnoticed.
+    test runs. A test reaching ``require_data`` some other way (a helper function, one
+    parameter of several) must carry the mark itself: :func:`require_data` fails when it is
+    called from a test without it, so a missing mark cannot go unnoticed.
 ``slow``
-    Long tests (benchmark scripts, real data over ~10 s); the default ``tox`` run deselects
-    them and ``tox -e slow`` runs only them.
+    Long tests (benchmark scripts, the all-methods demo, real data over ~10 s); the default
+    ``tox`` run deselects them and ``tox -e slow`` runs only them.
 ``nojit``
     Tests the ``nojit`` tox env runs with ``NUMBA_DISABLE_JIT=1``.
 """
@@ -32,6 +32,7 @@ _CURRENT = {"item": None}  # the test being set up or run, for the guard in requ
 
 
 def data_home():
+    """The real-data directory: ``BREGCLUST_DATA``, else ``../shared/data`` beside the repo."""
     env = os.environ.get("BREGCLUST_DATA")
     return Path(env) if env else (REPO.parent / "shared" / "data")
 
