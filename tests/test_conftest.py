@@ -63,7 +63,10 @@ def test_helper_without_mark():
 
 
 @pytest.fixture
-def suite(pytester):
+def suite(pytester, monkeypatch):
+    # the outer run's policy (CI sets BREGCLUST_REQUIRE_DATA=1) must not leak into the inner one
+    monkeypatch.delenv("BREGCLUST_REQUIRE_DATA", raising=False)
+    monkeypatch.delenv("BREGCLUST_NO_TESTS_OK", raising=False)
     pytester.makeconftest(CONFTEST)
     pytester.makeini(INI)
     pytester.makepyfile(test_suite=SUITE)
