@@ -1,8 +1,24 @@
-"""Shared test fixtures: the real-data location and the skip/require policy.
+"""Shared test fixtures: the real-data location, the skip/require policy and the markers.
 
-Tests that need ``../shared/data`` call :func:`require_data` (or use the ``data_dir`` fixture).
-When the data are absent they are skipped, except under ``BREGCLUST_REQUIRE_DATA=1`` (set by
-``.ci/run``), where a missing data set is a failure.
+Tests that need ``../shared/data`` use the ``data_dir`` fixture or call :func:`require_data`
+(directly or from a fixture). When the data are absent they are skipped, except under
+``BREGCLUST_REQUIRE_DATA=1`` (set by ``.ci/run``), where a missing data set is a failure.
+
+Markers (declared in ``pyproject.toml``):
+
+``data``
+    Set here, at collection, on every test that uses ``data_dir`` or calls ``require_data``
+    (in its body or in one of its fixtures), so ``-m "not data"`` selects exactly the tests
+    that run without the shared data. ``@pytest.mark.data("rel/path", ...)`` names the paths a
+    test needs: they are required (skip, or fail under ``BREGCLUST_REQUIRE_DATA=1``) before the
+    test runs. A test reaching ``require_data`` some other way (a helper function, one
+    parameter of several) must carry the mark itself: :func:`require_data` fails when it is
+    called from a test without it, so a missing mark cannot go unnoticed.
+``slow``
+    Long tests (benchmark scripts, the all-methods demo, real data over ~10 s); the default
+    ``tox`` run deselects them and ``tox -e slow`` runs only them.
+``nojit``
+    Tests the ``nojit`` tox env runs with ``NUMBA_DISABLE_JIT=1``.
 """
 
 import os
@@ -12,15 +28,33 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+_CURRENT = {"item": None}  # the test being set up or run, for the guard in require_data
+
 
 def data_home():
+    """The real-data directory: ``BREGCLUST_DATA``, else ``../shared/data`` beside the repo."""
     env = os.environ.get("BREGCLUST_DATA")
     return Path(env) if env else (REPO.parent / "shared" / "data")
 
 
 def require_data(*relpaths):
     """Return the data directory, skipping (or failing under BREGCLUST_REQUIRE_DATA=1) if any
-    of ``relpaths`` is missing."""
+    of ``relpaths`` is missing.
+
+    Parameters
+    ----------
+    *relpaths : str
+        Files or directories, relative to the data directory, the caller needs.
+
+    Returns
+    -------
+    pathlib.Path
+        The data directory.
+    """
+    item = _CURRENT["item"]
+    if item is not None and item.get_closest_marker("data") is None:
+        pytest.fail(f"{item.nodeid} calls require_data but is not marked data: add "
+                    "@pytest.mark.data (or pytest.param(..., marks=pytest.mark.data))")
     home = data_home()
     missing = [p for p in relpaths if not (home / p).exists()]
     if not home.is_dir():
@@ -36,3 +70,53 @@ def require_data(*relpaths):
 @pytest.fixture
 def data_dir():
     return require_data()
+
+
+@pytest.fixture(autouse=True)
+def _data_named_by_mark(request):
+    """``@pytest.mark.data("rel/path", ...)`` requires those paths before the test runs."""
+    mark = request.node.get_closest_marker("data")
+    if mark is not None and mark.args:
+        require_data(*mark.args)
+
+
+def _calls_require_data(func):
+    """Whether the code of ``func`` names ``require_data`` (a global or a local import)."""
+    code = getattr(func, "__code__", None)
+    return code is not None and "require_data" in code.co_names + code.co_varnames
+
+
+def _needs_data(item):
+    if "data_dir" in getattr(item, "fixturenames", ()):
+        return True
+    if _calls_require_data(getattr(item, "function", None)):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    for name, defs in (info.name2fixturedefs.items() if info is not None else ()):
+        # the autouse fixture below calls require_data only for tests already marked data
+        if name != "_data_named_by_mark" and any(_calls_require_data(d.func) for d in defs):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("data") is None and _needs_data(item):
+            item.add_marker(pytest.mark.data)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _CURRENT["item"] = item  # before any fixture of the item is set up
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    _CURRENT["item"] = None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Under ``BREGCLUST_NO_TESTS_OK=1`` (the ``slow`` tox env), selecting no test is a pass."""
+    if (exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+            and os.environ.get("BREGCLUST_NO_TESTS_OK") == "1"):
+        session.exitstatus = pytest.ExitCode.OK

@@ -109,6 +109,7 @@ _CASES = {
 }
 
 
+@pytest.mark.nojit
 @pytest.mark.parametrize("case", sorted(_CASES))
 def test_merges_equal_brute_force_definition_3_7(case):
     model, data, smoothing, weights = _CASES[case]
@@ -132,6 +133,7 @@ def test_merges_equal_brute_force_definition_3_7(case):
     assert check_greedy(ref, merges_from_linkage(Z, n), rtol=1e-8) == []
 
 
+@pytest.mark.nojit
 def test_merges_equal_brute_force_exactly_without_ties():
     X = np.random.default_rng(5).gamma(2.0, size=(11, 3))
     ref = Reference(X, "kl", smoothing="multinomial")
@@ -141,6 +143,7 @@ def test_merges_equal_brute_force_exactly_without_ties():
     np.testing.assert_allclose([c for *_, c in naive], [h for *_, h in ours], rtol=1e-10)
 
 
+@pytest.mark.nojit
 def test_custom_generator_works_and_matches_brute_force():
     name = "agglo_test_cosh"
     div = register_divergence(name, phi=lambda x: math.cosh(x), dphi=lambda x: math.sinh(x))
@@ -155,6 +158,7 @@ def test_custom_generator_works_and_matches_brute_force():
 
 
 # ---------------------------------------------------------------------------- the propositions
+@pytest.mark.nojit
 @pytest.mark.parametrize("model", ["sqeuclidean", "kl", "itakura_saito"])
 def test_jensen_gap_equals_definition_and_prop_3_8(model):
     rng = np.random.default_rng(11)
@@ -219,6 +223,7 @@ def test_sparse_input_equals_dense_input():
 
 
 # ---------------------------------------------------------------------------- dendrogram purity
+@pytest.mark.nojit
 def test_dendrogram_purity_equals_pairwise_definition():
     rng = np.random.default_rng(13)
     for n, L in [(30, 3), (25, 2), (40, 5)]:
@@ -228,6 +233,7 @@ def test_dendrogram_purity_equals_pairwise_definition():
         assert dendrogram_purity(Z, y) == pytest.approx(naive_dendrogram_purity(Z, y), rel=1e-12)
 
 
+@pytest.mark.nojit
 def test_dendrogram_purity_hand_examples():
     Z = np.array([[0, 1, 1.0, 2], [2, 3, 1.0, 2], [4, 5, 2.0, 4]])
     assert dendrogram_purity(Z, [0, 0, 1, 1]) == 1.0
@@ -265,6 +271,7 @@ def test_distance_threshold_cut():
     np.testing.assert_array_equal(est.labels_, [0, 0, 1, 1, 2])
 
 
+@pytest.mark.nojit
 def test_transform_gives_merge_costs_to_top_clusters():
     rng = np.random.default_rng(15)
     X = rng.normal(size=(30, 3))
@@ -284,6 +291,7 @@ def test_transform_gives_merge_costs_to_top_clusters():
     assert F[0, 1] == pytest.approx(ref.merge_cost(sorted(child), [30]), rel=1e-10)
 
 
+@pytest.mark.nojit
 def test_transform_sparse_kl_matches_merge_cost():
     X = _sparse_counts(np.random.default_rng(16), 25, 40)
     est = AgglomerativeBregman(2, model="kl", n_features=2).fit(X[:20])
@@ -310,6 +318,7 @@ def test_estimator_pickle_clone_and_no_mutation():
 
 
 # ---------------------------------------------------------------------------- degenerate data
+@pytest.mark.nojit
 @pytest.mark.parametrize("model", ["sqeuclidean", "kl", "itakura_saito", "gaussian_diag",
                                    "gaussian_full", "l1_subgradient", "multinomial"])
 def test_degenerate_inputs(model):
@@ -329,6 +338,7 @@ def test_degenerate_inputs(model):
 
 
 # ---------------------------------------------------------------------------- bad input
+@pytest.mark.nojit
 def test_bad_input_messages():
     X = np.random.default_rng(19).gamma(2.0, size=(6, 2))
     bad = X.copy()

@@ -23,30 +23,42 @@ from bregclust import (
 )
 from bregclust._validation import check_array
 
+pytestmark = pytest.mark.nojit  # all of this module runs with NUMBA_DISABLE_JIT=1 too
+
 CUSTOM = "test_exp_generator"
 CUSTOM_POS = "test_xlogx_plus_sq"
 
 
-def _register_customs():
-    if CUSTOM not in list_divergences():
-        # phi(x) = exp(x): asymmetric, on R, no inverse given (solved numerically).
-        register_divergence(CUSTOM, phi=lambda x: math.exp(x), dphi=lambda x: math.exp(x),
-                            formula="sum e^x - e^y - (x - y) e^y")
-    if CUSTOM_POS not in list_divergences():
-        # phi(x) = x log x + x^2 on x >= 0, no inverse given.
-        def f(x):
-            return (x * math.log(x) if x > 0 else 0.0) + x * x
-
-        def df(x):
-            return (math.log(x) if x > 0 else -math.inf) + 1.0 + 2.0 * x
-
-        register_divergence(CUSTOM_POS, phi=f, dphi=df, domain="nonnegative")
+def _exp(x):
+    return math.exp(x)
 
 
-_register_customs()
+def _xlogx_sq(x):
+    return (x * math.log(x) if x > 0 else 0.0) + x * x
+
+
+def _xlogx_sq_deriv(x):
+    return (math.log(x) if x > 0 else -math.inf) + 1.0 + 2.0 * x
+
+
+@pytest.fixture(scope="module", autouse=True)
+def custom_generators():
+    """Two test generators, registered for this module's tests and removed after them."""
+    # phi(x) = exp(x): asymmetric, on R, no inverse given (solved numerically).
+    register_divergence(CUSTOM, phi=_exp, dphi=_exp, formula="sum e^x - e^y - (x - y) e^y",
+                        overwrite=True)
+    # phi(x) = x log x + x^2 on x >= 0, no inverse given.
+    register_divergence(CUSTOM_POS, phi=_xlogx_sq, dphi=_xlogx_sq_deriv, domain="nonnegative",
+                        overwrite=True)
+    yield
+    unregister_divergence(CUSTOM)
+    unregister_divergence(CUSTOM_POS)
+
+
 SPD = np.array([[2.0, 0.3, 0.0, 0.1], [0.3, 1.5, 0.2, 0.0], [0.0, 0.2, 1.0, 0.1],
                 [0.1, 0.0, 0.1, 0.8]])
-ALL = [n for n in list_divergences() if not n.startswith("test_") or n in (CUSTOM, CUSTOM_POS)]
+# the built-ins (other modules register their test generators in fixtures, never at import)
+ALL = [n for n in list_divergences() if n not in (CUSTOM, CUSTOM_POS)] + [CUSTOM, CUSTOM_POS]
 D = 4
 
 

@@ -374,6 +374,8 @@ def test_malsar_rec_vs_talk_runs_sparse():
 
 
 def test_cli_demo_rows():
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
     from bregclust.demo import demo_kernel_mtc, scores
     from bregclust.metrics import clustering_accuracy, nmi
 
@@ -386,3 +388,19 @@ def test_cli_demo_rows():
     assert rows[3][1][1] == (nmi(ys[1], ref.labels_[1]), pytest.approx(1.0),
                              clustering_accuracy(ys[1], ref.labels_[1]))
     assert rows[3][1][1][2] == 1.0  # task 1 is recovered exactly
+    # oracle agreement: a row scores the estimator fitted on its own (sklearn's NMI with the
+    # geometric mean and ARI; accuracy under the better of the two matchings of 2 classes)
+    direct = {"LNKMTC": NonparametricKernelMTC(2, C=100.0, b=30, joint=True, random_state=0),
+              "LSKMTC": SpectralKernelMTC(2, C=100.0, b=1, n_eigenvectors=30, joint=True,
+                                          random_state=0)}
+    for name, per_task in rows:
+        assert len(per_task) == 2
+        if name in direct:
+            for (nmi_, ari_, acc_), y, lab in zip(per_task, ys, direct[name].fit(Xs).labels_):
+                assert nmi_ == pytest.approx(
+                    normalized_mutual_info_score(y, lab, average_method="geometric"), abs=1e-12)
+                assert ari_ == pytest.approx(adjusted_rand_score(y, lab), abs=1e-12)
+                assert acc_ == pytest.approx(max(np.mean(lab == y), np.mean(lab != y)))
+    # quality: on these related tasks the MMD term helps, LNKMTC (C=100) beats C=0 on each task
+    rows = dict(rows)
+    assert all(a[0] > b[0] + 0.1 for a, b in zip(rows["LNKMTC"], rows["LNKMTC0"]))

@@ -11,6 +11,8 @@ from bregclust._kernels import generators as KG
 
 NOFN = KG.placeholder()
 
+pytestmark = pytest.mark.nojit  # all of this module runs with NUMBA_DISABLE_JIT=1 too
+
 
 def test_fused_argmin_matches_numpy():
     rng = np.random.default_rng(0)

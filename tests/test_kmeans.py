@@ -20,13 +20,21 @@ from bregclust import (
     EmptyClusterWarning,
     bregman_kmeans_plusplus,
     get_divergence,
-    list_divergences,
     register_divergence,
+    unregister_divergence,
 )
 
 CUSTOM = "test_kmeans_exp"
-if CUSTOM not in list_divergences():
-    register_divergence(CUSTOM, phi=lambda x: math.exp(x), dphi=lambda x: math.exp(x))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def custom_generator():
+    """A test generator phi(x) = exp(x), registered for this module's tests, removed after."""
+    register_divergence(CUSTOM, phi=lambda x: math.exp(x), dphi=lambda x: math.exp(x),
+                        overwrite=True)
+    yield
+    unregister_divergence(CUSTOM)
+
 
 SPD = np.array([[2.0, 0.4, 0.0], [0.4, 1.0, 0.1], [0.0, 0.1, 0.5]])
 BUILTINS = ["sqeuclidean", "mahalanobis", "kl", "itakura_saito", "l1_subgradient", CUSTOM]
@@ -56,7 +64,9 @@ def load_glass():
 
 
 # ----------------------------------------------------------------------------- oracle: sklearn
-@pytest.mark.parametrize("dataset", ["digits", "glass"])
+@pytest.mark.nojit
+@pytest.mark.parametrize("dataset", ["digits",
+                                     pytest.param("glass", marks=pytest.mark.data("uci_glass"))])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_sqeuclidean_equals_sklearn_lloyd(dataset, seed):
     X = load_digits().data if dataset == "digits" else load_glass()
@@ -69,6 +79,7 @@ def test_sqeuclidean_equals_sklearn_lloyd(dataset, seed):
     assert np.allclose(ours.cluster_centers_, sk.cluster_centers_, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.nojit
 def test_matches_naive_lloyd_for_kl():
     X, _ = blobs("kl", n=60)
     div = get_divergence("kl")
@@ -80,6 +91,7 @@ def test_matches_naive_lloyd_for_kl():
 
 
 # ----------------------------------------------------------------------------- monotone objective
+@pytest.mark.nojit
 @pytest.mark.parametrize("div", BUILTINS)
 @pytest.mark.parametrize("smoothing", [0.0, 2.0])
 def test_objective_non_increasing(div, smoothing):
@@ -102,6 +114,7 @@ def test_objective_non_increasing(div, smoothing):
     assert km.score(X) == pytest.approx(-km.inertia_, rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.nojit
 def test_smoothing_keeps_kl_finite_on_sparse_counts():
     rng = np.random.default_rng(3)
     X = sp.random(200, 40, density=0.05, random_state=1, format="csr") * 10
@@ -113,6 +126,7 @@ def test_smoothing_keeps_kl_finite_on_sparse_counts():
     assert np.isfinite(km.transform(X)).all()
 
 
+@pytest.mark.nojit
 def test_sparse_and_dense_agree():
     X, _ = blobs("kl")
     Xs = sp.csr_matrix(X)
@@ -124,6 +138,7 @@ def test_sparse_and_dense_agree():
     assert sp.issparse(Xs)  # input untouched and still sparse
 
 
+@pytest.mark.nojit
 def test_sample_weight_equals_repetition():
     X, _ = blobs("sqeuclidean", n=60)
     w = np.random.default_rng(1).integers(1, 4, 60)
@@ -134,6 +149,7 @@ def test_sample_weight_equals_repetition():
     assert a.inertia_ == pytest.approx(b.inertia_)
 
 
+@pytest.mark.nojit
 def test_empty_cluster_is_reseeded_with_warning():
     X, _ = blobs("sqeuclidean", n=90)
     C0 = np.vstack([X[:2], [[100.0, 100.0, 100.0]]])
@@ -144,6 +160,7 @@ def test_empty_cluster_is_reseeded_with_warning():
     assert (np.diff(h) <= 1e-10 * h[0]).all()
 
 
+@pytest.mark.nojit
 def test_kmeans_plusplus_seeds_are_data_points_and_reproducible():
     X, _ = blobs("kl")
     C1, idx1 = bregman_kmeans_plusplus(X, 3, "kl", random_state=0)
@@ -154,6 +171,7 @@ def test_kmeans_plusplus_seeds_are_data_points_and_reproducible():
     assert (Cs > 0).all()
 
 
+@pytest.mark.nojit
 def test_predict_transform_consistent():
     X, _ = blobs("itakura_saito")
     km = BregmanKMeans(3, divergence="is", random_state=0).fit(X)
@@ -182,6 +200,7 @@ def test_sklearn_compatible(estimator, check):
         check(estimator)
 
 
+@pytest.mark.nojit
 def test_pickle_and_reproducible():
     X, _ = blobs("mahalanobis")
     km = BregmanKMeans(3, divergence="mahalanobis", divergence_params={"A": SPD},
@@ -195,6 +214,7 @@ def test_pickle_and_reproducible():
     assert np.array_equal(km2.cluster_centers_, km.cluster_centers_)
 
 
+@pytest.mark.nojit
 def test_custom_divergence_pickles_by_name():
     X, _ = blobs("sqeuclidean")
     km = BregmanKMeans(3, divergence=CUSTOM, random_state=0).fit(X / 3)
@@ -203,6 +223,7 @@ def test_custom_divergence_pickles_by_name():
     assert np.array_equal(again.predict(X / 3), km.labels_)
 
 
+@pytest.mark.nojit
 def test_inputs_not_mutated():
     X, _ = blobs("kl")
     Xs = sp.csr_matrix(X)
@@ -217,6 +238,7 @@ def test_inputs_not_mutated():
 
 
 # ----------------------------------------------------------------------------- bad input
+@pytest.mark.nojit
 def test_bad_input_messages():
     X, _ = blobs("sqeuclidean")
     bad = X.copy()
@@ -256,6 +278,7 @@ def test_bad_input_messages():
         BregmanKMeans(3, divergence="kl").fit(np.abs(X)).predict(X)
 
 
+@pytest.mark.nojit
 def test_max_iter_warns():
     X, _ = blobs("sqeuclidean")
     with pytest.warns(ConvergenceWarning, match="reached max_iter=1"):

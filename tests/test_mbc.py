@@ -470,8 +470,8 @@ def test_demo_rows_on_bundled_digits():
     assert [r[0].split()[0] for r in rows] == ["IND", "MBC"]
     for _, per_task in rows:
         assert len(per_task) == len(b.Xs)
-        for nmi_, ari_, acc in per_task:
-            assert 0.3 < nmi_ <= 1 and -1 <= ari_ <= 1 and 0.3 < acc <= 1
+        for nmi_, ari_, acc in per_task:  # digits cluster well (NMI ~0.6-0.75 at this seed)
+            assert nmi_ > 0.55 and ari_ > 0.45 and acc > 0.6
 
 
 @pytest.mark.data
