@@ -134,22 +134,8 @@ def test_module_imports_on_its_own(module, fresh_imports):
     assert proc.returncode == 0, f"import {module} failed in a fresh interpreter:\n{err}"
 
 
-# metrics.dendrogram_purity imports agglomerative inside the function, agglomerative._demo
-# imports metrics: issue 11 moves dendrogram_purity into metrics and the demos out of the
-# estimators. Once that is merged this test passes; then drop the xfail.
-KNOWN_CYCLE = (("bregclust.metrics", "bregclust.agglomerative"),
-               ("bregclust.agglomerative", "bregclust.metrics"))
-
-
-@pytest.mark.xfail(strict=False, reason="known cycle bregclust.metrics <-> "
-                   "bregclust.agglomerative (dendrogram_purity / _demo), removed by issue 11")
 def test_import_graph_has_no_cycle():
     cycle = find_cycle(import_graph())
-    assert cycle is None, "import cycle: " + " -> ".join(cycle)
-
-
-def test_import_graph_has_no_other_cycle():
-    cycle = find_cycle(import_graph(), ignore=KNOWN_CYCLE)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
