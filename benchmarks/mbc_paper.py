@@ -36,7 +36,7 @@ from sklearn.preprocessing import normalize
 
 from bregclust.datasets import MBC_NAMES, load_mbc_tasks
 from bregclust.divergences import get_divergence
-from bregclust.kmeans import BregmanKMeans, bregman_kmeans_plusplus, smoothing_point
+from bregclust.kmeans import BregmanKMeans, auto_smoothing, bregman_kmeans_plusplus, smoothing_point
 from bregclust.mbc import MultitaskBregmanClustering
 from bregclust.metrics import ari, mixture_proportions, nmi, partition_emd
 
@@ -107,13 +107,14 @@ def run_dataset(name, args):
     Xs, ys = data.Xs, data.ys
     K = [int(np.unique(y).size) for y in ys]
     div = get_divergence(args.divergence)
-    beta = 0.0 if div.domain == "real" else 1.0
+    # smoothing="auto" of IND and MBC, per task (three average cluster masses on sparse counts)
+    betas = [auto_smoothing(X, div, k) for X, k in zip(Xs, K)]
     rs = np.random.RandomState(args.seed)
     res = {"IND": [], "MBC": []}
     last_relation = None
     for _run in range(args.runs):
-        init = [bregman_kmeans_plusplus(X, k, div, random_state=rs, smoothing=beta)[0]
-                for X, k in zip(Xs, K)]
+        init = [bregman_kmeans_plusplus(X, k, div, random_state=rs, smoothing=b)[0]
+                for X, k, b in zip(Xs, K, betas)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             ind = [BregmanKMeans(k, divergence=div, init=c).fit(X)
@@ -136,8 +137,8 @@ def run_dataset(name, args):
         if args.progress:
             print(f"{name}: run {_run + 1}/{args.runs}, {time.perf_counter() - t0:.0f} s",
                   file=sys.stderr, flush=True)
-    U1, w1 = _true_mixture(Xs[0], ys[0], div, beta)
-    U2, w2 = _true_mixture(Xs[1], ys[1], div, beta)
+    U1, w1 = _true_mixture(Xs[0], ys[0], div, betas[0])
+    U2, w2 = _true_mixture(Xs[1], ys[1], div, betas[1])
     true_dm = partition_emd(U1, w1, U2, w2, div)
     return dict(name=name, res=res, true_dm=true_dm, K=K, shapes=[X.shape for X in Xs],
                 description=data.description, seconds=time.perf_counter() - t0,

@@ -374,22 +374,28 @@ def resolve_n_init(n_init, parsed):
     return int(n_init)
 
 
-def resolve_smoothing(smoothing, divergence):
-    """``smoothing="auto"``: 0 for divergences on R, 1 for divergences on a bounded domain.
+def resolve_smoothing(smoothing, divergence, Xs, ks):
+    """Per-task smoothing pseudo-counts; ``"auto"`` is :func:`bregclust.kmeans.auto_smoothing`.
 
     Parameters
     ----------
     smoothing : float or "auto"
         Already checked by the estimator's constraint table.
     divergence : Divergence
+    Xs : list of validated task matrices
+    ks : list of int
+        Clusters per task.
 
     Returns
     -------
-    beta : float
+    betas : list of float
+        One pseudo-count per task.
     """
+    from .kmeans import auto_smoothing  # kmeans imports nothing from here: no cycle
+
     if isinstance(smoothing, str):
-        return 0.0 if divergence.domain == "real" else 1.0
-    return float(smoothing)
+        return [auto_smoothing(X, divergence, k) for X, k in zip(Xs, ks)]
+    return [float(smoothing)] * len(Xs)
 
 
 def as_history(values):

@@ -21,7 +21,13 @@ from ._validation import (
 )
 from .divergences import get_divergence
 
-__all__ = ["BregmanKMeans", "bregman_kmeans_plusplus", "smoothing_point"]
+__all__ = ["BregmanKMeans", "auto_smoothing", "bregman_kmeans_plusplus", "smoothing_point"]
+
+#: ``smoothing="auto"`` treats data with at least this fraction of zero entries as sparse counts
+#: (text) ...
+AUTO_SPARSE_ZERO_FRACTION = 0.9
+#: ... and gives them a pseudo-count of this many average cluster masses.
+AUTO_SPARSE_CLUSTER_MASSES = 3.0
 
 
 def _rows(X, idx):
@@ -45,6 +51,64 @@ def smoothing_point(X, divergence, sample_weight=None):
         floor = 1e-12 * max(float(z.max()), 1e-300)
         z = np.where(z > floor, z, floor)
     return z
+
+
+def auto_smoothing(X, divergence, n_clusters, sample_weight=None):
+    """The pseudo-count ``beta`` that ``smoothing="auto"`` gives one clustering task.
+
+    * Divergences on R (``sqeuclidean``, ``mahalanobis``, ...): 0, no smoothing.
+    * Divergences on non-negative or positive data, **sparse data** (at least 90% of the entries
+      are zero, as in document-term counts): ``3 W / K``, three average cluster masses
+      (``W`` the total sample weight, ``K`` the number of clusters). Every centre is then
+      ``(S_j + beta z) / (W_j + beta)``: a cluster of average size keeps a quarter of its own
+      mean and three quarters of the data mean ``z``. The shrinkage does not vanish as
+      clusters grow, which is what kl on sparse text needs: a zero count in a centre costs an
+      infinite divergence, and a small pseudo-count leaves centres dominated by the few
+      documents that use each rare term.
+    * Same divergences on **dense data**: the mean sample weight, one pseudo-sample, enough to
+      keep centres off the boundary of the domain without moving them.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The validated data of the task.
+    divergence : str or Divergence
+    n_clusters : int
+        Number of clusters ``K`` of the task.
+    sample_weight : ndarray of shape (n_samples,), optional
+        Sample weights (all ones when None).
+
+    Returns
+    -------
+    beta : float
+
+    Notes
+    -----
+    Measured on kl k-means of L1-normalised term counts (20 seeds, NMI; benchmark
+    ``benchmarks/kl_smoothing.py``, table in ``benchmarks/RESULTS.md``): the rule is within
+    0.02 NMI of the best fixed pseudo-count in {1, 10, 100, 1000} on the six CLUTO sets and
+    20 Newsgroups, where one pseudo-sample loses up to 0.13 NMI; on scikit-learn's dense 8x8
+    digits the same strength would cost 0.1 NMI, hence the dense branch.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> auto_smoothing(np.ones((10, 3)), "kl", 2)
+    1.0
+    >>> auto_smoothing(sp.eye(100, 50, format="csr"), "kl", 5)
+    60.0
+    >>> auto_smoothing(np.ones((10, 3)), "sqeuclidean", 2)
+    0.0
+    """
+    div = get_divergence(divergence)
+    if div.domain == "real":
+        return 0.0
+    n, d = X.shape
+    w_total = float(n) if sample_weight is None else float(np.sum(sample_weight))
+    nnz = np.count_nonzero(X.data) if sp.issparse(X) else np.count_nonzero(X)
+    if n * d and 1.0 - nnz / (n * d) >= AUTO_SPARSE_ZERO_FRACTION:
+        return AUTO_SPARSE_CLUSTER_MASSES * w_total / n_clusters
+    return w_total / n if n else 1.0
 
 
 def _smoothed(points, w, beta, z):
@@ -74,8 +138,8 @@ def bregman_kmeans_plusplus(X, n_clusters, divergence="sqeuclidean", *, random_s
     random_state : int, RandomState or None
     sample_weight : array-like of shape (n_samples,), optional
     smoothing : float or "auto", default=0.0
-        Finite and non-negative. ``"auto"``: as :class:`BregmanKMeans` (0 on R, the mean sample
-        weight for divergences on non-negative/positive data).
+        Finite and non-negative. ``"auto"``: as :class:`BregmanKMeans` (see
+        :func:`auto_smoothing`).
     n_local_trials : int, optional
         Candidates per centre, ``>= 1``. Default ``2 + int(log(n_clusters))``.
 
@@ -94,7 +158,7 @@ def bregman_kmeans_plusplus(X, n_clusters, divergence="sqeuclidean", *, random_s
     w = check_sample_weight(sample_weight, n)
     beta = check_smoothing(smoothing)
     if beta == "auto":
-        beta = 0.0 if div.domain == "real" else float(w.mean())
+        beta = auto_smoothing(X, div, k, w)
     if n_local_trials is not None:
         check_scalar(n_local_trials, "n_local_trials", kind=numbers.Integral, lo=1)
     z = _z if _z is not None else (smoothing_point(X, div, w) if beta > 0 else None)
@@ -164,8 +228,9 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         to every cluster: centres are ``(sum_i w_i x_i + beta z) / (sum_i w_i + beta)``
         (Telgarsky & Dasgupta, Thm 5.2, with ``alpha = beta / (W_j + beta)``). It keeps kl and
         Itakura-Saito centres off the domain boundary, so zero counts never give infinite
-        divergences. ``"auto"``: 0 for divergences on R, the mean sample weight (one
-        pseudo-sample) for divergences on non-negative/positive data.
+        divergences. ``"auto"``: :func:`auto_smoothing`, 0 for divergences on R; on
+        non-negative/positive data three average cluster masses when the data are sparse
+        (at least 90% zeros, e.g. term counts), one pseudo-sample when they are dense.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         1 prints one line per restart, 2 one line per iteration.
@@ -231,10 +296,10 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     def _get_divergence(self):
         return get_divergence(self.divergence, **(self.divergence_params or {}))
 
-    def _resolve_smoothing(self, div, w):
+    def _resolve_smoothing(self, div, X, k, w):
         s = check_smoothing(self.smoothing)
         if s == "auto":
-            return 0.0 if div.domain == "real" else float(w.mean())
+            return auto_smoothing(X, div, k, w)
         return s
 
     def _resolve_n_init(self, init_is_array):
@@ -274,7 +339,7 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         check_scalar(self.tol, "tol", lo=0.0)
         check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
         w = check_sample_weight(sample_weight, n)
-        beta = self._resolve_smoothing(div, w)
+        beta = self._resolve_smoothing(div, X, k, w)
         init = self.init
         if init is None:
             raise TypeError("init must be 'k-means++', 'random' or an array of initial centres "

@@ -252,7 +252,8 @@ def mbc_objective(Xs, labels, centers, relations, divergence="sqeuclidean", lam=
         Transport plans for every ordered pair ``t != s`` (ignored when ``T = 1``).
     divergence : str or Divergence, default="sqeuclidean"
     lam : float, default=0.5
-    smoothing : float, default=0.0
+    smoothing : float or sequence of float, default=0.0
+        The pseudo-count ``beta``, one for all tasks or one per task (as ``smoothing_``).
     smoothing_points : list of ndarray, optional
         One point ``z^t`` per task (required when ``smoothing > 0``).
 
@@ -262,13 +263,18 @@ def mbc_objective(Xs, labels, centers, relations, divergence="sqeuclidean", lam=
     """
     div = get_divergence(divergence)
     T = len(Xs)
+    betas = (list(np.broadcast_to(np.asarray(smoothing, dtype=np.float64), (T,)))
+             if np.ndim(smoothing) <= 1 else None)
+    if betas is None or len(betas) != T:
+        raise ValueError(f"smoothing must be one float or one per task ({T}), got {smoothing!r}.")
     total = 0.0
     for t in range(T):
         D = div.generic_pairwise(Xs[t], centers[t])
         lab = np.asarray(labels[t])
         v = float(D[np.arange(lab.shape[0]), lab].sum())
-        if smoothing > 0:
-            v += smoothing * float(div.generic_pairwise(
+        beta = betas[t]
+        if beta > 0:
+            v += beta * float(div.generic_pairwise(
                 np.asarray(smoothing_points[t])[None, :], centers[t]).sum())
         total += v / Xs[t].shape[0]
     if T > 1 and lam > 0:
@@ -721,7 +727,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     smoothing : float or "auto", default="auto"
         Weight of a smoothing pseudo-point per cluster, as in :class:`~bregclust.BregmanKMeans`
         (per task, ``z^t`` = the task's mean pushed inside the domain); it is part of the
-        objective. ``"auto"``: 0 for divergences on R, 1 for kl / Itakura-Saito.
+        objective. ``"auto"``: per task, :func:`bregclust.kmeans.auto_smoothing` (0 on R;
+        for kl / Itakura-Saito three average cluster masses on sparse data such as term
+        counts, one pseudo-sample on dense data).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
 
@@ -748,7 +756,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     n_clusters_ : list of int
     n_tasks_ : int
     divergence_ : Divergence
-    smoothing_ : float
+    smoothing_ : list of float
+        The pseudo-count of each task.
     n_features_in_ : int
 
     Notes
@@ -870,8 +879,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         Xs = check_tasks(Xs, divergence=div)
         T = len(Xs)
         K = check_n_clusters_per_task(self.n_clusters, [X.shape[0] for X in Xs])
-        beta = resolve_smoothing(self.smoothing, div)
-        if div.right_domain == "positive" and beta == 0.0 and self.lam > 0 and T > 1:
+        betas = resolve_smoothing(self.smoothing, div, Xs, K)
+        if div.right_domain == "positive" and min(betas) == 0.0 and self.lam > 0 and T > 1:
             raise ValueError(
                 f"{div.name} with lam > 0 needs smoothing > 0: the relation step compares "
                 "centres with each other, and a centre with a zero coordinate has an infinite "
@@ -886,7 +895,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         n_init = resolve_n_init(self.n_init, parsed)
         rng = check_random_state(self.random_state)
         tasks = []
-        for t, X in enumerate(Xs):
+        for t, (X, beta) in enumerate(zip(Xs, betas)):
             z = smoothing_point(X, div) if beta > 0 else None
             tasks.append(_Task(X, div.prepare(X), K[t], beta, z, div))
         coupled = T > 1 and self.lam > 0
@@ -906,7 +915,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             if best is None or res["objective"] < best["objective"]:
                 best = res
         self.divergence_ = div
-        self.smoothing_ = beta
+        self.smoothing_ = list(betas)
         self.n_clusters_ = list(K)
         self._set_fitted_tasks(Xs, best["labels"], best["history"])
         self.cluster_centers_ = [np.asarray(u) for u in best["centers"]]

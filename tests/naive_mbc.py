@@ -20,8 +20,9 @@ def naive_objective(Xs, labels, centers, relations, divergence, lam, *, smoothin
     for t in range(T):
         X = Xs[t].toarray() if sp.issparse(Xs[t]) else np.asarray(Xs[t])
         part = sum(div.divergence(X[i], centers[t][labels[t][i]]) for i in range(X.shape[0]))
-        if smoothing > 0:
-            part += smoothing * sum(div.divergence(smoothing_points[t], u) for u in centers[t])
+        beta = smoothing[t] if np.ndim(smoothing) else smoothing
+        if beta > 0:
+            part += beta * sum(div.divergence(smoothing_points[t], u) for u in centers[t])
         total += part / X.shape[0]
     if T > 1:
         for t in range(T):

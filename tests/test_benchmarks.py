@@ -31,6 +31,9 @@ CASES = [
      "reuters21578", "paper MTCMRL"),
     ("kernel_mtc_paper.py --runs 1 --datasets webkb4", "webkb4_linqs", "| LNKMTC"),
     ("lssmtc_paper.py --runs 1 --datasets webkb4 --part clustering", "webkb4_linqs", "| LSSMTC"),
+    ("kl_smoothing.py --datasets tr23 --seeds 1", "cluto_docs/tr23.mat",
+     "auto within 0.02 NMI of the best fixed smoothing on"),
+    ("compile_time.py", None, "<= 5 s"),
 ]
 
 

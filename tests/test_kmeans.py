@@ -18,6 +18,7 @@ from bregclust import (
     BregmanKMeans,
     DomainError,
     EmptyClusterWarning,
+    MultitaskBregmanClustering,
     bregman_kmeans_plusplus,
     get_divergence,
     register_divergence,
@@ -120,10 +121,30 @@ def test_smoothing_keeps_kl_finite_on_sparse_counts():
     X = sp.random(200, 40, density=0.05, random_state=1, format="csr") * 10
     X.data = np.ceil(X.data)
     km = BregmanKMeans(4, divergence="kl", random_state=rng.integers(1 << 30)).fit(X)
-    assert km.smoothing_ == 1.0
+    # 95% zeros: "auto" is three average cluster masses, 3 * 200 / 4
+    assert km.smoothing_ == 150.0
     assert np.isfinite(km.inertia_)
     assert (km.cluster_centers_ > 0).all()
     assert np.isfinite(km.transform(X)).all()
+
+
+def test_auto_smoothing_rule():
+    from bregclust.kmeans import auto_smoothing
+
+    X = sp.random(200, 40, density=0.05, random_state=1, format="csr")
+    assert auto_smoothing(X, "kl", 4) == 150.0
+    assert auto_smoothing(X, "itakura_saito", 8, sample_weight=np.full(200, 2.0)) == 150.0
+    assert auto_smoothing(X, "sqeuclidean", 4) == 0.0
+    dense = np.abs(np.random.default_rng(0).normal(size=(50, 4))) + 0.1
+    assert auto_smoothing(dense, "kl", 4) == 1.0
+    assert auto_smoothing(dense, "kl", 4, sample_weight=np.full(50, 3.0)) == 3.0
+    # the same rule for the dense and the sparse form of one matrix, and in the estimators
+    assert auto_smoothing(X.toarray(), "kl", 4) == 150.0
+    Xc = X.copy()
+    Xc.data = np.ceil(Xc.data * 10)
+    assert BregmanKMeans(4, divergence="kl", random_state=0).fit(Xc).smoothing_ == 150.0
+    mbc = MultitaskBregmanClustering([4, 5], divergence="kl", random_state=0).fit([Xc, Xc])
+    assert mbc.smoothing_ == [150.0, 120.0]
 
 
 @pytest.mark.nojit

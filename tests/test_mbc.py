@@ -250,7 +250,7 @@ def test_objective_never_increases(name, n_tasks, marginals):
         hist = np.asarray(est.objective_history_)
         assert np.all(np.diff(hist) <= 1e-10 * np.abs(hist[:-1]) + 1e-13)
         # the loop's O(k d) bookkeeping equals the definition
-        zs = [smoothing_point(X, est.divergence_) for X in Xs] if est.smoothing_ > 0 else None
+        zs = [smoothing_point(X, est.divergence_) for X in Xs] if max(est.smoothing_) > 0 else None
         ref = mbc_objective(Xs, est.labels_, est.cluster_centers_, est.relations_,
                             est.divergence_, lam, smoothing=est.smoothing_, smoothing_points=zs)
         assert est.objective_ == pytest.approx(ref, rel=1e-9, abs=1e-12)
