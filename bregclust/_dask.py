@@ -9,8 +9,10 @@ are computed with :func:`dask.compute`, so an active ``dask.distributed.Client``
 there is one and the default local scheduler otherwise.
 """
 
+import functools
 import hashlib
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -83,7 +85,67 @@ def check_dask_array(X, *, name="X", n_features=None):
     return X
 
 
+# ----------------------------------------------------------------------------- divergences
+class _Portable:
+    """A divergence that unpickles in a fresh worker process.
+
+    Built-in divergences pickle by name; a user-registered generator does not exist in a
+    worker started before (or without) the ``register_divergence`` call, so its generator
+    functions travel with it and are registered there on first use.
+    """
+
+    def __init__(self, div):
+        self.div = div
+
+    def __dask_tokenize__(self):
+        return ("bregclust-divergence", self.div.name, id(self.div))
+
+    def __reduce__(self):
+        div = self.div
+        if div.builtin:
+            return (_restore, (div.name, dict(div.params), None))
+        spec = {key: getattr(getattr(div, key), "py_func", getattr(div, key))
+                for key in ("phi", "dphi", "dphi_inv")}
+        spec.update(domain=div.domain, symmetric=div.symmetric, aliases=tuple(div.aliases),
+                    formula=div.formula)
+        return (_restore, (div.name, {}, spec))
+
+
+def _restore(name, params, spec):
+    from .divergences import get_divergence, register_divergence
+
+    try:
+        return get_divergence(name, **params)
+    except ValueError:
+        if spec is None:
+            raise
+        return register_divergence(name, **spec)
+
+
+def _div(div):
+    return div.div if isinstance(div, _Portable) else div
+
+
 # ----------------------------------------------------------------------------- chunk tasks
+_KERNEL_LOCK = threading.RLock()
+
+
+def _one_at_a_time(fn):
+    """Run chunk tasks of one process one after another.
+
+    The kernels are already parallel inside (numba threads, the BLAS-limited thread pool), and
+    numba's default threading layer must not be entered from several threads at once; a dask
+    worker with several threads, or the local threaded scheduler, would do exactly that.
+    """
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with _KERNEL_LOCK:
+            return fn(*args, **kwargs)
+
+    return run
+
+
 def _as_chunk(Xb):
     """A chunk as float64 C-contiguous ndarray or canonical CSR."""
     if sp.issparse(Xb):
@@ -153,8 +215,10 @@ def _first_outside(Xb, div):
     return int(r), int(c), float(dense[r, c])
 
 
+@_one_at_a_time
 def _stats_chunk(Xb, wb, div, meta):
     """First pass: validation, the weight of every chunk, ``w @ X`` and positive weights."""
+    div = _div(div)
     Xb = _as_chunk(Xb)
     _check_chunk(Xb, wb, div, meta)
     n = Xb.shape[0]
@@ -168,16 +232,20 @@ def _digest(labels):
     return hashlib.blake2b(np.ascontiguousarray(labels).tobytes(), digest_size=16).digest()
 
 
+@_one_at_a_time
 def _lloyd_chunk(Xb, wb, U, div, meta):
     """One Lloyd step on one chunk: partial centre sums, weights, objective, label digest."""
+    div = _div(div)
     Xb = _as_chunk(Xb)
     labels, mins, S, W = div.assign_and_sum(Xb, U, wb)
     obj = float(np.sum(mins)) if wb is None else float(np.sum(np.asarray(wb) * mins))
     return {"S": S, "W": W, "obj": obj, "digest": {meta[0]: _digest(labels)}}
 
 
+@_one_at_a_time
 def _top_chunk(Xb, wb, U, div, meta, m):
     """The ``m`` rows with the largest ``w_i d(x_i, u_label)`` (ties: lower row first)."""
+    div = _div(div)
     Xb = _as_chunk(Xb)
     labels, mins, _, _ = div.assign_and_sum(Xb, U, wb)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
@@ -188,8 +256,10 @@ def _top_chunk(Xb, wb, U, div, meta, m):
             "labels": labels[order], "w": w[order], "mins": mins[order]}
 
 
+@_one_at_a_time
 def _cost_chunk(Xb, wb, C, div):
     """``sum_i w_i min_c d(x_i, c)`` over the finite minima, and the weight at infinity."""
+    div = _div(div)
     Xb = _as_chunk(Xb)
     _, mins = div.assign(Xb, C)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
@@ -197,8 +267,10 @@ def _cost_chunk(Xb, wb, C, div):
     return {"cost": float(np.sum(w[~inf] * mins[~inf])), "ninf": int(np.count_nonzero(inf & (w > 0)))}
 
 
+@_one_at_a_time
 def _sample_chunk(Xb, wb, C, div, ell, cost, ninf, meta, seed):
     """k-means|| sampling: row ``i`` kept with probability ``min(1, ell w_i d_i / cost)``."""
+    div = _div(div)
     Xb = _as_chunk(Xb)
     _, mins = div.assign(Xb, C)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
@@ -221,7 +293,9 @@ def _take_chunk(Xb, meta, idx):
     return rows.toarray() if sp.issparse(rows) else np.array(rows)
 
 
+@_one_at_a_time
 def _predict_chunk(Xb, U, div, block_info=None):
+    div = _div(div)
     Xb = _as_chunk(Xb)
     if block_info is not None:
         loc = block_info[0]
@@ -231,7 +305,9 @@ def _predict_chunk(Xb, U, div, block_info=None):
     return div.assign_and_sum(Xb, U)[0]
 
 
+@_one_at_a_time
 def _transform_chunk(Xb, U, div, block_info=None):
+    div = _div(div)
     Xb = _as_chunk(Xb)
     if block_info is not None:
         loc = block_info[0]
@@ -312,7 +388,10 @@ class _Chunked:
     def run(self, fn, *args, reduce=_combine, with_meta=True, extra=None):
         """Map ``fn(block, weights, *args[, meta])`` over the chunks and tree-reduce."""
         dask, _ = _dask()
-        args = [dask.delayed(a, pure=True) if isinstance(a, np.ndarray) else a for a in args]
+        from .divergences import Divergence
+
+        args = [dask.delayed(a, pure=True) if isinstance(a, np.ndarray)
+                else _Portable(a) if isinstance(a, Divergence) else a for a in args]
         parts = []
         for i, (b, wb) in enumerate(zip(self.blocks, self.wblocks)):
             more = (self.meta[i],) if with_meta else ()
@@ -528,7 +607,7 @@ def _kmeans_parallel(data, k, div, rng, beta, z, factor, rounds):
 def dask_predict(est, X):
     """Lazy labels (a 1-D dask array of int64) for a row-chunked dask array."""
     X = check_dask_array(X, n_features=est.n_features_in_)
-    return X.map_blocks(_predict_chunk, est.cluster_centers_, est.divergence_, drop_axis=1,
+    return X.map_blocks(_predict_chunk, est.cluster_centers_, _Portable(est.divergence_), drop_axis=1,
                         dtype=np.int64, meta=np.empty((0,), dtype=np.int64))
 
 
@@ -536,7 +615,7 @@ def dask_transform(est, X):
     """Lazy divergences to every centre (a dask array of shape (n_samples, n_clusters))."""
     X = check_dask_array(X, n_features=est.n_features_in_)
     k = est.cluster_centers_.shape[0]
-    return X.map_blocks(_transform_chunk, est.cluster_centers_, est.divergence_,
+    return X.map_blocks(_transform_chunk, est.cluster_centers_, _Portable(est.divergence_),
                         chunks=(X.chunks[0], (k,)), dtype=np.float64,
                         meta=np.empty((0, 0), dtype=np.float64))
 
