@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._dask import is_dask_array
 from ._validation import (
     EmptyClusterWarning,
     check_array,
@@ -46,7 +47,11 @@ def smoothing_point(X, divergence, sample_weight=None):
     """
     div = get_divergence(divergence)
     w = np.ones(X.shape[0]) if sample_weight is None else sample_weight
-    z = np.asarray(w @ X).ravel() / w.sum()
+    return _push_inside(np.asarray(w @ X).ravel() / w.sum(), div)
+
+
+def _push_inside(z, div):
+    """The weighted mean ``z`` with zero coordinates lifted for divergences on positive centres."""
     if div.right_domain == "positive":
         floor = 1e-12 * max(float(z.max()), 1e-300)
         z = np.where(z > floor, z, floor)
@@ -100,12 +105,17 @@ def auto_smoothing(X, divergence, n_clusters, sample_weight=None):
     >>> auto_smoothing(np.ones((10, 3)), "sqeuclidean", 2)
     0.0
     """
-    div = get_divergence(divergence)
-    if div.domain == "real":
-        return 0.0
     n, d = X.shape
     w_total = float(n) if sample_weight is None else float(np.sum(sample_weight))
     nnz = np.count_nonzero(X.data) if sp.issparse(X) else np.count_nonzero(X)
+    return _auto_smoothing_from_counts(get_divergence(divergence), n, d, nnz, w_total,
+                                       n_clusters)
+
+
+def _auto_smoothing_from_counts(div, n, d, nnz, w_total, n_clusters):
+    """:func:`auto_smoothing` from the data's shape, non-zero count and total weight."""
+    if div.domain == "real":
+        return 0.0
     if n * d and 1.0 - nnz / (n * d) >= AUTO_SPARSE_ZERO_FRACTION:
         return AUTO_SPARSE_CLUSTER_MASSES * w_total / n_clusters
     return w_total / n if n else 1.0
@@ -213,12 +223,17 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         Any registered divergence (see :func:`bregclust.list_divergences`), custom ones too.
     divergence_params : dict, optional
         Parameters of the divergence, e.g. ``{"A": A}`` for ``"mahalanobis"``.
-    init : {"k-means++", "random"} or ndarray of shape (n_clusters, n_features), default="k-means++"
+    init : {"auto", "k-means++", "k-means||", "random"} or ndarray of shape (n_clusters, n_features), \
+default="auto"
         ``"k-means++"``: D-sampling by the divergence (:func:`bregman_kmeans_plusplus`).
+        ``"k-means||"``: scalable k-means++ (Bahmani et al., 2012) for dask input:
+        ``init_rounds`` passes each drawing about ``oversampling_factor * n_clusters`` rows by
+        D-sampling with the divergence, then weighted k-means++ on those candidates.
         ``"random"``: distinct data points. An array gives the initial centres.
+        ``"auto"``: ``"k-means||"`` for a ``dask.array.Array``, ``"k-means++"`` otherwise.
     n_init : int or "auto", default="auto"
-        Restarts; the lowest objective wins. ``"auto"``: 1 for k-means++ or an array, 10 for
-        random.
+        Restarts; the lowest objective wins. ``"auto"``: 1 for k-means++, k-means|| or an
+        array, 10 for random.
     max_iter : int, default=300
     tol : float, default=1e-4
         Stop when the objective decreases by less than ``tol`` times its value (and always
@@ -234,11 +249,17 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         1 prints one line per restart, 2 one line per iteration.
+    oversampling_factor : float, default=2.0
+        k-means|| only: expected number of candidates drawn per round, in units of
+        ``n_clusters``.
+    init_rounds : int, default=5
+        k-means|| only: number of sampling rounds (passes over the data).
 
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
     labels_ : ndarray of shape (n_samples,)
+        A lazy ``dask.array.Array`` when ``X`` was a dask array.
     inertia_ : float
         ``sum_i w_i d(x_i, u_{label(i)})`` for the training data.
     n_iter_ : int
@@ -253,6 +274,12 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     Notes
     -----
+    ``X`` may be a ``dask.array.Array`` chunked by rows (dense or scipy CSR chunks, installed
+    with ``pip install bregclust[dask]``): each Lloyd iteration is then one pass over the
+    chunks with the same fused kernel, the ``k x d`` partial sums are tree-reduced and the
+    centres updated on the client, with an active ``dask.distributed.Client`` or the local
+    scheduler. ``predict``/``transform`` of a dask array are lazy dask arrays.
+
     Empty clusters are re-seeded with the points farthest from their centres (those whose move
     lowers the objective), with an :class:`~bregclust.EmptyClusterWarning`.
 
@@ -271,8 +298,8 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
-                 init="k-means++", n_init="auto", max_iter=300, tol=1e-4, smoothing="auto",
-                 random_state=None, verbose=0):
+                 init="auto", n_init="auto", max_iter=300, tol=1e-4, smoothing="auto",
+                 random_state=None, verbose=0, oversampling_factor=2.0, init_rounds=5):
         self.n_clusters = n_clusters
         self.divergence = divergence
         self.divergence_params = divergence_params
@@ -283,6 +310,8 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.smoothing = smoothing
         self.random_state = random_state
         self.verbose = verbose
+        self.oversampling_factor = oversampling_factor
+        self.init_rounds = init_rounds
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -296,11 +325,15 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     def _get_divergence(self):
         return get_divergence(self.divergence, **(self.divergence_params or {}))
 
-    def _resolve_smoothing(self, div, X, k, w):
+    def _resolve_smoothing(self, div, X, k, w, *, counts=None):
+        """``smoothing_``; ``counts=(n, d, nnz, total weight)`` stands in for ``X, w`` when the
+        data are not in memory (dask)."""
         s = check_smoothing(self.smoothing)
-        if s == "auto":
-            return auto_smoothing(X, div, k, w)
-        return s
+        if s != "auto":
+            return s
+        if counts is not None:
+            return _auto_smoothing_from_counts(div, *counts, k)
+        return auto_smoothing(X, div, k, w)
 
     def _resolve_n_init(self, init_is_array):
         n_init = self.n_init
@@ -315,20 +348,58 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             return 1
         return int(n_init)
 
+    def _resolve_init(self, k, d, dask_input=False):
+        """``(init, init_is_array)``: a validated init name or a copy of the centres array."""
+        init = self.init
+        if not isinstance(init, str):
+            init = np.array(init, dtype=np.float64, copy=True)
+            if init.ndim != 2 or init.shape != (k, d):
+                raise ValueError(
+                    f"init array must have shape (n_clusters, n_features) = {(k, d)}, "
+                    f"got {init.shape}."
+                )
+            check_finite(init, name="init")
+            self._get_divergence().check_domain(init, name="init", side="right")
+            return init, True
+        if init == "auto":
+            init = "k-means||" if dask_input else "k-means++"
+        if init not in ("k-means++", "k-means||", "random"):
+            raise ValueError(
+                f"init must be 'auto', 'k-means++', 'k-means||', 'random' or an array, got {init!r}."
+            )
+        if init == "k-means||":
+            if not dask_input:
+                raise ValueError(
+                    "init='k-means||' needs a dask array X; use init='k-means++' for in-memory data."
+                )
+            check_scalar(self.oversampling_factor, "oversampling_factor", lo=0.0, lo_closed=False)
+            check_scalar(self.init_rounds, "init_rounds", kind=numbers.Integral, lo=1)
+        if init == "k-means++" and dask_input:
+            raise ValueError(
+                "init='k-means++' reads the whole data set k times; for a dask array use "
+                "init='k-means||' (the default) or 'random'."
+            )
+        return init, False
+
     def fit(self, X, y=None, sample_weight=None):
         """Cluster ``X``.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Must lie in the divergence's domain (e.g. ``X >= 0`` for ``kl``).
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+            Must lie in the divergence's domain (e.g. ``X >= 0`` for ``kl``). A dask array must
+            be chunked by rows only.
         y : ignored
-        sample_weight : array-like of shape (n_samples,), optional
+        sample_weight : array-like or dask array of shape (n_samples,), optional
 
         Returns
         -------
         self
         """
+        if is_dask_array(X):
+            from ._dask import dask_fit
+
+            return dask_fit(self, X, sample_weight)
         div = self._get_divergence()
         X = check_array(X, divergence=div)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C",
@@ -340,22 +411,7 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
         w = check_sample_weight(sample_weight, n)
         beta = self._resolve_smoothing(div, X, k, w)
-        init = self.init
-        if init is None:
-            raise TypeError("init must be 'k-means++', 'random' or an array of initial centres "
-                            "of shape (n_clusters, n_features), got None.")
-        init_is_array = not isinstance(init, str)
-        if init_is_array:
-            init = np.array(init, dtype=np.float64, copy=True)
-            if init.ndim != 2 or init.shape != (k, X.shape[1]):
-                raise ValueError(
-                    f"init array must have shape (n_clusters, n_features) = {(k, X.shape[1])}, "
-                    f"got {init.shape}."
-                )
-            check_finite(init, name="init")
-            div.check_domain(init, name="init", side="right")
-        elif init not in ("k-means++", "random"):
-            raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
+        init, init_is_array = self._resolve_init(k, X.shape[1])
         n_init = self._resolve_n_init(init_is_array)
         rng = check_random_state(self.random_state)
         # Translation-invariant divergences: cluster X - m (m the weighted mean), so the GEMM
@@ -420,18 +476,64 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return check_array(X, divergence=self.divergence_)
 
     def predict(self, X):
-        """Index of the nearest centre (smallest ``d(x, u)``) for each row of ``X``."""
+        """Index of the nearest centre (smallest ``d(x, u)``) for each row of ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            A lazy dask array when ``X`` is one.
+        """
+        if is_dask_array(X):
+            from ._dask import dask_predict
+
+            check_is_fitted(self)
+            return dask_predict(self, X)
         X = self._predict_X(X)
         labels, _ = self.divergence_.assign(X, self.cluster_centers_)
         return labels
 
     def transform(self, X):
-        """Divergences ``d(x_i, u_j)`` to every centre, shape ``(n_samples, n_clusters)``."""
+        """Divergences ``d(x_i, u_j)`` to every centre, shape ``(n_samples, n_clusters)``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        D : ndarray of shape (n_samples, n_clusters)
+            A lazy dask array when ``X`` is one.
+        """
+        if is_dask_array(X):
+            from ._dask import dask_transform
+
+            check_is_fitted(self)
+            return dask_transform(self, X)
         X = self._predict_X(X)
         return self.divergence_.pairwise(X, self.cluster_centers_)
 
     def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) sum of divergences to the nearest centre."""
+        """Opposite of the (weighted) sum of divergences to the nearest centre.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+        y : ignored
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+
+        Returns
+        -------
+        score : float
+        """
+        if is_dask_array(X):
+            from ._dask import dask_score
+
+            check_is_fitted(self)
+            return dask_score(self, X, sample_weight)
         X = self._predict_X(X)
         w = check_sample_weight(sample_weight, X.shape[0])
         _, mins = self.divergence_.assign(X, self.cluster_centers_)
@@ -474,7 +576,12 @@ def _inertia(X, labels, centers, w, div, chunk=4096):
 def _objective(mins, w, centers, div, beta, z):
     # Not ``w @ mins``: a BLAS dot spawns BLAS threads, which cost ~10 ms per call when the
     # cores are busy (measured); a plain reduction costs ~0.2 ms.
-    obj = float(np.sum(w * mins))
+    return _objective_from(float(np.sum(w * mins)), centers, div, beta, z)
+
+
+def _objective_from(obj, centers, div, beta, z):
+    """The objective from ``sum_i w_i mins_i``: plus the smoothing term when ``beta > 0``."""
+    obj = float(obj)
     if beta > 0:
         obj += beta * float(div.pairwise(z[None, :], centers).sum())
     return obj
@@ -493,30 +600,39 @@ def _update_centers(X, labels, mins, w, k, div, beta, z, run, sums=None, previou
     With ``beta > 0`` the smoothed objective's minimiser for an empty cluster is ``z`` itself.
     """
     S, W = div.weighted_sums(X, labels, k, w) if sums is None else sums
+
+    def candidates():
+        for i in np.argsort(-(w * mins), kind="stable"):
+            yield _rows(X, [i]), labels[i], w[i], mins[i]
+
+    return _update_from_sums(S, W, candidates(), div, beta, z, run, previous)
+
+
+def _update_from_sums(S, W, candidates, div, beta, z, run, previous=None):
+    """Centres from the sums ``(S, W)`` (updated in place), re-seeding empty clusters.
+
+    ``candidates`` iterates ``(x_i as a 1 x d row, label_i, w_i, min_i)`` over the points in
+    decreasing ``w_i min_i`` order (ties: lower index first); it is consumed lazily, so a
+    chunked data set can fetch the farthest points on demand. ``previous``: the centres
+    before this step (see :func:`_update_centers`).
+    """
     empty = np.flatnonzero(W <= 0)
     if empty.size:
-        labels = labels.copy()
-        order = np.argsort(-(w * mins), kind="stable")
-        used = 0
         moved = []
+        stream = iter(candidates)
         for j in empty:
-            while used < order.size:
-                i = int(order[used])
-                used += 1
-                src = labels[i]
-                if W[src] - w[i] <= 0 or w[i] <= 0 or mins[i] <= 0:
+            for xi, src, wi, mi in stream:
+                if W[src] - wi <= 0 or wi <= 0 or mi <= 0:
                     continue
-                xi = _rows(X, [i])
-                cj = _smoothed(xi, w[[i]], beta, z)
-                new_cost = w[i] * div.pairwise(xi, cj)[0, 0]
+                cj = _smoothed(xi, np.array([wi]), beta, z)
+                new_cost = wi * div.pairwise(xi, cj)[0, 0]
                 if beta > 0:
                     new_cost += beta * div.pairwise(z[None, :], cj)[0, 0]
-                if new_cost < w[i] * mins[i]:
-                    S[src] -= w[i] * xi[0]
-                    W[src] -= w[i]
-                    S[j] = w[i] * xi[0]
-                    W[j] = w[i]
-                    labels[i] = j
+                if new_cost < wi * mi:
+                    S[src] -= wi * xi[0]
+                    W[src] -= wi
+                    S[j] = wi * xi[0]
+                    W[j] = wi
                     moved.append(j)
                     break
         stuck = empty.size - len(moved)
@@ -527,7 +643,7 @@ def _update_centers(X, labels, mins, w, k, div, beta, z, run, sums=None, previou
         warnings.warn(
             f"restart {run}: {empty.size} cluster(s) became empty; {len(moved)} re-seeded with "
             f"the points farthest from their centres{kept}.",
-            EmptyClusterWarning, stacklevel=4,
+            EmptyClusterWarning, stacklevel=5,
         )
     with np.errstate(invalid="ignore", divide="ignore"):
         if beta > 0:

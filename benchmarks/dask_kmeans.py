@@ -1,0 +1,247 @@
+"""BregmanKMeans on dask arrays: dask-ml peer, in-memory peer, kl/IS, scaling, out of core, k-means||.
+
+Run from the repository root (needs ``pip install .[dask] dask-ml``; zarr for --out-of-core)::
+
+    python benchmarks/dask_kmeans.py                       # 2,000,000 x 50, 100 chunks, k=20
+    python benchmarks/dask_kmeans.py --n 400000 --scaling 100000,400000,1600000
+    python benchmarks/dask_kmeans.py --out-of-core 10000000 --memory-limit 500MB
+    python benchmarks/dask_kmeans.py --quality             # k-means|| vs k-means++ (real data)
+
+Every peer runs in the same process and on the same ``LocalCluster`` (2 workers x 1 thread),
+from the same initial centres, for the same number of iterations; ratios are printed.
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import machine, table  # noqa: E402
+
+# One BLAS/numba thread per dask worker thread: the workers are the parallelism.
+WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "NUMBA_NUM_THREADS": "1", "BREGCLUST_NUM_THREADS": "1"}
+
+
+def blobs(n, d, k, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0.0, 4.0, size=(k, d))
+    X = centres[rng.integers(0, k, size=n)]
+    X += rng.normal(size=(n, d))
+    return X
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def fit_ours(X, C0, divergence="sqeuclidean", iters=10):
+    from bregclust import BregmanKMeans
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return BregmanKMeans(C0.shape[0], divergence=divergence, init=C0, max_iter=iters,
+                             tol=0.0).fit(X)
+
+
+def peers(client, n, d, k, nchunks, iters, skip_daskml):
+    import dask.array as da
+
+    X = blobs(n, d, k)
+    C0 = X[np.random.default_rng(1).choice(n, size=k, replace=False)].copy()
+    dX = da.from_array(X, chunks=(-(-n // nchunks), d)).persist()
+    client.wait_for_workers(2)
+    fit_ours(dX[:20000], C0, iters=1)  # warm the numba caches on the workers
+    ours, t_ours = timed(lambda: fit_ours(dX, C0, iters=iters))
+    labels = ours.labels_.compute()
+    mem, t_mem = timed(lambda: fit_ours(X, C0, iters=iters))
+    rows = [["bregclust dask", f"{t_ours:.2f}", f"{t_ours / iters:.3f}", "1.00"]]
+    rows.append(["bregclust in memory", f"{t_mem:.2f}", f"{t_mem / iters:.3f}",
+                 f"{t_mem / t_ours:.2f}"])
+    same_mem = np.array_equal(labels, mem.labels_)
+    same_ml = None
+    if not skip_daskml:
+        from dask_ml.cluster import KMeans
+
+        ml, t_ml = timed(lambda: KMeans(n_clusters=k, init=C0, max_iter=iters, tol=0.0).fit(dX))
+        same_ml = np.array_equal(labels, np.asarray(ml.labels_.compute()
+                                                    if hasattr(ml.labels_, "compute")
+                                                    else ml.labels_))
+        rows.append(["dask-ml KMeans", f"{t_ml:.2f}", f"{t_ml / iters:.3f}",
+                     f"{t_ml / t_ours:.2f}"])
+    print(f"\n### sqeuclidean, {n} x {d} float64, {nchunks} chunks, k={k}, {iters} iterations\n")
+    table(["implementation", "fit s", "s / iteration", "time / ours"], rows)
+    print(f"\nours / in-memory per iteration: {t_ours / t_mem:.2f}x (target <= 2)")
+    if same_ml is not None:
+        print(f"ours / dask-ml: {t_ours / t_ml:.3f}x (target <= 0.2); identical labels to "
+              f"dask-ml: {same_ml}")
+    print(f"identical labels to the in-memory fit: {same_mem}")
+
+    # kl and Itakura-Saito on the data made positive (no peer exists).
+    Xp = dX - dX.min() + 0.1
+    Xp = Xp.persist()
+    Cp = C0 - float(X.min()) + 0.1
+    rows = []
+    for name in ("kl", "itakura_saito"):
+        km, t = timed(lambda name=name: fit_ours(Xp, Cp, divergence=name, iters=iters))
+        rows.append([name, f"{t:.2f}", f"{t / iters:.3f}", f"{km.inertia_:.6g}"])
+    print(f"\n### kl / Itakura-Saito on the same data shifted to > 0 ({n} x {d})\n")
+    table(["divergence", "fit s", "s / iteration", "objective"], rows)
+
+
+def scaling(client, sizes, d, k, rows_per_chunk, iters, png):
+    import dask.array as da
+
+    rows = []
+    for n in sizes:
+        X = da.random.RandomState(0).normal(size=(n, d), chunks=(rows_per_chunk, d)).persist()
+        C0 = np.random.default_rng(2).normal(size=(k, d))
+        _, t = timed(lambda X=X, C0=C0: fit_ours(X, C0, iters=iters))
+        rows.append((n, t / iters))
+        print(f"  n={n}: {t / iters:.3f} s/iteration", flush=True)
+        del X
+    ns, ts = np.array(rows).T
+    slope = np.polyfit(np.log(ns), np.log(ts), 1)[0] if len(ns) > 1 else float("nan")
+    print(f"\n### scaling, {d} features, k={k}, {rows_per_chunk} rows per chunk\n")
+    table(["n", "s / iteration", "rows / s"], [[int(n), f"{t:.3f}", f"{n / t:.3g}"]
+                                               for n, t in rows])
+    print(f"\nlog-log slope: {slope:.2f} (1 = linear in n)")
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    ax.loglog(ns, ts, "o-")
+    ax.set_xlabel("rows n")
+    ax.set_ylabel("seconds per Lloyd iteration")
+    ax.set_title(f"BregmanKMeans on dask, slope {slope:.2f}")
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    print(f"plot: {png}")
+
+
+def _peak_rss(client, stop, peak):
+    def rss():
+        import psutil
+        return psutil.Process().memory_info().rss
+
+    while not stop.is_set():
+        try:
+            for addr, v in client.run(rss).items():
+                peak[addr] = max(peak.get(addr, 0), v)
+        except Exception:  # a worker restarting: keep polling
+            pass
+        time.sleep(0.25)
+
+
+def out_of_core(client, n, d, k, rows_per_chunk, iters, memory_limit, path):
+    import dask.array as da
+
+    store = os.path.join(path, "X.zarr")
+    t0 = time.perf_counter()
+    da.random.RandomState(0).normal(size=(n, d), chunks=(rows_per_chunk, d)).astype(
+        np.float32).to_zarr(store, overwrite=True)
+    print(f"wrote {n} x {d} float32 ({n * d * 4 / 2**30:.2f} GiB) to {store} in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    X = da.from_zarr(store)
+    C0 = np.random.default_rng(2).normal(size=(k, d))
+    stop, peak = threading.Event(), {}
+    th = threading.Thread(target=_peak_rss, args=(client, stop, peak), daemon=True)
+    th.start()
+    km, t = timed(lambda: fit_ours(X, C0, iters=iters))
+    stop.set()
+    th.join()
+    print(f"\n### out of core: {n} x {d} float32 zarr ({n * d * 4 / 2**30:.2f} GiB), workers "
+          f"limited to {memory_limit} each\n")
+    table(["iterations", "s / iteration", "rows / s per iteration", "peak worker RSS (MiB)"],
+          [[km.n_iter_, f"{t / iters:.2f}", f"{n * iters / t:.3g}",
+            ", ".join(f"{v / 2**20:.0f}" for v in peak.values())]])
+
+
+def quality(seeds):
+    import dask.array as da
+    import scipy.sparse as sp
+
+    from bregclust import BregmanKMeans
+    from bregclust.datasets import load_20newsgroups, load_mnist_test
+
+    cases = []
+    m = load_mnist_test()
+    cases.append(("MNIST test, sqeuclidean, k=10", np.asarray(m.data, dtype=np.float64),
+                  "sqeuclidean", 10))
+    ng = load_20newsgroups(vectorizer="tfidf")
+    cases.append(("20 Newsgroups tf-idf, sqeuclidean, k=20", sp.csr_matrix(ng.data),
+                  "sqeuclidean", 20))
+    rows = []
+    for label, X, div, k in cases:
+        dX = da.from_array(X, chunks=(-(-X.shape[0] // 20), X.shape[1]), asarray=False)
+        par, pp = [], []
+        for s in range(seeds):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                par.append(BregmanKMeans(k, divergence=div, init="k-means||", random_state=s,
+                                         max_iter=100).fit(dX).inertia_)
+                pp.append(BregmanKMeans(k, divergence=div, init="k-means++", random_state=s,
+                                        max_iter=100).fit(X).inertia_)
+        a, b = np.mean(par), np.mean(pp)
+        rows.append([label, f"{a:.6g}", f"{b:.6g}", f"{100 * (a / b - 1):+.2f}%"])
+        print(rows[-1], flush=True)
+    print(f"\n### k-means|| vs k-means++, then Lloyd (mean final objective over {seeds} seeds)\n")
+    table(["data", "k-means||", "k-means++", "difference"], rows)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=2_000_000)
+    p.add_argument("--d", type=int, default=50)
+    p.add_argument("--k", type=int, default=20)
+    p.add_argument("--chunks", type=int, default=100)
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--skip-peers", action="store_true")
+    p.add_argument("--skip-daskml", action="store_true")
+    p.add_argument("--scaling", default="", help="comma-separated n values for the curve")
+    p.add_argument("--scaling-png", default="dask_scaling.png")
+    p.add_argument("--out-of-core", type=int, default=0, metavar="N",
+                   help="rows of an on-disk zarr array to cluster (0: skip)")
+    p.add_argument("--memory-limit", default="2GB", help="per worker, for --out-of-core")
+    p.add_argument("--quality", action="store_true")
+    p.add_argument("--seeds", type=int, default=5)
+    args = p.parse_args(argv)
+
+    os.environ.update({"OPENBLAS_NUM_THREADS": "1"})
+    from distributed import Client, LocalCluster
+
+    print(f"machine: {machine()}")
+    print(f"command: python benchmarks/dask_kmeans.py {' '.join(sys.argv[1:] if argv is None else argv)}")
+    limit = args.memory_limit if args.out_of_core else "auto"
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=limit,
+                      dashboard_address=None, env=WORKER_ENV) as cluster, \
+            Client(cluster) as client:
+        if not args.skip_peers:
+            peers(client, args.n, args.d, args.k, args.chunks, args.iters, args.skip_daskml)
+        if args.scaling:
+            sizes = [int(float(v)) for v in args.scaling.split(",")]
+            scaling(client, sizes, args.d, args.k, -(-args.n // args.chunks), 3,
+                    args.scaling_png)
+        if args.out_of_core:
+            tmp = tempfile.mkdtemp(prefix="bregclust_ooc_")
+            try:
+                out_of_core(client, args.out_of_core, args.d, args.k, 100_000, args.iters,
+                            args.memory_limit, tmp)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    if args.quality:
+        quality(args.seeds)
+
+
+if __name__ == "__main__":
+    main()

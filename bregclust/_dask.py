@@ -1,0 +1,631 @@
+"""Bregman k-means on row-chunked ``dask.array`` input (optional dependency: ``pip install .[dask]``).
+
+Every pass over the data is a dask graph: one task per row chunk runs the public fused kernel
+:meth:`~bregclust.divergences.Divergence.assign_and_sum` (the in-memory Lloyd step), and the
+per-chunk partial sums ``(S, W, objective)`` are combined by a tree of small tasks. Only the
+centres (``k x d``) are sent with a pass; the centre update, the empty-cluster rule and the
+convergence test are the in-memory ones of :mod:`bregclust.kmeans`, run on the client. Graphs
+are computed with :func:`dask.compute`, so an active ``dask.distributed.Client`` is used when
+there is one and the default local scheduler otherwise.
+"""
+
+import functools
+import hashlib
+import sys
+import threading
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from ._validation import DomainError, check_finite
+
+__all__ = ["is_dask_array", "check_dask_array"]
+
+_SPLIT_EVERY = 8  # fan-in of the tree reduction
+
+
+def is_dask_array(X):
+    """True when ``X`` is a ``dask.array.Array`` (without importing dask otherwise).
+
+    Parameters
+    ----------
+    X : object
+
+    Returns
+    -------
+    bool
+    """
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(X, da.Array)
+
+
+def _dask():
+    try:
+        import dask
+        import dask.array as da
+    except ImportError as exc:  # pragma: no cover - only reachable without dask
+        raise ImportError("dask input needs the dask extra: pip install 'bregclust[dask]'.") from exc
+    return dask, da
+
+
+def check_dask_array(X, *, name="X", n_features=None):
+    """Check the chunk layout of a 2-D dask array: rows chunked, features in one chunk.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+    name : str, default="X"
+    n_features : int, optional
+        Expected number of columns (for ``predict`` after ``fit``).
+
+    Returns
+    -------
+    X : dask.array.Array
+        The same array.
+    """
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D dask array (n_samples, n_features), got {X.ndim}-D.")
+    if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[1]):
+        raise ValueError(
+            f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() first."
+        )
+    if X.numblocks[1] != 1:
+        raise ValueError(
+            f"{name} is chunked along features ({X.numblocks[1]} column blocks); chunk it by "
+            f"rows only, e.g. {name}.rechunk({{1: -1}})."
+        )
+    if X.shape[0] < 1:
+        raise ValueError(f"{name} has no rows.")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {X.shape[1]} features, but the model was fitted with {n_features}."
+        )
+    return X
+
+
+# ----------------------------------------------------------------------------- divergences
+class _Portable:
+    """A divergence that unpickles in a fresh worker process.
+
+    Built-in divergences pickle by name; a user-registered generator does not exist in a
+    worker started before (or without) the ``register_divergence`` call, so its generator
+    functions travel with it and are registered there on first use.
+    """
+
+    def __init__(self, div):
+        self.div = div
+
+    def __dask_tokenize__(self):
+        return ("bregclust-divergence", self.div.name, id(self.div))
+
+    def __reduce__(self):
+        div = self.div
+        if div.builtin:
+            return (_restore, (div.name, dict(div.params), None))
+        spec = {key: getattr(getattr(div, key), "py_func", getattr(div, key))
+                for key in ("phi", "dphi", "dphi_inv")}
+        spec.update(domain=div.domain, symmetric=div.symmetric, aliases=tuple(div.aliases),
+                    formula=div.formula)
+        return (_restore, (div.name, {}, spec))
+
+
+def _restore(name, params, spec):
+    from .divergences import get_divergence, register_divergence
+
+    try:
+        return get_divergence(name, **params)
+    except ValueError:
+        if spec is None:
+            raise
+        return register_divergence(name, **spec)
+
+
+def _div(div):
+    return div.div if isinstance(div, _Portable) else div
+
+
+# ----------------------------------------------------------------------------- chunk tasks
+_KERNEL_LOCK = threading.RLock()
+
+
+def _one_at_a_time(fn):
+    """Run chunk tasks of one process one after another.
+
+    The kernels are already parallel inside (numba threads, the BLAS-limited thread pool), and
+    numba's default threading layer must not be entered from several threads at once; a dask
+    worker with several threads, or the local threaded scheduler, would do exactly that.
+    """
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with _KERNEL_LOCK:
+            return fn(*args, **kwargs)
+
+    return run
+
+
+def _as_chunk(Xb):
+    """A chunk as float64 C-contiguous ndarray or canonical CSR."""
+    if sp.issparse(Xb):
+        Xb = sp.csr_matrix(Xb, dtype=np.float64)
+        if not Xb.has_sorted_indices:
+            Xb = Xb.copy()
+            Xb.sort_indices()
+        return Xb
+    return np.ascontiguousarray(Xb, dtype=np.float64)
+
+
+def _where(meta):
+    i, a, b = meta
+    return f"chunk {i} (global rows {a}..{b - 1})"
+
+
+def _check_chunk(Xb, wb, div, meta, name="X"):
+    """Finite values and the divergence's domain, with the chunk and the global row named."""
+    i, a, _ = meta
+    try:
+        check_finite(Xb, name="chunk")
+    except ValueError:
+        data = Xb.tocoo() if sp.issparse(Xb) else None
+        if data is not None:
+            j = int(np.argmax(~np.isfinite(data.data)))
+            r, c, v = int(data.row[j]), int(data.col[j]), data.data[j]
+        else:
+            r, c = np.unravel_index(int(np.argmax(~np.isfinite(Xb))), Xb.shape)
+            v = Xb[r, c]
+        kind = "NaN" if np.isnan(v) else "infinity"
+        raise ValueError(
+            f"{name} {_where(meta)} contains {kind} at global row {a + int(r)} (row {int(r)} of the "
+            f"chunk), column {int(c)}. Remove or impute missing values before clustering."
+        ) from None
+    try:
+        div.check_domain(Xb, name="chunk")
+    except DomainError as exc:
+        r, c, v = _first_outside(Xb, div)
+        raise DomainError(
+            f"{name} {_where(meta)} leaves the domain of {div.name}: {v:g} at global row "
+            f"{a + r} (row {r} of the chunk), column {c}. ({exc})"
+        ) from None
+    if wb is not None:
+        w = np.asarray(wb, dtype=np.float64)
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise ValueError(
+                f"sample_weight must be finite and non-negative; {_where(meta)} has {w[r]:g} at "
+                f"global row {a + r}."
+            )
+
+
+def _first_outside(Xb, div):
+    strict = div.domain == "positive"
+    if sp.issparse(Xb):
+        coo = Xb.tocoo()
+        bad = (coo.data <= 0) if strict else (coo.data < 0)
+        if bad.any():
+            j = int(np.argmax(bad))
+            return int(coo.row[j]), int(coo.col[j]), float(coo.data[j])
+        dense = Xb.toarray()  # an implicit zero (positive domain)
+    else:
+        dense = Xb
+    bad = (dense <= 0) if strict else (dense < 0)
+    r, c = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    return int(r), int(c), float(dense[r, c])
+
+
+@_one_at_a_time
+def _stats_chunk(Xb, wb, div, meta):
+    """First pass: validation, the weight of every chunk, ``w @ X`` and positive weights."""
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    _check_chunk(Xb, wb, div, meta)
+    n = Xb.shape[0]
+    w = np.ones(n) if wb is None else np.asarray(wb, dtype=np.float64)
+    wsum = float(np.sum(w))
+    return {"wsum": wsum, "chunk_w": {meta[0]: wsum}, "wx": np.asarray(w @ Xb).ravel(),
+            "npos": int(np.count_nonzero(w > 0)),
+            "nnz": int(np.count_nonzero(Xb.data) if sp.issparse(Xb) else np.count_nonzero(Xb))}
+
+
+def _digest(labels):
+    return hashlib.blake2b(np.ascontiguousarray(labels).tobytes(), digest_size=16).digest()
+
+
+@_one_at_a_time
+def _lloyd_chunk(Xb, wb, U, div, meta):
+    """One Lloyd step on one chunk: partial centre sums, weights, objective, label digest."""
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    labels, mins, S, W = div.assign_and_sum(Xb, U, wb)
+    obj = float(np.sum(mins)) if wb is None else float(np.sum(np.asarray(wb) * mins))
+    return {"S": S, "W": W, "obj": obj, "digest": {meta[0]: _digest(labels)}}
+
+
+@_one_at_a_time
+def _top_chunk(Xb, wb, U, div, meta, m):
+    """The ``m`` rows with the largest ``w_i d(x_i, u_label)`` (ties: lower row first)."""
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    labels, mins, _, _ = div.assign_and_sum(Xb, U, wb)
+    w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
+    order = np.argsort(-(w * mins), kind="stable")[:m]
+    rows = Xb[order]
+    rows = rows.toarray() if sp.issparse(rows) else np.array(rows)
+    return {"key": -(w * mins)[order], "idx": meta[1] + order, "rows": rows,
+            "labels": labels[order], "w": w[order], "mins": mins[order]}
+
+
+@_one_at_a_time
+def _cost_chunk(Xb, wb, C, div):
+    """``sum_i w_i min_c d(x_i, c)`` over the finite minima, and the weight at infinity."""
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    _, mins = div.assign(Xb, C)
+    w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
+    inf = ~np.isfinite(mins)
+    return {"cost": float(np.sum(w[~inf] * mins[~inf])), "ninf": int(np.count_nonzero(inf & (w > 0)))}
+
+
+@_one_at_a_time
+def _sample_chunk(Xb, wb, C, div, ell, cost, ninf, meta, seed):
+    """k-means|| sampling: row ``i`` kept with probability ``min(1, ell w_i d_i / cost)``."""
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    _, mins = div.assign(Xb, C)
+    w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    if ninf > 0:  # points at infinite divergence first (centres on the domain boundary)
+        p = np.where(~np.isfinite(mins) & (w > 0), min(1.0, ell / ninf), 0.0)
+    elif cost > 0:
+        p = np.minimum(1.0, ell * w * mins / cost)
+    else:
+        p = np.zeros(Xb.shape[0])
+    keep = np.flatnonzero(rng.uniform(size=Xb.shape[0]) < p)
+    rows = Xb[keep]
+    rows = rows.toarray() if sp.issparse(rows) else np.array(rows)
+    return {"rows": rows, "idx": meta[1] + keep, "w": w[keep]}
+
+
+def _take_chunk(Xb, meta, idx):
+    """Dense rows at global indices ``idx`` (all inside this chunk)."""
+    rows = _as_chunk(Xb)[idx - meta[1]]
+    return rows.toarray() if sp.issparse(rows) else np.array(rows)
+
+
+@_one_at_a_time
+def _predict_chunk(Xb, U, div, block_info=None):
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    if block_info is not None:
+        loc = block_info[0]
+        a, b = loc["array-location"][0]
+        _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
+    # The fused Lloyd kernel, so labels_ equals the labels of the in-memory fit bit for bit.
+    return div.assign_and_sum(Xb, U)[0]
+
+
+@_one_at_a_time
+def _transform_chunk(Xb, U, div, block_info=None):
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    if block_info is not None:
+        loc = block_info[0]
+        a, b = loc["array-location"][0]
+        _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
+    return div.pairwise(Xb, U)
+
+
+# ----------------------------------------------------------------------------- reductions
+def _combine(*parts):
+    out = {}
+    for key in parts[0]:
+        vals = [p[key] for p in parts]
+        if isinstance(vals[0], dict):
+            merged = {}
+            for v in vals:
+                merged.update(v)
+            out[key] = merged
+        elif vals[0] is None:
+            out[key] = None
+        elif isinstance(vals[0], np.ndarray):
+            acc = vals[0].copy()
+            for v in vals[1:]:
+                acc += v
+            out[key] = acc
+        else:
+            out[key] = sum(vals[1:], vals[0])
+    return out
+
+
+def _concat(*parts):
+    keys = parts[0].keys()
+    return {k: np.concatenate([p[k] for p in parts]) for k in keys}
+
+
+def _tree(parts, fn):
+    """Tree aggregation of delayed partial results (fan-in ``_SPLIT_EVERY``)."""
+    dask, _ = _dask()
+    while len(parts) > 1:
+        parts = [dask.delayed(fn, pure=True)(*parts[i:i + _SPLIT_EVERY])
+                 for i in range(0, len(parts), _SPLIT_EVERY)]
+    return parts[0]
+
+
+class _Chunked:
+    """A row-chunked dask array (and its weights) seen as a list of delayed blocks."""
+
+    def __init__(self, X, sample_weight=None):
+        dask, da = _dask()
+        self.X = X
+        self.n, self.d = int(X.shape[0]), int(X.shape[1])
+        sizes = np.asarray(X.chunks[0], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(sizes)])
+        self.nchunks = len(sizes)
+        self.blocks = list(X.to_delayed().ravel())
+        self.meta = [(i, int(self.starts[i]), int(self.starts[i + 1])) for i in range(self.nchunks)]
+        if sample_weight is None:
+            self.w = None
+            self.wblocks = [None] * self.nchunks
+        else:
+            w = sample_weight
+            if not is_dask_array(w):
+                w = np.asarray(w, dtype=np.float64)
+                if w.ndim == 0:
+                    w = np.full(self.n, float(w))
+            if w.ndim != 1 or w.shape[0] != self.n:
+                raise ValueError(
+                    f"sample_weight must be 1-D of length n_samples={self.n}, got shape {w.shape}."
+                )
+            if is_dask_array(w):
+                w = w.astype(np.float64).rechunk((X.chunks[0],))
+            else:
+                w = da.from_array(w, chunks=(X.chunks[0],))
+            # Weights are small (n floats): keep them where the data live, sent once per fit.
+            self.w = w.persist()
+            self.wblocks = list(self.w.to_delayed().ravel())
+
+    def run(self, fn, *args, reduce=_combine, with_meta=True, extra=None):
+        """Map ``fn(block, weights, *args[, meta])`` over the chunks and tree-reduce."""
+        dask, _ = _dask()
+        from .divergences import Divergence
+
+        args = [dask.delayed(a, pure=True) if isinstance(a, np.ndarray)
+                else _Portable(a) if isinstance(a, Divergence) else a for a in args]
+        parts = []
+        for i, (b, wb) in enumerate(zip(self.blocks, self.wblocks)):
+            more = (self.meta[i],) if with_meta else ()
+            more += tuple(extra(i)) if extra is not None else ()
+            parts.append(dask.delayed(fn, pure=True)(b, wb, *args, *more))
+        (out,) = dask.compute(_tree(parts, reduce))
+        return out
+
+
+# ----------------------------------------------------------------------------- the fit
+def dask_fit(est, X, sample_weight=None):
+    """:meth:`BregmanKMeans.fit` for a dask array (see :class:`~bregclust.BregmanKMeans`).
+
+    Parameters
+    ----------
+    est : BregmanKMeans
+    X : dask.array.Array of shape (n_samples, n_features)
+    sample_weight : array-like or dask array of shape (n_samples,), optional
+
+    Returns
+    -------
+    est : BregmanKMeans
+    """
+    import numbers
+
+    from sklearn.utils import check_random_state
+
+    from ._validation import check_n_clusters, check_scalar
+    from .kmeans import _push_inside
+
+    div = est._get_divergence()
+    X = check_dask_array(X)
+    data = _Chunked(X, sample_weight)
+    k = check_n_clusters(est.n_clusters, data.n)
+    check_scalar(est.max_iter, "max_iter", kind=numbers.Integral, lo=1)
+    check_scalar(est.tol, "tol", lo=0.0)
+    check_scalar(est.verbose, "verbose", kind=numbers.Integral, lo=0)
+    init, init_is_array = est._resolve_init(k, data.d, dask_input=True)
+    n_init = est._resolve_n_init(init_is_array)
+    rng = check_random_state(est.random_state)
+
+    # First pass: validation of every chunk, the weights and (for smoothing) w @ X.
+    st = data.run(_stats_chunk, div)
+    data.chunk_w = np.array([st["chunk_w"][i] for i in range(data.nchunks)])
+    if st["wsum"] <= 0:
+        raise ValueError("sample_weight sums to zero; at least one sample needs positive weight.")
+    beta = est._resolve_smoothing(div, None, k, None,
+                                  counts=(data.n, data.d, st["nnz"], st["wsum"]))
+    z = _push_inside(st["wx"] / st["wsum"], div) if beta > 0 else None
+
+    best = None
+    for run in range(n_init):
+        if init_is_array:
+            C0 = init
+        elif init == "random":
+            C0 = _random_init(data, k, rng, beta, z, st["npos"])
+        else:
+            C0 = _kmeans_parallel(data, k, div, rng, beta, z, est.oversampling_factor,
+                                  est.init_rounds)
+        res = _dask_lloyd(data, C0, div, beta, z, est.max_iter, est.tol, est.verbose, run)
+        if est.verbose:
+            print(f"BregmanKMeans restart {run}: objective {res[2][-1]:.6g}, {res[1]} iterations")
+        if best is None or res[2][-1] < best[2][-1]:
+            best = res
+    centers, n_iter, history, inertia = best
+    est.divergence_ = div
+    est.smoothing_ = beta
+    est.cluster_centers_ = centers
+    est.n_features_in_ = data.d
+    est.labels_ = dask_predict(est, X)
+    est.inertia_ = float(inertia)
+    est.n_iter_ = int(n_iter)
+    est.objective_history_ = [float(h) for h in history]
+    return est
+
+
+def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run):
+    """:func:`bregclust.kmeans._lloyd` with one dask pass per iteration.
+
+    Returns ``(centers, n_iter, history, inertia)``.
+    """
+    from .kmeans import _objective_from, _update_from_sums
+
+    r = data.run(_lloyd_chunk, centers, div)
+    history = [_objective_from(r["obj"], centers, div, beta, z)]
+    n_iter = 0
+    converged = False
+    for it in range(max_iter):
+        prev = centers
+        provider = _CandidateProvider(data, prev, div)
+        centers = _update_from_sums(r["S"].copy(), r["W"].copy(), provider, div, beta, z, run,
+                                    previous=prev)
+        new = data.run(_lloyd_chunk, centers, div)
+        history.append(_objective_from(new["obj"], centers, div, beta, z))
+        n_iter = it + 1
+        changed = new["digest"] != r["digest"]
+        r = new
+        if verbose > 1:
+            print(f"  iteration {n_iter}: objective {history[-1]:.10g}")
+        if not changed or history[-2] - history[-1] <= tol * abs(history[-2]):
+            converged = True
+            break
+    if not converged:
+        warnings.warn(
+            f"BregmanKMeans restart {run} reached max_iter={max_iter} before converging; "
+            "increase max_iter or tol.",
+            ConvergenceWarning, stacklevel=4,
+        )
+    return centers, n_iter, history, float(r["obj"])
+
+
+class _CandidateProvider:
+    """Rows in decreasing ``w_i d(x_i, u_label)`` order (ties by row), fetched lazily.
+
+    The in-memory empty-cluster rule walks the whole data set in this order; here each chunk
+    sends its top ``m`` rows, which contain the global top ``m``; ``m`` doubles when the walk
+    goes past them.
+    """
+
+    def __init__(self, data, centers, div):
+        self.data, self.centers, self.div = data, centers, div
+
+    def __iter__(self):
+        m = 16
+        done = 0
+        while done < self.data.n:
+            top = self.data.run(_top_chunk, self.centers, self.div, reduce=_concat,
+                                extra=lambda i, m=m: (m,))
+            order = np.lexsort((top["idx"], top["key"]))[:m]
+            for j in order[done:]:
+                yield (top["rows"][j:j + 1], int(top["labels"][j]), float(top["w"][j]),
+                       float(top["mins"][j]))
+            done = min(m, self.data.n)
+            m *= 4
+
+
+def _random_init(data, k, rng, beta, z, npos):
+    """``init="random"``: ``k`` distinct rows of positive weight (same draw as in memory)."""
+    from .kmeans import _smoothed
+
+    if npos < k:
+        raise ValueError(
+            f"init='random' needs at least n_clusters={k} samples with positive weight, got {npos}."
+        )
+    if data.w is None:
+        ids = rng.choice(data.n, size=k, replace=False)
+        w = np.ones(k)
+    else:
+        wall = np.asarray(data.w.compute())
+        ids = rng.choice(np.flatnonzero(wall > 0), size=k, replace=False)
+        w = wall[ids]
+    return _smoothed(_take(data, ids), w, beta, z)
+
+
+def _take(data, ids):
+    """Dense rows ``ids`` (global indices, any order) of the chunked data."""
+    dask, _ = _dask()
+    ids = np.asarray(ids, dtype=np.int64)
+    chunk = np.searchsorted(data.starts, ids, side="right") - 1
+    parts, where = [], []
+    for c in np.unique(chunk):
+        sel = np.flatnonzero(chunk == c)
+        parts.append(dask.delayed(_take_chunk, pure=True)(data.blocks[c], data.meta[c], ids[sel]))
+        where.append(sel)
+    rows = dask.compute(*parts)
+    out = np.empty((ids.size, data.d))
+    for sel, R in zip(where, rows):
+        out[sel] = R
+    return out
+
+
+def _kmeans_parallel(data, k, div, rng, beta, z, factor, rounds):
+    """k-means|| (Bahmani et al., 2012) with D-sampling by ``div``, then weighted k-means++.
+
+    Candidates are smoothed like k-means++ seeds (so kl/Itakura-Saito centres stay in the
+    domain interior), weighted by the sample weight of the points closest to them, and reduced
+    to ``k`` centres by :func:`~bregclust.bregman_kmeans_plusplus` with those weights.
+    """
+    from .kmeans import _smoothed, bregman_kmeans_plusplus
+
+    ell = float(factor) * k
+    # First candidate: one row drawn with probability proportional to its weight.
+    if data.w is None:
+        first = int(rng.randint(data.n))
+        wfirst = np.ones(1)
+    else:
+        sums = data.chunk_w
+        c = int(rng.choice(data.nchunks, p=sums / sums.sum()))
+        wc = np.asarray(data.wblocks[c].compute())
+        first = data.meta[c][1] + int(rng.choice(wc.size, p=wc / wc.sum()))
+        wfirst = wc[[first - data.meta[c][1]]]
+    C = _smoothed(_take(data, [first]), wfirst, beta, z)
+    seen = {first}
+    for _ in range(int(rounds)):
+        cost = data.run(_cost_chunk, C, div, with_meta=False)
+        if cost["cost"] <= 0 and cost["ninf"] == 0:
+            break
+        seeds = rng.randint(0, 2**31 - 1, size=data.nchunks)
+        new = data.run(_sample_chunk, C, div, ell, cost["cost"], cost["ninf"], reduce=_concat,
+                       extra=lambda i: (int(seeds[i]),))
+        keep = np.array([i not in seen for i in new["idx"].tolist()], dtype=bool)
+        if keep.any():
+            seen.update(new["idx"][keep].tolist())
+            C = np.vstack([C, _smoothed(new["rows"][keep], new["w"][keep], beta, z)])
+    if C.shape[0] < k:  # too few candidates (tiny or degenerate data): add random rows
+        extra = _random_init(data, k, rng, beta, z, data.n)
+        C = np.vstack([C, extra[: k - C.shape[0]]])
+    cand_w = data.run(_lloyd_chunk, C, div)["W"]
+    if cand_w.sum() <= 0:
+        cand_w = np.ones(C.shape[0])
+    centers, _ = bregman_kmeans_plusplus(C, k, div, random_state=rng, sample_weight=cand_w)
+    return centers
+
+
+def dask_predict(est, X):
+    """Lazy labels (a 1-D dask array of int64) for a row-chunked dask array."""
+    X = check_dask_array(X, n_features=est.n_features_in_)
+    return X.map_blocks(_predict_chunk, est.cluster_centers_, _Portable(est.divergence_), drop_axis=1,
+                        dtype=np.int64, meta=np.empty((0,), dtype=np.int64))
+
+
+def dask_transform(est, X):
+    """Lazy divergences to every centre (a dask array of shape (n_samples, n_clusters))."""
+    X = check_dask_array(X, n_features=est.n_features_in_)
+    k = est.cluster_centers_.shape[0]
+    return X.map_blocks(_transform_chunk, est.cluster_centers_, _Portable(est.divergence_),
+                        chunks=(X.chunks[0], (k,)), dtype=np.float64,
+                        meta=np.empty((0, 0), dtype=np.float64))
+
+
+def dask_score(est, X, sample_weight=None):
+    """Opposite of the weighted sum of divergences to the nearest centre (computed)."""
+    X = check_dask_array(X, n_features=est.n_features_in_)
+    data = _Chunked(X, sample_weight)
+    r = data.run(_lloyd_chunk, est.cluster_centers_, est.divergence_)
+    return -float(r["obj"])

@@ -1,0 +1,225 @@
+"""BregmanKMeans on dask arrays equals the in-memory fit (labels, centres, objective)."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from bregclust import BregmanKMeans, DomainError, EmptyClusterWarning  # noqa: E402
+from bregclust.divergences import register_divergence, unregister_divergence  # noqa: E402
+
+BUILTINS = ["sqeuclidean", "mahalanobis", "kl", "itakura_saito", "l1_subgradient"]
+CHUNKINGS = [97, 400, (50, 150, 7, 193)]
+
+
+def _data(n=400, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.5, 6.0, size=(4, d))
+    X = centres[rng.integers(0, 4, size=n)] * rng.gamma(20.0, 1 / 20.0, size=(n, d))
+    return X
+
+
+def _kw(name, d, C0):
+    params = None
+    if name == "mahalanobis":
+        rng = np.random.default_rng(3)
+        M = rng.normal(size=(d, d))
+        params = {"A": M @ M.T + d * np.eye(d)}
+    return dict(divergence=name, divergence_params=params, init=C0, max_iter=25, tol=0.0)
+
+
+def _fit_both(kw, X, dX, k=4, **fit_kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = BregmanKMeans(k, **kw).fit(X, **fit_kw.get("mem", {}))
+        b = BregmanKMeans(k, **kw).fit(dX, **fit_kw.get("dask", {}))
+    return a, b
+
+
+def _assert_same(a, b):
+    assert isinstance(b.labels_, da.Array)
+    np.testing.assert_array_equal(b.labels_.compute(), a.labels_)
+    scale = np.abs(a.cluster_centers_).max()
+    np.testing.assert_allclose(b.cluster_centers_, a.cluster_centers_, rtol=1e-10,
+                               atol=1e-10 * scale)
+    assert b.n_iter_ == a.n_iter_
+    np.testing.assert_allclose(b.objective_history_, a.objective_history_, rtol=1e-12)
+    np.testing.assert_allclose(b.inertia_, a.inertia_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+@pytest.mark.parametrize("name", BUILTINS)
+def test_dense_equals_in_memory(name, chunks):
+    X = _data()
+    C0 = X[[0, 100, 200, 300]] * 1.1
+    a, b = _fit_both(_kw(name, X.shape[1], C0), X, da.from_array(X, chunks=(chunks, 6) if isinstance(chunks, tuple) else chunks).rechunk({1: -1}))
+    _assert_same(a, b)
+
+
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl", "l1_subgradient"])
+def test_sparse_chunks_equal_in_memory(name):
+    rng = np.random.default_rng(1)
+    Xs = sp.random(300, 40, density=0.15, random_state=2, format="csr",
+                   data_rvs=lambda m: rng.uniform(0.5, 3.0, m))
+    dX = da.from_array(Xs, chunks=(70, 40), asarray=False)
+    C0 = Xs[[0, 50, 100]].toarray() + 0.05
+    kw = dict(divergence=name, init=C0, max_iter=15, tol=0.0)
+    a, b = _fit_both(kw, Xs, dX, k=3)
+    _assert_same(a, b)
+
+
+def test_sample_weight_numpy_and_dask():
+    X = _data(seed=4)
+    w = np.random.default_rng(5).uniform(0.0, 3.0, X.shape[0])
+    C0 = X[[1, 2, 3, 4]].copy()
+    kw = dict(divergence="kl", init=C0, max_iter=20, tol=1e-8)
+    dX = da.from_array(X, chunks=(64, 6))
+    a, b = _fit_both(kw, X, dX, mem={"sample_weight": w},
+                     dask={"sample_weight": da.from_array(w, chunks=50)})
+    _assert_same(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = BregmanKMeans(4, **kw).fit(dX, sample_weight=w)
+    _assert_same(a, c)
+    np.testing.assert_allclose(c.score(dX, sample_weight=w), a.score(X, sample_weight=w),
+                               rtol=1e-12)
+
+
+def test_empty_cluster_reseeding_matches():
+    X = _data(seed=6)
+    C0 = np.vstack([X[:3], np.full((1, 6), 500.0)])
+    kw = dict(init=C0, max_iter=20, tol=0.0)
+    with pytest.warns(EmptyClusterWarning, match="re-seeded"):
+        b = BregmanKMeans(4, **kw).fit(da.from_array(X, chunks=(37, 6)))
+    with pytest.warns(EmptyClusterWarning, match="re-seeded"):
+        a = BregmanKMeans(4, **kw).fit(X)
+    _assert_same(a, b)
+
+
+def _exp_phi(x):
+    return math.exp(x)
+
+
+def _exp_dphi(x):
+    return math.exp(x)
+
+
+@pytest.fixture
+def custom():
+    name = "dask_test_exp"
+    register_divergence(name, phi=_exp_phi, dphi=_exp_dphi, domain="real", overwrite=True)
+    yield name
+    unregister_divergence(name)
+
+
+def test_custom_generator(custom):
+    X = _data(seed=7) / 3.0
+    C0 = X[[0, 1, 2, 3]].copy()
+    a, b = _fit_both(dict(divergence=custom, init=C0, max_iter=20, tol=0.0), X,
+                     da.from_array(X, chunks=(120, 6)))
+    _assert_same(a, b)
+
+
+def test_predict_transform_are_lazy():
+    X = _data(seed=8)
+    dX = da.from_array(X, chunks=(90, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        km = BregmanKMeans(4, divergence="itakura_saito", init=X[:4].copy(), max_iter=5).fit(X)
+    p = km.predict(dX)
+    t = km.transform(dX)
+    assert isinstance(p, da.Array) and isinstance(t, da.Array)
+    assert t.shape == (X.shape[0], 4) and t.chunks[0] == dX.chunks[0]
+    np.testing.assert_array_equal(p.compute(), km.predict(X))
+    np.testing.assert_allclose(t.compute(), km.transform(X), rtol=1e-13)
+
+
+def test_random_init_draws_like_in_memory():
+    X = _data(seed=9)
+    kw = dict(divergence="kl", init="random", n_init=2, random_state=3, max_iter=30)
+    a, b = _fit_both(kw, X, da.from_array(X, chunks=(80, 6)))
+    _assert_same(a, b)
+
+
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl"])
+def test_kmeans_parallel_default_init(name):
+    X = _data(n=600, seed=10)
+    dX = da.from_array(X, chunks=(100, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b1 = BregmanKMeans(4, divergence=name, random_state=0).fit(dX)
+        b2 = BregmanKMeans(4, divergence=name, random_state=0).fit(dX)
+        a = BregmanKMeans(4, divergence=name, random_state=0, n_init=5).fit(X)
+    np.testing.assert_array_equal(b1.cluster_centers_, b2.cluster_centers_)
+    assert b1.cluster_centers_.shape == (4, 6)
+    # Four well separated groups: k-means|| + Lloyd reaches the k-means++ optimum.
+    assert b1.inertia_ <= 1.02 * a.inertia_
+
+
+def test_bad_layouts_and_inits():
+    X = _data()
+    with pytest.raises(ValueError, match="chunked along features"):
+        BregmanKMeans(3).fit(da.from_array(X, chunks=(100, 3)))
+    with pytest.raises(ValueError, match="needs a dask array"):
+        BregmanKMeans(3, init="k-means||").fit(X)
+    with pytest.raises(ValueError, match="for a dask array use"):
+        BregmanKMeans(3, init="k-means++").fit(da.from_array(X, chunks=100))
+    with pytest.raises(ValueError, match="oversampling_factor must be > 0"):
+        BregmanKMeans(3, oversampling_factor=0.0).fit(da.from_array(X, chunks=100))
+    with pytest.raises(ValueError, match="sample_weight must be 1-D of length"):
+        BregmanKMeans(3).fit(da.from_array(X, chunks=100), sample_weight=np.ones(3))
+
+
+def test_nan_and_domain_errors_name_chunk_and_row():
+    X = _data()
+    Xn = X.copy()
+    Xn[257, 2] = np.nan
+    with pytest.raises(ValueError, match=r"chunk 2 \(global rows 200\.\.299\) contains NaN at "
+                                         r"global row 257 \(row 57 of the chunk\), column 2"):
+        BregmanKMeans(3).fit(da.from_array(Xn, chunks=(100, 6)))
+    Xk = X.copy()
+    Xk[333, 4] = -1.0
+    with pytest.raises(DomainError, match=r"chunk 3 \(global rows 300\.\.399\) leaves the "
+                                          r"domain of kl: -1 at global row 333"):
+        BregmanKMeans(3, divergence="kl").fit(da.from_array(Xk, chunks=(100, 6)))
+    Xi = X.copy()
+    Xi[150, 0] = 0.0
+    with pytest.raises(DomainError, match=r"chunk 1 .* itakura_saito: 0 at global row 150"):
+        BregmanKMeans(3, divergence="is", init="random").fit(da.from_array(Xi, chunks=(100, 6)))
+    km = BregmanKMeans(3, init=X[:3].copy(), max_iter=2).fit(X)
+    with pytest.raises(ValueError, match=r"chunk 2 .* global row 257"):
+        km.predict(da.from_array(Xn, chunks=(100, 6))).compute()
+
+
+def test_local_cluster_two_processes():
+    from distributed import Client, LocalCluster
+
+    X = _data(seed=11)
+    C0 = X[[0, 100, 200, 300]] * 1.1
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        dX = da.from_array(X, chunks=(60, 6)).persist()
+        for name in ["kl", "itakura_saito"]:
+            a, b = _fit_both(dict(divergence=name, init=C0, max_iter=20, tol=0.0), X, dX)
+            _assert_same(a, b)
+        Xn = X.copy()
+        Xn[130, 1] = np.inf
+        with pytest.raises(ValueError, match=r"chunk 2 .* infinity at global row 130"):
+            BregmanKMeans(4).fit(da.from_array(Xn, chunks=(60, 6)))
+        # The failed pass leaves nothing behind but the persisted array.
+        del dX, b
+        client.run_on_scheduler(lambda dask_scheduler: None)
+        left = client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+        for _ in range(50):
+            if left == 0:
+                break
+            import time
+
+            time.sleep(0.1)
+            left = client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+        assert left == 0
