@@ -351,6 +351,9 @@ default="auto"
     def _resolve_init(self, k, d, dask_input=False):
         """``(init, init_is_array)``: a validated init name or a copy of the centres array."""
         init = self.init
+        if init is None:
+            raise TypeError("init must be 'k-means++', 'random' or an array of initial centres "
+                            "of shape (n_clusters, n_features), got None.")
         if not isinstance(init, str):
             init = np.array(init, dtype=np.float64, copy=True)
             if init.ndim != 2 or init.shape != (k, d):

@@ -49,7 +49,10 @@ def _assert_same(a, b):
                                atol=1e-10 * scale)
     assert b.n_iter_ == a.n_iter_
     np.testing.assert_allclose(b.objective_history_, a.objective_history_, rtol=1e-12)
-    np.testing.assert_allclose(b.inertia_, a.inertia_, rtol=1e-12)
+    # in memory, inertia_ is re-evaluated exactly from the returned labels; on dask it is the
+    # sum of the last pass's minima (GEMM form): equal up to rounding of a near-zero total
+    np.testing.assert_allclose(b.inertia_, a.inertia_, rtol=1e-12,
+                               atol=1e-12 * max(1.0, float(np.sum(b.objective_history_[:1]))))
 
 
 @pytest.mark.parametrize("chunks", CHUNKINGS)
