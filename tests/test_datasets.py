@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from conftest import require_data
 
 from bregclust import datasets as ds
+from bregclust.datasets import _base, _tasks, _text
 
 # class sizes copied from the PROVENANCE.txt files
 CLUTO = {
@@ -48,7 +49,7 @@ def test_data_home_candidates(monkeypatch, tmp_path):
     empty = tmp_path / "a" / "b"
     empty.mkdir(parents=True)
     monkeypatch.chdir(empty)
-    monkeypatch.setattr(ds, "_candidate_homes", lambda: [empty / ".." / "shared" / "data"])
+    monkeypatch.setattr(_base, "_candidate_homes", lambda: [empty / ".." / "shared" / "data"])
     assert ds.get_data_home() == (tmp_path / "a" / "shared" / "data").resolve()
 
 
@@ -81,7 +82,7 @@ def test_missing_data_says_where_it_looked(monkeypatch, tmp_path, loader, relpat
 
 def test_missing_data_lists_candidates(monkeypatch, tmp_path):
     monkeypatch.delenv("BREGCLUST_DATA", raising=False)
-    monkeypatch.setattr(ds, "_candidate_homes", lambda: [tmp_path / "x", tmp_path / "y"])
+    monkeypatch.setattr(_base, "_candidate_homes", lambda: [tmp_path / "x", tmp_path / "y"])
     with pytest.raises(FileNotFoundError, match="data folders tried") as info:
         ds.load_glass()
     assert str(tmp_path / "x") in str(info.value) and str(tmp_path / "y") in str(info.value)
@@ -248,7 +249,7 @@ def test_mbc_ng20_splits(ng20):
 @pytest.mark.slow
 def test_mtcmrl_20ng(ng20):
     d = ds.load_mtcmrl_tasks("20ng")
-    expected = [sum(NG_SIZES[g] for g in task) for task in ds._MTCMRL_20NG]
+    expected = [sum(NG_SIZES[g] for g in task) for task in _tasks._MTCMRL_20NG]
     assert [X.shape[0] for X in d.Xs] == expected == [2954, 3905, 2966, 3577]
     assert d.target_names[0] == ["comp", "rec", "sci", "talk"]
     assert [sorted(np.unique(y).tolist()) for y in d.ys] == [[0, 1, 2], [0, 1, 2, 3], [0, 1, 2],
@@ -263,11 +264,11 @@ def test_mtcmrl_20ng_test_subset_matches_20newsgroups_loader(ng20):
     d = ds.load_mtcmrl_tasks("20ng", subset="test", max_features=3000)
     assert [X.shape[0] for X in d.Xs] == [1181, 1561, 1185, 1429]  # the paper's task sizes
     assert "test split" in d.description
-    cats = [c for task in ds._MTCMRL_20NG for c in task]
+    cats = [c for task in _tasks._MTCMRL_20NG for c in task]
     ref = ds.load_20newsgroups(categories=cats, subset="test", vectorizer="tfidf",
                                max_features=3000)
     groups = np.asarray(ref.target_names)[ref.y]
-    for task, X, y in zip(ds._MTCMRL_20NG, d.Xs, d.ys):
+    for task, X, y in zip(_tasks._MTCMRL_20NG, d.Xs, d.ys):
         idx = np.flatnonzero(np.isin(groups, task))
         assert abs(ref.X[idx] - X).max() == 0
         roots = [d.target_names[0].index(g.split(".")[0]) for g in groups[idx]]
@@ -286,7 +287,7 @@ def test_mtcmrl_20ng_test_subset_matches_20newsgroups_loader(ng20):
 def test_mbc_cluto_splits(name):
     require_data(f"cluto_docs/{name}.mat")
     sizes = CLUTO[name][1]
-    ranges = ds._MBC_CLUTO_SPLITS[name]
+    ranges = _tasks._MBC_CLUTO_SPLITS[name]
     d = ds.load_mbc_tasks(name)
     expected = [sum(sizes[lo - 1:hi]) for lo, hi in ranges]
     if name == "tr23":
@@ -451,8 +452,8 @@ def test_20newsgroups_count_cache_on_disk(monkeypatch, tmp_path):
     monkeypatch.setenv("BREGCLUST_CACHE", str(tmp_path / "envcache"))
     first = ds.load_20newsgroups(min_df=1)
     assert list((tmp_path / "envcache").glob("20ng-counts-*.npz"))
-    monkeypatch.setattr(ds, "_COUNTS_CACHE", {})          # forget the in-memory copy
-    monkeypatch.setattr(ds, "_ng_vectorize", None)         # a re-vectorisation would fail
+    monkeypatch.setattr(_base, "_COUNTS_CACHE", {})          # forget the in-memory copy
+    monkeypatch.setattr(_text, "_ng_vectorize", None)         # a re-vectorisation would fail
     again = ds.load_20newsgroups(min_df=1)
     assert (first.X != again.X).nnz == 0
     assert list(first.feature_names) == list(again.feature_names)
