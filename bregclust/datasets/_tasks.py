@@ -22,6 +22,7 @@ from ._text import (
     _select_terms,
     _union_counts,
     load_cluto,
+    load_reuters_cai,
     load_webkb4,
 )
 
@@ -230,8 +231,52 @@ _REUTERS_ROOT = {"gnp": "economic index", "cpi": "economic index", "ipi": "econo
                  "cocoa": "food", "coffee": "food", "nat-gas": "energy"}
 
 
-def load_mtcmrl_tasks(name, *, representation="tfidf", subset="all", min_df=1, max_df=1.0,
-                      max_features=None, stop_words=None, cache_dir=None):
+# Deng Cai's Reuters21578.mat has numeric topics and no vocabulary. The nine gnd ids below are
+# the only classes of the file whose sizes equal the paper's Table 1 (each size occurs once among
+# the 65 topics), and the union of their documents has exactly the paper's 6,439 non-zero terms.
+_MTCMRL_REUTERS_CAI = ((12, 10, 14), (13, 23, 21), (22, 17, 9))
+_CAI_TOPIC_NAME = {12: "gnp", 10: "gold", 14: "cocoa", 13: "cpi", 23: "nat-gas", 21: "iron-steel",
+                   22: "ipi", 17: "copper", 9: "coffee"}
+_MTCMRL_SOURCES = {"reuters": ("cai", "r52")}
+
+
+def _mtcmrl_reuters_cai(representation, min_df, max_features):
+    """The paper's Reuters tasks from Reuters21578.mat (see ``_MTCMRL_REUTERS_CAI``)."""
+    d = load_reuters_cai()
+    gnd = np.asarray(d.target_names, dtype=np.int64)[d.y]          # the file's topic ids
+    task_idx = [np.flatnonzero(np.isin(gnd, ids)) for ids in _MTCMRL_REUTERS_CAI]
+    union = np.unique(np.concatenate(task_idx))
+    counts, kept_terms = _select_terms(d.X[union], min_df=min_df, max_features=max_features)
+    nonempty = np.zeros(d.X.shape[0], bool)
+    nonempty[union[_nonempty_rows(counts)]] = True
+    Xu = _counts_to(counts, representation)
+    pos = np.full(d.X.shape[0], -1, np.int64)
+    pos[union] = np.arange(union.size)
+    Xs, fine, topics, kept = [], [], [], []
+    for idx in task_idx:
+        idx = idx[nonempty[idx]]
+        Xs.append(Xu[pos[idx]])
+        topics.append(gnd[idx].copy())
+        fine.append(np.array([_CAI_TOPIC_NAME[int(g)] for g in gnd[idx]]).astype(str))
+        kept.append(idx)
+    n_dropped = union.size - int(nonempty[union].sum())
+    src = (
+        "Reuters21578.mat (Deng Cai; stemmed, stop words removed) topics (gnd) "
+        + "; ".join(f"task {t + 1} = {', '.join(f'{g} ({_CAI_TOPIC_NAME[g]})' for g in ids)}"
+                    for t, ids in enumerate(_MTCMRL_REUTERS_CAI))
+        + ". The file has no vocabulary or topic names: the topics are identified by their "
+        "sizes (each of the paper's nine class sizes occurs once among the file's 65 topics) "
+        "and by the feature count (the union of these documents has exactly the paper's 6,439 "
+        f"non-zero terms). Terms: {Xu.shape[1]} of {d.X.shape[1]} kept (document frequency >= "
+        f"{min_df} in the union of the tasks, max_features={max_features!r}); "
+        + ("raw term counts" if representation == "counts" else _TFIDF_TEXT)
+        + f"; {n_dropped} documents with no terms dropped"
+    )
+    return Xs, fine, kept, topics, kept_terms, src
+
+
+def load_mtcmrl_tasks(name, *, source=None, representation=None, subset="all", min_df=1,
+                      max_df=1.0, max_features=None, stop_words=None, cache_dir=None):
     """Multi-task data sets of MTCMRL (multi-task clustering with model relation learning).
 
     Parameters
@@ -241,16 +286,30 @@ def load_mtcmrl_tasks(name, *, representation="tfidf", subset="all", min_df=1, m
         comp.os.ms-windows.misc, rec.motorcycles, sci.electronics, talk.politics.mideast; task 3 =
         comp.sys.ibm.pc.hardware, rec.sport.baseball, sci.med; task 4 = comp.sys.mac.hardware,
         rec.sport.hockey, sci.space, talk.religion.misc), label = root (comp, rec, sci, talk).
-        'reuters' (R52 train+test): task 1 = gnp, gold, cocoa; task 2 = cpi, nat-gas, iron-steel;
-        task 3 = ipi, copper, coffee; label = economic index / energy / food / metal.
+        'reuters': task 1 = gnp, gold, cocoa; task 2 = cpi, nat-gas, iron-steel; task 3 = ipi,
+        copper, coffee; label = root category: economic index (gnp, cpi, ipi), energy
+        (nat-gas), food (cocoa, coffee) or metal (gold, iron-steel, copper).
         'webkb4': :func:`load_webkb4` (one task per university, 4 classes).
-    representation : {'tfidf', 'counts'}, default='tfidf'
-        For the text sets (ignored for webkb4, whose features are binary).
+    source : {None, 'cai', 'r52'}, default=None
+        Where the 'reuters' tasks come from (the other sets have one source; pass None).
+        'cai' (the default for 'reuters'): Deng Cai's ``Reuters21578.mat``, the data of the
+        paper, whose Table 1 it matches exactly: 206, 130 and 190 documents, 6,439 terms (those
+        occurring in the union of the three tasks; stemmed, stop words removed by Cai). The file
+        has no vocabulary and numeric topics only, so the mapping to the paper's topics rests on
+        the class sizes (the nine sizes of Table 1 each occur exactly once among the file's 65
+        topics: ``gnd`` ids 12, 10, 14 / 13, 23, 21 / 22, 17, 9) plus the feature count;
+        ``feature_names`` is then None and ``feature_indices`` gives the file's columns.
+        'r52': Cardoso-Cachopo's R52 (train + test, raw text with topic names), vectorised
+        here (6,648 terms, a few more documents per topic than the paper).
+    representation : {None, 'tfidf', 'counts'}, default=None
+        For the text sets (ignored for webkb4, whose features are binary). None means raw
+        counts for Cai's Reuters (as distributed) and tf-idf otherwise.
     subset : {'all', 'train', 'test'}, default='all'
         For '20ng' only: the bydate split to use (the MTCMRL paper's 20 Newsgroups task sizes
         match the 'test' split). The other sets accept only 'all'.
     min_df, max_df, max_features, stop_words
-        CountVectorizer vocabulary selection, fitted on the union of the tasks.
+        CountVectorizer vocabulary selection, fitted on the union of the tasks. For Cai's
+        Reuters (already a count matrix) only ``min_df`` (an int) and ``max_features`` apply.
     cache_dir : None, 'auto', False or path, default=None
         On-disk cache of the parsed 20 Newsgroups texts and count matrices ('auto' =
         ``$XDG_CACHE_HOME/bregclust`` or ``~/.cache/bregclust``; never inside the repository).
@@ -261,14 +320,55 @@ def load_mtcmrl_tasks(name, *, representation="tfidf", subset="all", min_df=1, m
     data : sklearn.utils.Bunch
         ``Xs``, ``ys`` (root labels, consistent across tasks), ``target_names`` (per task, the
         same root list), ``task_names``, ``categories`` (per task, the source categories),
-        ``fine_labels`` (per task, each document's source category), ``description``.
+        ``fine_labels`` (per task, each document's source category), ``feature_names``,
+        ``description``; for Cai's Reuters also ``topic_ids`` (per task, each document's
+        ``gnd``), ``indices`` (rows of the file per task) and ``feature_indices``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name, source, representation or subset, or a vocabulary option that does not
+        apply to the source.
+    FileNotFoundError
+        The source data are missing.
+
+    Examples
+    --------
+    >>> d = load_mtcmrl_tasks("reuters")                      # doctest: +SKIP
+    >>> [X.shape for X in d.Xs]                               # doctest: +SKIP
+    [(206, 6439), (130, 6439), (190, 6439)]
     """
     if name not in MTCMRL_NAMES:
         raise ValueError(f"unknown MTCMRL data set {name!r}; known: {list(MTCMRL_NAMES)}.")
+    choices = _MTCMRL_SOURCES.get(name, (None,))
+    if source is not None and source not in choices:
+        if choices == (None,):
+            raise ValueError(f"{name!r} has a single source; pass source=None, got {source!r}.")
+        raise ValueError(f"source must be one of {list(choices)} for {name!r} (None means "
+                         f"{choices[0]!r}); got {source!r}.")
+    source = choices[0] if source is None else source
+    if representation is None:
+        representation = "counts" if source == "cai" else "tfidf"
     rep = _check_representation(representation)
     _check_choice(subset, "subset", {"all", "train", "test"})
     if subset != "all" and name != "20ng":
         raise ValueError(f"subset={subset!r} applies to '20ng' only; use subset='all' for {name!r}.")
+    if source == "cai":
+        if max_df != 1.0 or stop_words is not None:
+            raise ValueError("max_df and stop_words apply to raw text; Cai's Reuters is a count "
+                             "matrix (stop words already removed): leave them at their defaults.")
+        if not isinstance(min_df, (int, np.integer)) or isinstance(min_df, bool):
+            raise ValueError(f"for Cai's Reuters min_df must be an integer; got {min_df!r}.")
+        Xs, fine, kept, topics, kept_terms, src = _mtcmrl_reuters_cai(rep, min_df, max_features)
+        roots = sorted(set(_REUTERS_ROOT.values()))
+        ys = [np.array([roots.index(_REUTERS_ROOT[g]) for g in f], dtype=np.int64) for f in fine]
+        desc = (f"MTCMRL reuters (source='cai'): {src}; label = root category {roots}. Task "
+                "sizes: " + ", ".join(str(X.shape[0]) for X in Xs) + ".")
+        return Bunch(Xs=Xs, ys=ys, target_names=[list(roots) for _ in Xs],
+                     task_names=[f"task {t + 1}" for t in range(len(Xs))],
+                     categories=[list(s) for s in _MTCMRL_REUTERS], fine_labels=fine,
+                     topic_ids=topics, indices=kept, feature_names=None,
+                     feature_indices=kept_terms, description=desc)
     in_subset = None
     if name == "webkb4":
         return load_webkb4()
@@ -287,7 +387,7 @@ def load_mtcmrl_tasks(name, *, representation="tfidf", subset="all", min_df=1, m
                                    for s in ("train", "test"))))
         splits = _MTCMRL_REUTERS
         root_of = _REUTERS_ROOT
-        src = "Reuters-21578 R52 (Cardoso-Cachopo, train+test, all-terms)"
+        src = "Reuters-21578 R52 (Cardoso-Cachopo, train+test, all-terms; source='r52')"
     roots = sorted(set(root_of.values()))
     task_idx = [np.flatnonzero(np.isin(labels, list(s)) & (True if in_subset is None else in_subset))
                 for s in splits]
