@@ -52,6 +52,7 @@ Usage::
     python benchmarks/mtcmrl_paper.py --datasets reuters --source r52 --runs 10
     python benchmarks/mtcmrl_paper.py --grid 1 1 --runs 1   # one grid point (quick)
     python benchmarks/mtcmrl_paper.py --datasets 20ng --runs 1 --lams 0.25 1 4 --alphas 0.25 1 4
+    python benchmarks/mtcmrl_paper.py --datasets reuters --runs 10 --tol-study [--grid 4 4]
 """
 
 import argparse
@@ -308,6 +309,61 @@ def run_dataset(name, args):
         print(" " * width + "".join(f"{v:15.4f}" for v in prow))
 
 
+TOL_STUDY = ((100, 1e-4), (300, 1e-6), (1000, 1e-7), (3000, 1e-8), (20000, 1e-10))
+
+
+def tol_study(name, args):
+    """Accuracy, sweeps and label agreement with the tightest setting for each
+    (max_iter, tol) of TOL_STUDY: SNMF, and MTCMRL too when ``--grid LAM ALPHA`` is given."""
+    from bregclust.metrics import ari
+
+    Xs, ys, _, desc = load(name, args.representation, args.source)
+    hs = [np.unique(y).size for y in ys]
+    Ms, factors = mr._prepare(Xs, "cosine", None, True)
+    lam, al = args.grid if args.grid else (0.0, 0.0)
+    print(f"\n## stopping tolerance study, {name}: {desc[:90]}...")
+    print(f"# runs={args.runs}, same k-means starts as the tables; SNMF = lam = alpha = 0; "
+          f"MTCMRL lam={lam:g}, alpha={al:g}, mu={args.mu}, beta={args.beta}")
+    starts = []
+    for r in range(args.runs):
+        Y0 = []
+        for t, (X, h) in enumerate(zip(Xs, hs)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lab = BregmanKMeans(h, n_init=1, random_state=1000 * r + t).fit(X).labels_
+            Y0.append(indicators(lab, h))
+        starts.append(Y0)
+    runs = [("SNMF", (0.0, 0.0, 0.0))] + ([("MTCMRL", (lam, al, args.beta))] if args.grid else [])
+    for method, (lm, a, b) in runs:
+        out = {}
+        for max_iter, tol in TOL_STUDY:
+            labs, sweeps, maxed = [], [], 0
+            for Y0 in starts:
+                if method == "SNMF":
+                    fits = [mr._fit_loop([X], [M], [None], [Y], [np.zeros((1, h))], 0.0, 1.0,
+                                         0.0, 0.0, max_iter, tol)
+                            for X, M, Y, h in zip(Xs, Ms, Y0, hs)]
+                    labs.append([f["Ys"][0].argmax(1) for f in fits])
+                else:
+                    W0 = [np.ones((X.shape[1], h)) for X, h in zip(Xs, hs)]
+                    fits = [mr._fit_loop(Xs, Ms, factors, Y0, W0, lm, args.mu, a, b, max_iter,
+                                         tol)]
+                    labs.append([Y.argmax(1) for Y in fits[0]["Ys"]])
+                sweeps += [f["n_iter"] for f in fits]
+                maxed += sum(not f["converged"] for f in fits)
+            out[(max_iter, tol)] = (labs, sweeps, maxed)
+        ref = out[TOL_STUDY[-1]][0]
+        for (max_iter, tol), (labs, sweeps, maxed) in out.items():
+            acc = np.array([[clustering_accuracy(y, lab) for y, lab in zip(ys, L)]
+                            for L in labs]) * 100
+            same = np.mean([[ari(a_, b_) > 1 - 1e-12 for a_, b_ in zip(L, R)]
+                            for L, R in zip(labs, ref)]) * 100
+            print(f"{method:7} max_iter={max_iter:<6d} tol={tol:<6g} Acc per task "
+                  + " ".join(f"{v:6.2f}" for v in acc.mean(0))
+                  + f"  sweeps median {np.median(sweeps):5.0f} max {max(sweeps):5d}, "
+                  f"{maxed} fits at max_iter, labels equal to the tightest: {same:5.1f} %")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--datasets", nargs="+", default=["webkb4", "20ng", "reuters"],
@@ -331,6 +387,8 @@ def main(argv=None):
                    help="as run: most sweeps (default: the estimator's)")
     p.add_argument("--tol", type=float, default=_DEFAULTS["tol"],
                    help="as run: relative decrease of J that stops (default: the estimator's)")
+    p.add_argument("--tol-study", action="store_true",
+                   help="instead of the tables: accuracy and sweeps for several (max_iter, tol)")
     p.add_argument("--threads", type=int, default=1,
                    help="BLAS threads (threadpoolctl); 1 avoids oversubscription on shared hosts")
     args = p.parse_args(argv)
@@ -341,7 +399,7 @@ def main(argv=None):
           f"UTC; command: python benchmarks/mtcmrl_paper.py {' '.join(argv or sys.argv[1:])}")
     for name in args.datasets:
         t0 = time.perf_counter()
-        run_dataset(name, args)
+        (tol_study if args.tol_study else run_dataset)(name, args)
         print(f"# {name}: {time.perf_counter() - t0:.0f} s")
 
 
