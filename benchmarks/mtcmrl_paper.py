@@ -322,8 +322,9 @@ def tol_study(name, args):
     Ms, factors = mr._prepare(Xs, "cosine", None, True)
     lam, al = args.grid if args.grid else (0.0, 0.0)
     print(f"\n## stopping tolerance study, {name}: {desc[:90]}...")
-    print(f"# runs={args.runs}, same k-means starts as the tables; SNMF = lam = alpha = 0; "
-          f"MTCMRL lam={lam:g}, alpha={al:g}, mu={args.mu}, beta={args.beta}")
+    print(f"# runs={args.runs}, same k-means starts as the tables; SNMF = lam = alpha = 0"
+          + (f"; MTCMRL lam={lam:g}, alpha={al:g}, mu={args.mu}, beta={args.beta}"
+             if args.grid else ""))
     starts = []
     for r in range(args.runs):
         Y0 = []
