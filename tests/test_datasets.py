@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from conftest import require_data
 
 from bregclust import datasets as ds
+from bregclust.datasets import _base, _tasks, _text
 
 # class sizes copied from the PROVENANCE.txt files
 CLUTO = {
@@ -48,7 +49,7 @@ def test_data_home_candidates(monkeypatch, tmp_path):
     empty = tmp_path / "a" / "b"
     empty.mkdir(parents=True)
     monkeypatch.chdir(empty)
-    monkeypatch.setattr(ds, "_candidate_homes", lambda: [empty / ".." / "shared" / "data"])
+    monkeypatch.setattr(_base, "_candidate_homes", lambda: [empty / ".." / "shared" / "data"])
     assert ds.get_data_home() == (tmp_path / "a" / "shared" / "data").resolve()
 
 
@@ -65,7 +66,8 @@ MISSING = [
     (lambda: ds.load_mnist35(), "t10k-images-idx3-ubyte.gz"),
     (lambda: ds.load_mbc_tasks("tr23"), "cluto_docs/tr23.mat"),
     (lambda: ds.load_mbc_tasks("ng20-2"), NG_FILE),
-    (lambda: ds.load_mtcmrl_tasks("reuters"), "reuters-r52-train.tab"),
+    (lambda: ds.load_mtcmrl_tasks("reuters"), "reuters21578/Reuters21578.mat"),
+    (lambda: ds.load_mtcmrl_tasks("reuters", source="r52"), "reuters-r52-train.tab"),
 ]
 
 
@@ -81,7 +83,7 @@ def test_missing_data_says_where_it_looked(monkeypatch, tmp_path, loader, relpat
 
 def test_missing_data_lists_candidates(monkeypatch, tmp_path):
     monkeypatch.delenv("BREGCLUST_DATA", raising=False)
-    monkeypatch.setattr(ds, "_candidate_homes", lambda: [tmp_path / "x", tmp_path / "y"])
+    monkeypatch.setattr(_base, "_candidate_homes", lambda: [tmp_path / "x", tmp_path / "y"])
     with pytest.raises(FileNotFoundError, match="data folders tried") as info:
         ds.load_glass()
     assert str(tmp_path / "x") in str(info.value) and str(tmp_path / "y") in str(info.value)
@@ -248,7 +250,7 @@ def test_mbc_ng20_splits(ng20):
 @pytest.mark.slow
 def test_mtcmrl_20ng(ng20):
     d = ds.load_mtcmrl_tasks("20ng")
-    expected = [sum(NG_SIZES[g] for g in task) for task in ds._MTCMRL_20NG]
+    expected = [sum(NG_SIZES[g] for g in task) for task in _tasks._MTCMRL_20NG]
     assert [X.shape[0] for X in d.Xs] == expected == [2954, 3905, 2966, 3577]
     assert d.target_names[0] == ["comp", "rec", "sci", "talk"]
     assert [sorted(np.unique(y).tolist()) for y in d.ys] == [[0, 1, 2], [0, 1, 2, 3], [0, 1, 2],
@@ -263,11 +265,11 @@ def test_mtcmrl_20ng_test_subset_matches_20newsgroups_loader(ng20):
     d = ds.load_mtcmrl_tasks("20ng", subset="test", max_features=3000)
     assert [X.shape[0] for X in d.Xs] == [1181, 1561, 1185, 1429]  # the paper's task sizes
     assert "test split" in d.description
-    cats = [c for task in ds._MTCMRL_20NG for c in task]
+    cats = [c for task in _tasks._MTCMRL_20NG for c in task]
     ref = ds.load_20newsgroups(categories=cats, subset="test", vectorizer="tfidf",
                                max_features=3000)
     groups = np.asarray(ref.target_names)[ref.y]
-    for task, X, y in zip(ds._MTCMRL_20NG, d.Xs, d.ys):
+    for task, X, y in zip(_tasks._MTCMRL_20NG, d.Xs, d.ys):
         idx = np.flatnonzero(np.isin(groups, task))
         assert abs(ref.X[idx] - X).max() == 0
         roots = [d.target_names[0].index(g.split(".")[0]) for g in groups[idx]]
@@ -286,7 +288,7 @@ def test_mtcmrl_20ng_test_subset_matches_20newsgroups_loader(ng20):
 def test_mbc_cluto_splits(name):
     require_data(f"cluto_docs/{name}.mat")
     sizes = CLUTO[name][1]
-    ranges = ds._MBC_CLUTO_SPLITS[name]
+    ranges = _tasks._MBC_CLUTO_SPLITS[name]
     d = ds.load_mbc_tasks(name)
     expected = [sum(sizes[lo - 1:hi]) for lo, hi in ranges]
     if name == "tr23":
@@ -321,7 +323,9 @@ def test_mbc_tr23_random_state():
 @pytest.mark.data
 def test_mtcmrl_reuters_and_webkb():
     require_data("reuters21578/cachopo_r52/reuters-r52-train.tab", "webkb4_linqs/texas.content")
-    d = ds.load_mtcmrl_tasks("reuters")
+    d = ds.load_mtcmrl_tasks("reuters", source="r52")
+    assert "source='r52'" in d.description and d.Xs[0].shape[1] == 6648
+    np.testing.assert_allclose(sp.linalg.norm(d.Xs[0], axis=1), 1.0)     # tf-idf by default
     # R52 train+test topic sizes: gnp 73, gold 90, cocoa 61; cpi 71, nat-gas 36, iron-steel 38;
     # ipi 44, copper 44, coffee 112
     assert [X.shape[0] for X in d.Xs] == [224, 145, 200]
@@ -330,6 +334,53 @@ def test_mtcmrl_reuters_and_webkb():
         [73, 0, 61, 90], [71, 36, 0, 38], [44, 0, 112, 44]]
     w = ds.load_mtcmrl_tasks("webkb4")
     assert len(w.Xs) == 4 and all(len(np.unique(y)) == 4 for y in w.ys)
+
+
+@pytest.mark.data
+def test_mtcmrl_reuters_cai_is_the_papers_table1():
+    """Cai's Reuters21578.mat gives the paper's Table 1 exactly: class sizes and 6,439 terms."""
+    require_data("reuters21578/Reuters21578.mat")
+    d = ds.load_mtcmrl_tasks("reuters")                       # source='cai' by default
+    assert [X.shape for X in d.Xs] == [(206, 6439), (130, 6439), (190, 6439)]
+    assert d.target_names[0] == ["economic index", "energy", "food", "metal"]
+    # Table 1: gnp 63, gold 90, cocoa 53; cpi 60, nat-gas 33, iron-steel 37; ipi 36, copper 44,
+    # coffee 110 (labels: economic index 0, energy 1, food 2, metal 3)
+    assert [np.bincount(y, minlength=4).tolist() for y in d.ys] == [
+        [63, 0, 53, 90], [60, 33, 0, 37], [36, 0, 110, 44]]
+    expected = [{"gnp": (12, 0), "gold": (10, 3), "cocoa": (14, 2)},
+                {"cpi": (13, 0), "nat-gas": (23, 1), "iron-steel": (21, 3)},
+                {"ipi": (22, 0), "copper": (17, 3), "coffee": (9, 2)}]
+    for exp, fine, topics, y in zip(expected, d.fine_labels, d.topic_ids, d.ys):
+        assert {f: (int(g), int(lab)) for f, g, lab in zip(fine, topics, y)} == exp
+    # raw counts of the file, on the columns that occur in the union of the tasks
+    full = ds.load_reuters_cai()
+    gnd = np.asarray(full.target_names, dtype=np.int64)[full.y]
+    for X, idx, topics in zip(d.Xs, d.indices, d.topic_ids):
+        np.testing.assert_array_equal(gnd[idx], topics)
+        assert abs(full.X[idx][:, d.feature_indices] - X).max() == 0
+    union = np.concatenate(d.indices)
+    assert np.all(np.asarray(full.X[union].sum(axis=0)).ravel()[d.feature_indices] > 0)
+    assert full.X[union].sum() == sum(X.sum() for X in d.Xs)   # no occurring term left out
+    assert d.feature_names is None and "6,439" in d.description
+    # each of the nine sizes occurs once among the 65 topics: the mapping is unique
+    sizes = np.bincount(full.y)
+    for task in expected:
+        for g, _ in task.values():
+            assert np.sum(sizes == sizes[full.target_names.index(str(g))]) == 1
+    tfidf = ds.load_mtcmrl_tasks("reuters", representation="tfidf")
+    np.testing.assert_allclose(sp.linalg.norm(tfidf.Xs[2], axis=1), 1.0)
+    assert ds.load_mtcmrl_tasks("reuters", max_features=1000).Xs[0].shape[1] == 1000
+
+
+def test_mtcmrl_source_validation():
+    with pytest.raises(ValueError, match=r"source must be one of \['cai', 'r52'\] for 'reuters'"):
+        ds.load_mtcmrl_tasks("reuters", source="rcv1")
+    with pytest.raises(ValueError, match="'webkb4' has a single source; pass source=None"):
+        ds.load_mtcmrl_tasks("webkb4", source="cai")
+    with pytest.raises(ValueError, match="max_df and stop_words apply to raw text"):
+        ds.load_mtcmrl_tasks("reuters", stop_words="english")
+    with pytest.raises(ValueError, match="min_df must be an integer"):
+        ds.load_mtcmrl_tasks("reuters", min_df=0.5)
 
 
 # ------------------------------------------------------------------------- no-download data
@@ -451,8 +502,8 @@ def test_20newsgroups_count_cache_on_disk(monkeypatch, tmp_path):
     monkeypatch.setenv("BREGCLUST_CACHE", str(tmp_path / "envcache"))
     first = ds.load_20newsgroups(min_df=1)
     assert list((tmp_path / "envcache").glob("20ng-counts-*.npz"))
-    monkeypatch.setattr(ds, "_COUNTS_CACHE", {})          # forget the in-memory copy
-    monkeypatch.setattr(ds, "_ng_vectorize", None)         # a re-vectorisation would fail
+    monkeypatch.setattr(_base, "_COUNTS_CACHE", {})          # forget the in-memory copy
+    monkeypatch.setattr(_text, "_ng_vectorize", None)         # a re-vectorisation would fail
     again = ds.load_20newsgroups(min_df=1)
     assert (first.X != again.X).nnz == 0
     assert list(first.feature_names) == list(again.feature_names)

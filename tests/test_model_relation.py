@@ -401,3 +401,103 @@ def test_reuters_tasks_monotone_and_accurate():
         assert Y.min() >= 0 and G.min() >= 0 and abs(G.sum() - 1) < 1e-12
     accs = [clustering_accuracy(y, lab) for y, lab in zip(data.ys, est.labels_)]
     assert min(accs) > 0.6
+
+
+# ------------------------------------------------------------------ converged defaults, as printed
+def _rel_drop(J):
+    return (J[-2] - J[-1]) / abs(J[-2])
+
+
+def test_default_tolerances_are_the_converged_ones():
+    for est in (ModelRelationClustering(), SymmetricNMF()):
+        assert est.tol == 1e-7 and est.max_iter == 1000 and est.algorithm == "damped"
+
+
+def test_snmf_default_stops_below_tol():
+    Xs, ys = _blobs_tasks(sizes=(3,), noise=0.3)
+    est = SymmetricNMF(3, random_state=0).fit(Xs[0])
+    J = est.objective_history_
+    assert est.n_iter_ < est.max_iter and J.size == est.n_iter_ + 1
+    assert 0 <= _rel_drop(J) <= est.tol                      # the exit test, met
+    assert np.all(-np.diff(J[:-1]) / J[:-2] > est.tol)      # and not met before
+    from bregclust.metrics import clustering_accuracy
+
+    assert clustering_accuracy(ys[0], est.labels_) == 1.0
+
+
+@pytest.mark.parametrize("cls", [ModelRelationClustering, SymmetricNMF])
+def test_max_iter_exit_warns_with_drop_above_tol(cls):
+    Xs, _ = _blobs_tasks(sizes=(3, 3))
+    est = cls(3, random_state=0, max_iter=4)
+    with pytest.warns(ConvergenceWarning, match="did not converge in max_iter=4"):
+        est.fit(Xs if cls is ModelRelationClustering else Xs[0])
+    J = est.objective_history_
+    assert est.n_iter_ == 4 and J.size == 5 and _rel_drop(J) > est.tol
+
+
+def test_as_printed_is_eq19_with_the_papers_stopping_rule():
+    Xs, _ = _blobs_tasks(sizes=(3, 4))
+    init = [np.arange(X.shape[0]) % h for X, h in zip(Xs, (3, 4))]
+    kw = dict(lam=2.0, alpha=1.0, beta=0.5, init=init)
+    one = ModelRelationClustering([3, 4], algorithm="as_printed", max_iter=1, **kw)
+    with pytest.warns(ConvergenceWarning):
+        one.fit(Xs)
+    # one sweep by hand: G, exact W, then the undamped Eq. 19 for each task in turn
+    Ms = [similarity_matrix(X) for X in Xs]
+    factors = [mr._TaskFactor(X) for X in Xs]
+    Ys = [np.full((X.shape[0], h), 0.2) for X, h in zip(Xs, (3, 4))]
+    for Y, lab in zip(Ys, init):
+        Y[np.arange(lab.size), lab] += 1.0
+    Ws = [np.ones((X.shape[1], h)) for X, h in zip(Xs, (3, 4))]
+    Gs = mr._all_relations(Ws, 0.5)
+    for t in range(2):
+        s = 1 - t
+        Gs[(t, s)] = mr._relation_step(mr._relation_cost(Ws[t], Ws[s]), 0.5)
+        Ws[t] = mr._w_step(t, Xs[t], Ys[t], Ws, Gs, factors[t], 2.0, 0.5, 1.0)
+        Ys[t] = y_update_paper(Ys[t], Ms[t], Xs[t] @ Ws[t], 2.0)
+    for Y, Yref in zip(one.indicators_, Ys):
+        np.testing.assert_allclose(Y, Yref, rtol=1e-10)
+    assert one.n_damped_ == 0
+    # stopping rule: every sweep but the last lowered J by at least 1, the last by less
+    est = ModelRelationClustering([3, 4], algorithm="as_printed", **kw).fit(Xs)
+    J = est.objective_history_
+    assert est.n_iter_ < est.max_iter
+    assert np.all(J[:-2] - J[1:-1] >= mr.PAPER_THRESHOLD) and J[-2] - J[-1] < mr.PAPER_THRESHOLD
+
+
+def test_algorithm_validation():
+    Xs, _ = _blobs_tasks(sizes=(3, 3))
+    with pytest.raises(ValueError, match=r"algorithm must be one of \['damped', 'as_printed'\]"):
+        ModelRelationClustering(3, algorithm="literal").fit(Xs)
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        SymmetricNMF(3, algorithm=None).fit(Xs[0])
+
+
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_cai_reuters_converged_defaults_and_as_printed():
+    """On the paper's Reuters data the defaults converge (exit drop below tol, J monotone) and
+    reach the paper's SNMF accuracy; the printed rule stops at a sweep that raised J."""
+    from conftest import require_data
+
+    require_data("reuters21578/Reuters21578.mat")
+    from bregclust.datasets import load_mtcmrl_tasks
+    from bregclust.metrics import clustering_accuracy
+
+    data = load_mtcmrl_tasks("reuters", source="cai")
+    est = ModelRelationClustering(3, random_state=0).fit(data.Xs)
+    J = est.objective_history_
+    assert est.n_iter_ < est.max_iter and 0 <= _rel_drop(J) <= est.tol
+    assert np.all(np.diff(J) <= 1e-10 * np.abs(J[:-1]))
+    accs = [clustering_accuracy(y, lab) for y, lab in zip(data.ys, est.labels_)]
+    assert min(accs) > 0.9
+    X, y = data.Xs[0], data.ys[0]
+    run = SymmetricNMF(3, random_state=0).fit(X)
+    printed = SymmetricNMF(3, random_state=0, algorithm="as_printed").fit(X)
+    assert 0 <= _rel_drop(run.objective_history_) <= run.tol
+    assert printed.n_iter_ < run.n_iter_
+    Jp = printed.objective_history_
+    assert Jp[-1] > Jp[-2] or Jp[-2] - Jp[-1] < mr.PAPER_THRESHOLD
+    assert clustering_accuracy(y, run.labels_) >= clustering_accuracy(y, printed.labels_)
+    assert clustering_accuracy(y, run.labels_) > 0.95
