@@ -49,6 +49,7 @@ D. Muellner. Modern hierarchical, agglomerative clustering algorithms. arXiv:110
 import math
 import numbers
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -412,8 +413,13 @@ def _run(X, w, plan, algorithm):
         KA.nn_chain_ward(A, w2, si, sj, h)
         order = np.argsort(h, kind="stable")
         return si[order], sj[order], h[order]
-    KA.generic_linkage(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode, plan.fn,
-                       si, sj, h)
+    status = KA.generic_linkage(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode,
+                                plan.fn, si, sj, h, numba.get_num_threads())
+    if status != KA.OK or not np.isfinite(h).all():
+        raise ValueError(
+            f"a merge cost of model {plan.name!r} is not finite (NaN or overflow): the data, "
+            "sample_weight or smoothing are too extreme for float64; rescale X or the weights."
+        )
     return si, sj, h
 
 
