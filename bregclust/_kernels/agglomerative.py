@@ -557,6 +557,8 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
             _heap_update(heap, where, mind, a, n)
         a = heap[0]
         b = nn[a]
+        if b < 0:  # only possible with NaN statistics; refuse rather than write out of bounds
+            return NAN_COST
         out_i[t] = a
         out_j[t] = b
         out_h[t] = mind[a]
