@@ -7,12 +7,21 @@
 2. kl ("multinomial": kl on row-normalised counts, multinomial smoothing) on 20 Newsgroups
    documents over the 2,000 most frequent terms, n = 10,000: wall time and peak memory, next to
    the memory an n x n cost matrix would need.
+3. Cost curve of the generic algorithm (issue 15): n = 1,000 ... 20,000 documents, models
+   multinomial and kl; wall time, CPU time and peak traced memory per size, the log-log slope
+   of time against n (printed, and plotted to ``--plot`` when matplotlib is installed). The
+   corpus has 18,846 documents: larger sizes take the whole corpus plus documents drawn again
+   (said in the table).
+4. Itakura-Saito and gaussian_diag on dense data (n = 10,000, d = 50, gamma-distributed).
 
 Kernels are compiled (or loaded from numba's cache) on a small problem first; that time is
 reported separately.
 
-    python benchmarks/agglomerative_speed.py                 # full sizes (several minutes)
+    python benchmarks/agglomerative_speed.py                 # parts 1-2 (several minutes)
+    python benchmarks/agglomerative_speed.py --full --plot curve.png     # parts 1-4 (hours)
     python benchmarks/agglomerative_speed.py --n-ward 5000 --n-kl 2000   # quick
+    python benchmarks/agglomerative_speed.py --skip-ward --skip-kl --curve 1000,2000,5000 \
+        --curve-models multinomial --n-dense 2000 --plot curve.png
 """
 
 import argparse
@@ -97,6 +106,87 @@ def bench_kl(n, n_terms, seed):
     print(f"root cost {Z[-1, 2]:.4g}; heights monotone: {bool(np.all(np.diff(Z[:, 2]) >= 0))}")
 
 
+def _sample_docs(X, n, rng):
+    """``n`` random documents (sorted); beyond the corpus size, the whole corpus plus
+    documents drawn again."""
+    N = X.shape[0]
+    if n <= N:
+        return np.sort(rng.choice(N, size=n, replace=False)), 0
+    extra = rng.choice(N, size=n - N, replace=True)
+    return np.concatenate([np.arange(N), extra]), n - N
+
+
+def _timed(fn):
+    tracemalloc.start()
+    t = time.perf_counter()
+    c = time.process_time()
+    out = fn()
+    wall = time.perf_counter() - t
+    cpu = time.process_time() - c
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return out, wall, cpu, peak / 2**20
+
+
+def bench_curve(sizes, models, n_terms, seed, plot):
+    """Time and peak traced memory of the generic algorithm against n; log-log slope."""
+    import numba
+
+    from bregclust.datasets import load_20newsgroups
+
+    X = load_20newsgroups(max_features=n_terms).X
+    print(f"\n## Cost curve: 20 Newsgroups x {n_terms} most frequent terms, "
+          f"{numba.get_num_threads()} numba threads")
+    print("| model | n | repeated docs | wall (s) | CPU (s) | peak traced (MiB) | n x n float64 (MiB) |")
+    print("|---|---|---|---|---|---|---|")
+    curves = {}
+    for model in models:
+        bregman_linkage(X[:64], model)  # compile or load from cache
+        for n in sizes:
+            idx, rep = _sample_docs(X, n, np.random.default_rng(seed))
+            Xs = X[idx]
+            _, wall, cpu, peak = _timed(lambda: bregman_linkage(Xs, model))
+            curves.setdefault(model, []).append((n, wall, cpu))
+            print(f"| {model} | {n} | {rep} | {wall:.1f} | {cpu:.1f} | {peak:.0f} | "
+                  f"{n * n * 8 / 2**20:.0f} |", flush=True)
+    for model, pts in curves.items():
+        if len(pts) >= 2:
+            ns, walls, cpus = (np.array(v, dtype=float) for v in zip(*pts))
+            sw = np.polyfit(np.log(ns), np.log(walls), 1)[0]
+            sc = np.polyfit(np.log(ns), np.log(cpus), 1)[0]
+            print(f"log-log slope of time against n, {model}: wall {sw:.2f}, CPU {sc:.2f}")
+    if plot:
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("matplotlib not installed: no plot")
+            return
+        fig, ax = plt.subplots(figsize=(5, 4))
+        for model, pts in curves.items():
+            ns, walls, _ = zip(*pts)
+            ax.loglog(ns, walls, "o-", label=model)
+        ax.set_xlabel("documents n")
+        ax.set_ylabel("wall time (s)")
+        ax.set_title("agglomerative Bregman, generic algorithm")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(plot, dpi=120)
+        print(f"plot written to {plot}")
+
+
+def bench_dense(n, d, seed):
+    """Itakura-Saito and gaussian_diag on dense positive data."""
+    rng = np.random.default_rng(seed)
+    X = rng.gamma(2.0, 1.0, size=(n, d))
+    print(f"\n## Dense models: n={n}, d={d}, gamma(2, 1) data (seed {seed})")
+    print("| model | wall (s) | CPU (s) | peak traced (MiB) |")
+    print("|---|---|---|---|")
+    for model in ("itakura_saito", "gaussian_diag"):
+        bregman_linkage(X[:64], model)
+        _, wall, cpu, peak = _timed(lambda: bregman_linkage(X, model))
+        print(f"| {model} | {wall:.1f} | {cpu:.1f} | {peak:.0f} |", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-ward", type=int, default=20000)
@@ -107,12 +197,30 @@ def main(argv=None):
     ap.add_argument("--skip-ward", action="store_true")
     ap.add_argument("--skip-kl", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--curve", default="",
+                    help="comma-separated sizes of the cost curve (with --full: "
+                    "1000,2000,5000,10000,20000)")
+    ap.add_argument("--curve-models", default="multinomial,kl")
+    ap.add_argument("--plot", default=None, help="PNG file for the cost curve")
+    ap.add_argument("--n-dense", type=int, default=0,
+                    help="size of the dense-model runs (0 skips them; 10000 with --full)")
+    ap.add_argument("--full", action="store_true",
+                    help="also the cost curve and the dense models at the issue's sizes")
+    ap.add_argument("--d-dense", type=int, default=50)
     args = ap.parse_args(argv)
+    if args.full:
+        args.curve = args.curve or "1000,2000,5000,10000,20000"
+        args.n_dense = args.n_dense or 10000
     print(f"# agglomerative_speed ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
     if not args.skip_ward:
         bench_ward(args.n_ward, args.d_ward, args.runs, args.seed)
     if not args.skip_kl:
         bench_kl(args.n_kl, args.terms, args.seed)
+    if args.curve:
+        sizes = [int(v) for v in args.curve.split(",")]
+        bench_curve(sizes, args.curve_models.split(","), args.terms, args.seed, args.plot)
+    if args.n_dense > 0:
+        bench_dense(args.n_dense, args.d_dense, args.seed)
 
 
 if __name__ == "__main__":

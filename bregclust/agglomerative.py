@@ -49,6 +49,7 @@ D. Muellner. Modern hierarchical, agglomerative clustering algorithms. arXiv:110
 import math
 import numbers
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -108,6 +109,8 @@ class _Plan:
         T = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64, order="C")
         if self.normalize:
             T /= T.sum(axis=1, keepdims=True)
+        if self.prescale != 1.0:
+            T /= self.prescale
         if kind in (_WARD, _SEP, _L1):
             if self.scale != 1.0:
                 T *= self.scale
@@ -246,7 +249,7 @@ def _parse_user_smoothing(smoothing):
 def _build_plan(X, w, model, model_params, smoothing):
     name, div, kind = _resolve_model(model, model_params)
     n, d = X.shape
-    plan = dict(name=name, divergence=div, kind=kind, d=d, normalize=False, scale=1.0,
+    plan = dict(name=name, divergence=div, kind=kind, d=d, normalize=False, scale=1.0, prescale=1.0,
                 shift=np.zeros(d), whiten=None, smax=0, fc=np.zeros((2, d)), gcode=KG.SQ,
                 smoothing_description="none")
     if isinstance(smoothing, str):
@@ -255,16 +258,16 @@ def _build_plan(X, w, model, model_params, smoothing):
     if smoothing is None:
         smoothing = "none"
     if name == "multinomial":
-        rs = np.asarray(X.sum(axis=1)).ravel()
-        if (rs <= 0).any():
-            r = int(np.argmax(rs <= 0))
-            raise ValueError(
-                f"model 'multinomial' normalises rows to sum 1, but row {r} sums to {rs[r]:g}; "
-                "drop empty documents first."
-            )
         plan["normalize"] = True
     if kind in (_GDIAG, _GFULL):
         Xd = X.toarray() if sp.issparse(X) else X
+        # The Gaussian models are scale-invariant (the bandwidths follow the data), so the data
+        # are divided by a power of two near their magnitude: exact in floating point, and the
+        # variances of data near 1e+-300 no longer overflow or underflow.
+        big = float(np.abs(Xd).max()) if Xd.size else 0.0
+        prescale = 2.0 ** math.frexp(big)[1] if big > 0 and np.isfinite(big) else 1.0
+        plan["prescale"] = prescale
+        Xd = Xd / prescale
         if isinstance(smoothing, str):
             if smoothing == "auto":
                 smoothing = "nd" if kind == _GDIAG else "n"
@@ -290,6 +293,7 @@ def _build_plan(X, w, model, model_params, smoothing):
         else:
             alpha, Z, _ = _parse_user_smoothing(tuple(smoothing) + ("cone",)
                                                 if len(smoothing) == 2 else smoothing)
+            Z = Z / (prescale * prescale)  # the same units as the prescaled data
             if Z.ndim == 0:
                 H = np.full(d, alpha * float(Z))
             elif Z.shape == (d,):
@@ -304,6 +308,10 @@ def _build_plan(X, w, model, model_params, smoothing):
                 )
             if H.ndim == 1 and not (H > 0).all():
                 raise ValueError("smoothing alpha * Z must be positive in every coordinate.")
+            if not np.isfinite(H).all() or not (np.abs(H).max() > 0):
+                raise ValueError(
+                    "smoothing alpha * Z is out of float64 range relative to the scale of X; "
+                    "use a covariance of the order of the data's variance.")
             desc = f"user covariance alpha * Z with alpha={alpha:g}"
         if H.ndim == 1:
             plan["whiten"] = np.sqrt(H)
@@ -326,6 +334,8 @@ def _build_plan(X, w, model, model_params, smoothing):
         if form == "convex":
             div.check_domain(z.reshape(1, -1), name="smoothing z", side="right")
             plan["scale"] = 1.0 - alpha
+        else:  # x + alpha z stays in the (conic) domain when z does
+            div.check_domain(z.reshape(1, -1), name="smoothing z", side="left")
         plan["shift"] = alpha * z
         plan["smoothing_description"] = f"user {form} smoothing, alpha={alpha:g}"
     else:
@@ -380,8 +390,17 @@ def _validate(X, model, model_params, sample_weight, *, name="X"):
                     divergence=div if kind in (_SEP, _L1, _WARD) else None)
     if sp.issparse(X) and not accept_sparse:
         X = X.toarray()
-    if mname == "multinomial" and (X.data if sp.issparse(X) else X).min(initial=0.0) < 0:
-        raise DomainError(f"model 'multinomial' needs non-negative counts; {name} has negative entries.")
+    if mname == "multinomial":
+        if (X.data if sp.issparse(X) else X).min(initial=0.0) < 0:
+            raise DomainError(
+                f"model 'multinomial' needs non-negative counts; {name} has negative entries.")
+        rs = np.asarray(X.sum(axis=1)).ravel()
+        if not (rs > 0).all() or not np.isfinite(rs).all():
+            r = int(np.argmax(~(rs > 0) | ~np.isfinite(rs)))
+            raise ValueError(
+                f"model 'multinomial' normalises rows to sum 1, but row {r} sums to "
+                f"{rs[r]:g} in {name}; drop empty documents (or rescale huge counts) first."
+            )
     n = X.shape[0]
     if sample_weight is None:
         w = np.ones(n)
@@ -395,6 +414,13 @@ def _validate(X, model, model_params, sample_weight, *, name="X"):
             raise ValueError(
                 "sample_weight must be finite and strictly positive (a zero-weight point has no "
                 "statistic); drop zero-weight samples first."
+            )
+        with np.errstate(over="ignore"):
+            total = w.sum()
+        if not np.isfinite(total):
+            raise ValueError(
+                "sample_weight sums to infinity (float64 overflow); divide the weights by a "
+                "common factor (merges depend on their ratios only)."
             )
     return X, w
 
@@ -415,13 +441,38 @@ def _run(X, w, plan, algorithm):
     if n < 2:
         return si, sj, h
     A, B, C, w2, sup, slen, aux = plan.state(X, w)
+    if plan.kind == _WARD:
+        _check_ward_range(A, w2)
     if plan.kind == _WARD and algorithm != "generic":
         KA.nn_chain_ward(A, w2, si, sj, h)
         order = np.argsort(h, kind="stable")
         return si[order], sj[order], h[order]
-    KA.generic_linkage(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode, plan.fn,
-                       si, sj, h)
+    status = KA.generic_linkage(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode,
+                                plan.fn, si, sj, h, numba.get_num_threads())
+    if status != KA.OK or not np.isfinite(h).all():
+        raise ValueError(
+            f"a merge cost of model {plan.name!r} is not finite (NaN or overflow): the data, "
+            "sample_weight or smoothing are too extreme for float64; rescale X or the weights."
+        )
     return si, sj, h
+
+
+def _check_ward_range(A, w):
+    """Refuse data whose Ward costs (or weighted means) could overflow float64: every cost is at
+    most ``sum(w) * d * span^2`` and every weighted sum at most ``sum(w) * max|x|``."""
+    if A.size == 0:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = float(np.max(A.max(axis=0) - A.min(axis=0)))
+        big = float(np.abs(A).max())
+        W = float(w.sum())
+        bound = W * A.shape[1] * span * span
+        sums = W * big
+    if not (np.isfinite(bound) and np.isfinite(sums) and np.isfinite(span)):
+        raise ValueError(
+            "Ward merge costs overflow float64 for this X (values up to "
+            f"{big:.3g}, total weight {W:.3g}); rescale X (costs scale with its square)."
+        )
 
 
 def _linkage_from_merges(n, si, sj, h, heights):
@@ -510,19 +561,56 @@ def bregman_linkage(X, model="sqeuclidean", *, model_params=None, smoothing="aut
     return _linkage_from_merges(X.shape[0], si, sj, h, heights)
 
 
+def _member_index(members, n, name):
+    """Validated row indices of ``members``: a boolean mask of length ``n`` or a 1-D array of
+    distinct integers in ``[0, n)``."""
+    m = np.asarray(members)
+    if m.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D index array or boolean mask, got shape {m.shape}.")
+    if m.dtype == bool:
+        if m.shape[0] != n:
+            raise ValueError(f"{name} as a boolean mask must have length n_samples={n}, got {m.shape[0]}.")
+        return np.flatnonzero(m)
+    if m.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not np.issubdtype(m.dtype, np.integer):
+        raise TypeError(
+            f"{name} must hold integer row indices (or be a boolean mask), got dtype {m.dtype}.")
+    m = m.astype(np.int64)
+    if m.min() < 0 or m.max() >= n:
+        bad = int(m[(m < 0) | (m >= n)][0])
+        raise ValueError(f"{name} holds index {bad}, outside [0, n_samples={n}).")
+    if np.unique(m).size != m.size:
+        raise ValueError(f"{name} holds duplicate indices; list each row once.")
+    return m
+
+
 def bregman_merge_cost(X, members1, members2, *, model="sqeuclidean", model_params=None,
                        smoothing="auto", sample_weight=None):
     """Merge cost ``Delta(C1, C2)`` of two disjoint groups of rows of ``X`` from their statistics.
 
     The smoothing is resolved on all of ``X`` (as in :func:`bregman_linkage`), so the value is
-    the one the agglomeration would use. ``members1``/``members2`` are index arrays or boolean
-    masks.
+    the one the agglomeration would use.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    members1, members2 : array-like of int or bool
+        Rows of the two groups: 1-D arrays of distinct indices in ``[0, n_samples)`` or boolean
+        masks of length ``n_samples``; the groups must be disjoint and non-empty.
+    model, model_params, smoothing, sample_weight
+        See :func:`bregman_linkage`.
+
+    Returns
+    -------
+    cost : float
+        The merge cost.
     """
     X, w = _validate(X, model, model_params, sample_weight)
     plan = _build_plan(X, w, model, model_params, smoothing)
     n = X.shape[0]
-    i1 = np.arange(n)[np.asarray(members1)] if np.asarray(members1).dtype == bool else np.asarray(members1, dtype=np.int64)
-    i2 = np.arange(n)[np.asarray(members2)] if np.asarray(members2).dtype == bool else np.asarray(members2, dtype=np.int64)
+    i1 = _member_index(members1, n, "members1")
+    i2 = _member_index(members2, n, "members2")
     if i1.size == 0 or i2.size == 0:
         raise ValueError("members1 and members2 must be non-empty.")
     if np.intersect1d(i1, i2).size:

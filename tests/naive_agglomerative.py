@@ -193,3 +193,64 @@ def check_greedy(ref, merges, *, rtol=1e-9, atol=1e-12):
         clusters -= {a, b}
         clusters.add(a | b)
     return bad
+
+
+# ---------------------------------------------------------------------------- plain generic driver
+def plain_generic_linkage(plan, X, w):
+    """Muellner's generic algorithm with a full rescan at every stale candidate and plain Python
+    loops (the engine before the candidate lists and parallel passes), evaluating merge costs
+    with the engine's own ``cost``/``merge`` kernels: the engine must reproduce its merges and
+    heights bit for bit. Returns slot pairs and costs like ``generic_linkage``."""
+    from bregclust._kernels import agglomerative as KA
+
+    kind, fc, gcode, fn = plan.kind, plan.fc, plan.gcode, plan.fn
+    st = plan.state(X, w)
+    A, B, C, w2, sup, slen, aux = st
+    n, d = A.shape
+    work = np.zeros((d + 1, d)) if kind == KA.GAUSS_FULL else np.zeros((1, 1))
+    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
+
+    def cost(i, j):
+        return KA.cost(kind, i, j, st, fc, gcode, fn, work)
+
+    active = list(range(n))
+    nn = [-1] * n
+    mind = [math.inf] * n
+    stale = [False] * n
+
+    def scan(x):
+        best, bj = math.inf, -1
+        for y in active:
+            if y > x:
+                c = cost(x, y)
+                if c < best or bj < 0:
+                    best, bj = c, y
+        nn[x], mind[x], stale[x] = bj, best, False
+
+    for x in range(n - 1):
+        scan(x)
+    out = []
+    for _ in range(n - 1):
+        while True:
+            a = min(active, key=lambda s: (mind[s], s))
+            if not stale[a]:
+                break
+            scan(a)
+        b = nn[a]
+        out.append((a, b, mind[a]))
+        KA.merge(kind, a, b, st, fc, gcode, fn, work, ibuf)
+        active.remove(a)
+        mind[a] = math.inf
+        for x in active:
+            if x >= b:
+                break
+            c = cost(x, b)
+            if c < mind[x]:
+                mind[x], nn[x], stale[x] = c, b, False
+            elif nn[x] in (a, b):
+                nn[x] = b
+                if c != mind[x]:
+                    stale[x] = True
+        scan(b)
+    si, sj, h = (np.array(v) for v in zip(*out))
+    return si.astype(np.int64), sj.astype(np.int64), h.astype(float)

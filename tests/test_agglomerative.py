@@ -14,6 +14,7 @@ from naive_agglomerative import (
     merges_from_linkage,
     naive_agglomerate,
     naive_dendrogram_purity,
+    plain_generic_linkage,
     prop38_merge_cost,
 )
 from scipy.cluster.hierarchy import fcluster, is_monotonic, is_valid_linkage, linkage
@@ -23,6 +24,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bregclust import DomainError, list_divergences, register_divergence, unregister_divergence
+from bregclust import agglomerative as AG
 from bregclust.agglomerative import (
     AgglomerativeBregman,
     bregman_linkage,
@@ -424,3 +426,105 @@ def test_custom_generator_engine_agrees_with_builtin(sparse):
     b = AgglomerativeBregman(3, model=name, smoothing=smoothing).fit(X)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     np.testing.assert_allclose(a.transform(X), b.transform(X), rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- engine: exact speed-ups
+@pytest.mark.parametrize("model,case", [
+    ("multinomial", "sparse"), ("kl", "sparse"), ("kl", "duplicates"), ("itakura_saito", "dense"),
+    ("gaussian_diag", "dense"), ("gaussian_full", "dense"), ("l1_subgradient", "dense"),
+])
+def test_engine_equals_plain_generic_algorithm_bit_for_bit(model, case):
+    """Candidate lists and parallel cost passes change no merge and no height: the engine equals
+    the plain generic algorithm (full rescans) on the same cost kernels, ties included."""
+    rng = np.random.default_rng(7)
+    n = 70 if model != "gaussian_full" else 40
+    if case == "dense":
+        X = rng.gamma(2.0, 1.0, size=(n, 5))
+    else:
+        X = _sparse_counts(rng, n, 40, density=0.15)
+        if case == "duplicates":  # exact ties: zero-cost merges between repeated rows
+            X[n // 2:] = X[: n - n // 2]
+    Xv, w = AG._validate(X, model, None, None)
+    plan = AG._build_plan(Xv, w, model, None, "auto")
+    si, sj, h = AG._run(Xv, w, plan, "generic")
+    ri, rj, rh = plain_generic_linkage(plan, Xv, w)
+    np.testing.assert_array_equal(si, ri)
+    np.testing.assert_array_equal(sj, rj)
+    np.testing.assert_array_equal(h, rh)
+
+
+# ---------------------------------------------------------------------------- issue 12 hostile input
+def test_issue12_row1_ward_overflow_is_refused():
+    X = np.random.RandomState(0).rand(20, 3)
+    with pytest.raises(ValueError, match="Ward merge costs overflow float64"):
+        bregman_linkage(X * 1e300)
+    with pytest.raises(ValueError, match="Ward merge costs overflow float64"):
+        bregman_linkage(np.array([[0.0], [1e155], [5.0]]))
+    with pytest.raises(ValueError, match="sample_weight sums to infinity"):
+        AgglomerativeBregman(2).fit(X, sample_weight=np.full(20, 1e308))
+    # large but representable: a correct, valid result
+    Z = bregman_linkage(X * 1e150)
+    assert is_valid_linkage(Z)
+    Z1 = bregman_linkage(X)
+    np.testing.assert_array_equal(Z[:, [0, 1, 3]], Z1[:, [0, 1, 3]])
+    np.testing.assert_allclose(Z[:, 2], Z1[:, 2] * 1e300, rtol=1e-12)
+
+
+@pytest.mark.parametrize("model", ["gaussian_diag", "gaussian_full"])
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_issue12_row6b_gaussian_models_are_scale_invariant(model, scale):
+    X = np.random.RandomState(0).rand(20, 3)
+    ref = AgglomerativeBregman(2, model=model).fit(X)
+    est = AgglomerativeBregman(2, model=model).fit(X * scale)
+    assert is_valid_linkage(est.linkage_matrix_)
+    np.testing.assert_array_equal(est.labels_, ref.labels_)
+    np.testing.assert_array_equal(est.children_, ref.children_)
+    np.testing.assert_allclose(est.distances_, ref.distances_, rtol=1e-9)
+    assert (est.distances_[-3:] > 0).all()
+    # a power-of-two scale is exact: the same tree to the last bit
+    Z2 = bregman_linkage(X * 2.0 ** 900, model)
+    np.testing.assert_array_equal(Z2, ref.linkage_matrix_)
+
+
+def test_issue12_row8_cone_smoothing_domain_and_nonfinite_costs():
+    X = np.random.RandomState(0).rand(20, 3)
+    with pytest.raises(DomainError, match="smoothing z"):
+        AgglomerativeBregman(2, model="kl", smoothing=(0.5, -100.0, "cone")).fit(X)
+    with pytest.raises(ValueError, match="sample_weight sums to infinity"):
+        AgglomerativeBregman(2, model="kl").fit(X, sample_weight=np.full(20, 1e308))
+    # costs that overflow (weights near the float64 limit, sum still finite) are caught
+    w = np.full(20, 1e306)
+    with pytest.raises(ValueError, match="merge cost of model 'kl' is not finite"):
+        bregman_linkage(X * 1e300, "kl", sample_weight=w)
+    est = AgglomerativeBregman(2, model="kl").fit(X, sample_weight=np.full(20, 1e300))
+    assert est.n_clusters_ == 2 and np.unique(est.labels_).size == 2
+    assert is_valid_linkage(est.linkage_matrix_)
+
+
+def test_issue12_row9_merge_cost_index_validation():
+    X = np.random.RandomState(0).rand(20, 3)
+    with pytest.raises(ValueError, match="members1 holds duplicate indices"):
+        bregman_merge_cost(X, [0, 0, 0], [3, 4, 5])
+    with pytest.raises(TypeError, match="members1 must hold integer row indices"):
+        bregman_merge_cost(X, [0.9], [3])
+    with pytest.raises(ValueError, match="members1 holds index -1, outside"):
+        bregman_merge_cost(X, [-1], [19])
+    with pytest.raises(ValueError, match="members2 holds index 20, outside"):
+        bregman_merge_cost(X, [0], [20])
+    with pytest.raises(ValueError, match="members1 must be a 1-D index array"):
+        bregman_merge_cost(X, [[0]], [[3]])
+    with pytest.raises(ValueError, match="boolean mask must have length n_samples=20"):
+        bregman_merge_cost(X, np.ones(3, dtype=bool), [3])
+    mask = np.zeros(20, dtype=bool)
+    mask[[0, 1]] = True
+    assert bregman_merge_cost(X, mask, [3]) == bregman_merge_cost(X, [0, 1], [3])
+
+
+def test_issue12_row12_transform_refuses_rows_fit_refuses():
+    X = np.random.RandomState(0).rand(20, 3)
+    est = AgglomerativeBregman(model="multinomial").fit(X)
+    with pytest.raises(ValueError, match="row 0 sums to 0 in X"):
+        est.transform(np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="row 1 sums to 0 in X"):
+        AgglomerativeBregman(model="multinomial").fit(np.vstack([X[:1], np.zeros((1, 3)), X]))
+    assert np.isfinite(est.transform(X)).all()

@@ -26,9 +26,9 @@ are compiled once and cached on disk.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from .generators import JIT, phi_of
+from .generators import JIT, PJIT, phi_of
 
 # model kinds
 WARD, SEPARABLE, L1, GAUSS_DIAG, GAUSS_FULL = 0, 1, 2, 3, 4
@@ -374,40 +374,167 @@ def _heap_update(heap, where, key, slot, size):
 
 
 # ---------------------------------------------------------------------------- the two drivers
+# ---------------------------------------------------------------------------- candidate lists
+# Each active slot x keeps up to K_CAND candidates y > x with their exact costs, sorted by
+# (cost, slot), and a threshold ctau[x]: every active y > x missing from the list costs at least
+# ctau[x]. A refresh then reads the list instead of rescanning every slot above x (the list is
+# certified while its first cost is < ctau[x]); the costs are the same numbers a rescan would
+# compute (same function, same arguments, same statistics), so the merges are unchanged.
+K_CAND = 16
+# status codes returned by generic_linkage
+OK, NAN_COST = 0, 1
+
+
 @njit(**JIT)
-def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h):
+def _cand_insert(cc, ci, cn, ctau, x, c, y):
+    """Insert ``(c, y)`` into the sorted candidate list of ``x``; a full list evicts its last
+    entry, whose cost then bounds the slots left out (``ctau``)."""
+    K = cc.shape[1]
+    m = cn[x]
+    if m == K:
+        if not (c < cc[x, K - 1] or (c == cc[x, K - 1] and y < ci[x, K - 1])):
+            if c < ctau[x]:
+                ctau[x] = c
+            return
+        if cc[x, K - 1] < ctau[x]:
+            ctau[x] = cc[x, K - 1]
+        m = K - 1
+    p = m
+    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and y < ci[x, p - 1])):
+        cc[x, p] = cc[x, p - 1]
+        ci[x, p] = ci[x, p - 1]
+        p -= 1
+    cc[x, p] = c
+    ci[x, p] = y
+    cn[x] = m + 1
+
+
+@njit(**JIT)
+def _cand_remove(cc, ci, cn, x, y):
+    """Drop slot ``y`` from the candidate list of ``x`` (if present)."""
+    m = cn[x]
+    p = 0
+    while p < m and ci[x, p] != y:
+        p += 1
+    if p == m:
+        return
+    for q in range(p, m - 1):
+        cc[x, q] = cc[x, q + 1]
+        ci[x, q] = ci[x, q + 1]
+    cn[x] = m - 1
+
+
+@njit(**JIT)
+def _cand_build(x, act, lo, na, row, cc, ci, cn, ctau):
+    """Candidate list of ``x`` from the costs ``row[t]`` to the slots ``act[t]``, ``lo <= t < na``
+    (ascending slots). Returns the status (NaN costs are refused)."""
+    cn[x] = 0
+    ctau[x] = np.inf
+    for t in range(lo, na):
+        c = row[t]
+        if c != c:
+            return NAN_COST
+        _cand_insert(cc, ci, cn, ctau, x, c, act[t])
+    return OK
+
+
+@njit(**PJIT)
+def _costs_to(kind, b, act, lo, na, st, fc, gcode, fn, row, nthreads):
+    """OUT ``row[t] = cost(min(x, b), max(x, b))`` for ``x = act[t]``, ``lo <= t < na`` (``x != b``;
+    the slot order of the arguments is the one the sequential algorithm uses). Parallel over
+    fixed blocks: each entry is computed independently, so the values do not depend on threads."""
+    d = st[0].shape[1]
+    m = na - lo
+    nb = min(m, 8 * nthreads) if m > 256 and nthreads > 1 else 1
+    per = (m + nb - 1) // max(nb, 1)
+    for q in prange(nb):
+        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
+            x = act[t]
+            if x < b:
+                row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
+            elif x > b:
+                row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
+
+
+@njit(**JIT)
+def _scan_row(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau):
+    """Candidate list of slot ``x`` from its costs to every slot above it (initial state)."""
+    n = st[0].shape[0]
+    cn[x] = 0
+    ctau[x] = np.inf
+    for y in range(x + 1, n):
+        c = cost(kind, x, y, st, fc, gcode, fn, work)
+        if c != c:
+            return NAN_COST
+        _cand_insert(cc, ci, cn, ctau, x, c, y)
+    return OK
+
+
+@njit(**PJIT)
+def _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status):
+    """Candidate lists of every slot from all pairwise costs (OUT ``status[x]``), rows ``q`` and
+    ``n - 2 - q`` in one parallel step (together ``n - 1`` costs, which balances the threads)."""
+    n = st[0].shape[0]
+    d = st[0].shape[1]
+    for q in prange(n // 2):
+        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        status[q] = _scan_row(kind, q, st, fc, gcode, fn, work, cc, ci, cn, ctau)
+        x = n - 2 - q
+        if x > q:
+            status[x] = _scan_row(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau)
+
+
+@njit(**JIT)
+def _refresh(kind, x, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau, nthreads):
+    """Exact candidate of slot ``x``: the first entry of its list when certified (cheaper than
+    every slot left out), otherwise a full (parallel) scan of the slots above ``x``."""
+    if cn[x] > 0 and cc[x, 0] < ctau[x]:
+        return OK
+    lo = np.searchsorted(act[:na], x) + 1
+    _costs_to(kind, x, act, lo, na, st, fc, gcode, fn, row, nthreads)
+    return _cand_build(x, act, lo, na, row, cc, ci, cn, ctau)
+
+
+@njit(**JIT)
+def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics.
 
     Each active slot ``x`` keeps a candidate ``nn[x] > x`` and ``mind[x]``, a lower bound of its
     cost to every active slot above it; ``stale[x]`` marks bounds that may be strict. The heap
     top, once exact, is a globally cheapest pair. Merges store the union in the higher slot.
+    A refresh takes the exact candidate from a short list of the cheapest slots above ``x``
+    (see :func:`_cand_insert`) and rescans only when that list cannot certify it; the costs to a
+    new cluster and the rescans are evaluated in parallel and consumed in slot order, so the
+    merges do not depend on the number of threads.
     IN/OUT the state ``st = (A, B, C, w, sup, slen, aux)`` (overwritten by the merges); OUT merge
-    ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``.
+    ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``; ``nthreads`` sizes the
+    parallel blocks (the results do not depend on it). Returns :data:`OK`, or
+    :data:`NAN_COST` when a merge cost is NaN (the outputs are then incomplete).
     """
     A, B, C, w, sup, slen, aux = st
     n = A.shape[0]
     d = A.shape[1]
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    succ = np.empty(n, dtype=np.int64)
-    pred = np.empty(n, dtype=np.int64)
-    for x in range(n):
-        succ[x] = x + 1 if x + 1 < n else -1
-        pred[x] = x - 1
-    head = 0
+    K = min(K_CAND, max(n - 1, 1))
+    cc = np.empty((n, K))
+    ci = np.empty((n, K), dtype=np.int64)
+    cn = np.zeros(n, dtype=np.int64)
+    ctau = np.full(n, np.inf)
+    status = np.zeros(n, dtype=np.int64)
+    _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
+    if status.max() != OK:
+        return status.max()
+    act = np.arange(n)  # active slots, ascending
+    na = n
+    row = np.empty(n)
     nn = np.full(n, -1, dtype=np.int64)
     mind = np.full(n, np.inf)
     stale = np.zeros(n, dtype=np.bool_)
     for x in range(n - 1):
-        best = np.inf
-        bj = -1
-        for y in range(x + 1, n):
-            c = cost(kind, x, y, st, fc, gcode, fn, work)
-            if c < best or bj < 0:
-                best = c
-                bj = y
-        nn[x] = bj
-        mind[x] = best
+        nn[x] = ci[x, 0]
+        mind[x] = cc[x, 0]
     heap = np.arange(n)
     where = np.arange(n)
     for p in range(n // 2 - 1, -1, -1):
@@ -417,39 +544,47 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h):
             a = heap[0]
             if not stale[a]:
                 break
-            best = np.inf
-            bj = -1
-            y = succ[a]
-            while y >= 0:
-                c = cost(kind, a, y, st, fc, gcode, fn, work)
-                if c < best or bj < 0:
-                    best = c
-                    bj = y
-                y = succ[y]
-            nn[a] = bj
-            mind[a] = best
+            if _refresh(kind, a, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau,
+                        nthreads) != OK:
+                return NAN_COST
+            if cn[a] > 0:
+                nn[a] = ci[a, 0]
+                mind[a] = cc[a, 0]
+            else:
+                nn[a] = -1
+                mind[a] = np.inf
             stale[a] = False
             _heap_update(heap, where, mind, a, n)
         a = heap[0]
         b = nn[a]
+        if b < 0:  # only possible with NaN statistics; refuse rather than write out of bounds
+            return NAN_COST
         out_i[t] = a
         out_j[t] = b
         out_h[t] = mind[a]
         merge(kind, a, b, st, fc, gcode, fn, work, ibuf)
-        # remove a
-        if pred[a] >= 0:
-            succ[pred[a]] = succ[a]
-        else:
-            head = succ[a]
-        if succ[a] >= 0:
-            pred[succ[a]] = pred[a]
+        # remove a from the active slots
+        pa = np.searchsorted(act[:na], a)
+        for p in range(pa, na - 1):
+            act[p] = act[p + 1]
+        na -= 1
+        cn[a] = 0
         mind[a] = np.inf
         stale[a] = False
         _heap_update(heap, where, mind, a, n)
+        # costs of every active slot to the new cluster b, in parallel
+        pb = np.searchsorted(act[:na], b)
+        _costs_to(kind, b, act, 0, na, st, fc, gcode, fn, row, nthreads)
         # slots below b: the new cluster may be a better candidate; candidates a and b went stale
-        x = head
-        while x >= 0 and x < b:
-            c = cost(kind, x, b, st, fc, gcode, fn, work)
+        for p in range(pb):
+            x = act[p]
+            c = row[p]
+            if c != c:
+                return NAN_COST
+            _cand_remove(cc, ci, cn, x, a)
+            _cand_remove(cc, ci, cn, x, b)
+            if c < ctau[x]:
+                _cand_insert(cc, ci, cn, ctau, x, c, b)
             if c < mind[x]:
                 mind[x] = c
                 nn[x] = b
@@ -459,21 +594,18 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h):
                 nn[x] = b
                 if c != mind[x]:
                     stale[x] = True
-            x = succ[x]
         # the new cluster's own candidate among the slots above it
-        best = np.inf
-        bj = -1
-        y = succ[b]
-        while y >= 0:
-            c = cost(kind, b, y, st, fc, gcode, fn, work)
-            if c < best or bj < 0:
-                best = c
-                bj = y
-            y = succ[y]
-        nn[b] = bj
-        mind[b] = best
+        if _cand_build(b, act, pb + 1, na, row, cc, ci, cn, ctau) != OK:
+            return NAN_COST
+        if cn[b] > 0:
+            nn[b] = ci[b, 0]
+            mind[b] = cc[b, 0]
+        else:
+            nn[b] = -1
+            mind[b] = np.inf
         stale[b] = False
         _heap_update(heap, where, mind, b, n)
+    return OK
 
 
 # fastmath: the Ward kernel is a plain sum of squared differences (no logs, no subtraction of
