@@ -288,7 +288,8 @@ class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                     f"got {init.shape}."
                 )
             check_finite(init, name="init")
-            div.check_domain(init, name="init", side="right")
+            div.check_domain(init, name="init", side="right",
+                             advice="Move the initial centres inside the domain.")
         elif init not in ("k-means++", "random"):
             raise ValueError(f"init must be 'k-means++', 'random' or an array, got {init!r}.")
         n_init = self._resolve_n_init(init_is_array)

@@ -835,7 +835,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             else:
                 ids = rng.choice(tk.n, size=tk.k, replace=False)
                 C = _smoothed(_rows(tk.X, ids), np.ones(tk.k), tk.beta, tk.z)
-            div.check_domain(C, name=f"initial centres of task {t}", side="right")
+            div.check_domain(C, name=f"initial centres of task {t}", side="right",
+                             advice="Use smoothing > 0 (e.g. smoothing='auto') so centres stay "
+                             "inside the domain.")
             U0.append(np.array(C, dtype=np.float64))
         return U0
 
