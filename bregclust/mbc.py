@@ -66,7 +66,8 @@ def _emd(a, b, M, *, where=""):
     code other than optimal gives a ``ConvergenceWarning`` naming ``where``).
     """
     return transport_plan(a, b, M, where=where, what="the relation matrix may be suboptimal",
-                          stacklevel=4)
+                          stacklevel=4, advice="rescale the data, or use smoothing > 0 so "
+                          "centres stay inside the domain")
 
 
 # =========================================================================== centroid solvers
@@ -651,6 +652,18 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, tra
 
 
 
+def _common_offset(Xs, div):
+    """The mean of all tasks' rows when centring is needed for accuracy (dense tasks and a
+    translation-invariant divergence, as :func:`bregclust.kmeans._centring_offset`), else
+    ``None``."""
+    from .kmeans import _centring_offset
+
+    if not div.translation_invariant or any(sp.issparse(X) for X in Xs):
+        return None
+    X = np.vstack(Xs)
+    return _centring_offset(X, div, np.ones(X.shape[0]))
+
+
 def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
     """``lam = 0`` or one task: the tasks decouple into independent Bregman k-means problems.
 
@@ -884,9 +897,20 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 f"centroid_solver='geodesic' needs a differentiable divergence; {div.name} is "
                 "not differentiable."
             )
+        for X in Xs:
+            div.check_n_features(X.shape[1])
         parsed = parse_init(self.init, Xs, K)
         n_init = resolve_n_init(self.n_init, parsed)
         rng = check_random_state(self.random_state)
+        Xs_in = Xs
+        # Translation-invariant divergences: cluster every task minus one common offset (the
+        # relation costs d(u_s, u_t) are unchanged), as BregmanKMeans does, so the GEMM form
+        # does not cancel catastrophically on data far from the origin.
+        shift = _common_offset(Xs, div)
+        if shift is not None:
+            Xs = [X - shift for X in Xs]
+            parsed = [(kind, val - shift) if kind == "centers" else (kind, val)
+                      for kind, val in parsed]
         tasks = []
         for t, X in enumerate(Xs):
             z = smoothing_point(X, div) if beta > 0 else None
@@ -910,7 +934,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.divergence_ = div
         self.smoothing_ = beta
         self.n_clusters_ = list(K)
-        self._set_fitted_tasks(Xs, best["labels"], best["history"])
+        self._set_fitted_tasks(Xs_in, best["labels"], best["history"])
         self.cluster_centers_ = [np.asarray(u) for u in best["centers"]]
         self.n_iter_ = int(best["n_iter"])
         self.objective_ = float(best["objective"])
@@ -930,6 +954,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         for t, tk in enumerate(tasks):
             D_t = div.pairwise(tk.X, self.cluster_centers_[t], prepared=tk.prep)
             self.inertia_.append(float(D_t[np.arange(tk.n), tk.labels].sum()))
+        if shift is not None:
+            self.cluster_centers_ = [U + shift for U in self.cluster_centers_]
         return self
 
     def predict(self, X, task=None):
