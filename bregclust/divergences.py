@@ -1136,6 +1136,47 @@ _PROBES = {
 }
 
 
+#: Compiled scalar functions by the identity of their source (see :func:`_source_key`), with
+#: the objects the key refers to by id (kept alive so an id is never reused). numba never frees
+#: machine code, so re-registering the same functions must reuse the compiled ones.
+_JIT_CACHE = {}
+
+
+def _freeze(value, refs):
+    """A hashable stand-in for a value numba freezes at compile time (globals, cells)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, tuple):
+        return ("tuple",) + tuple(_freeze(v, refs) for v in value)
+    refs.append(value)
+    return ("id", id(value))
+
+
+def _source_key(fn):
+    """A key equal for two functions numba compiles to the same code: the same bytecode,
+    constants, names, defaults, closure values and referenced globals; ``None`` if unknown."""
+    code = getattr(fn, "__code__", None)
+    glb = getattr(fn, "__globals__", None)
+    if code is None or glb is None:
+        return None
+    refs = []
+    names, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_code"))
+    try:
+        key = (
+            code, tuple((nm, _freeze(glb[nm], refs)) for nm in sorted(names) if nm in glb),
+            tuple(_freeze(c.cell_contents, refs) for c in (fn.__closure__ or ())),
+            _freeze(fn.__defaults__, refs), _freeze(getattr(fn, "__kwdefaults__", None), refs),
+        )
+        hash(key)
+    except (TypeError, ValueError):  # an unhashable constant or an empty cell
+        return None
+    return key, refs
+
+
 def _compile(fn, what, name):
     if fn is None:
         return None
@@ -1143,7 +1184,13 @@ def _compile(fn, what, name):
         return fn
     if not callable(fn):
         raise TypeError(f"{what} for divergence {name!r} must be callable, got {type(fn).__name__}.")
-    return njit(nogil=True, error_model="numpy")(fn)
+    found = _source_key(fn)
+    if found is not None and found[0] in _JIT_CACHE:
+        return _JIT_CACHE[found[0]][0]
+    disp = njit(nogil=True, error_model="numpy")(fn)
+    if found is not None:
+        _JIT_CACHE[found[0]] = (disp, found[1], fn)
+    return disp
 
 
 def _call(fn, x, what, name):
