@@ -113,8 +113,9 @@ def _reference(div, X, phi_x):
     Only for translation-invariant divergences (``d(x - m, u - m) = d(x, u)``) on dense data.
     The GEMM form ``phi(x) + phi(u) - 2 <x, A u>`` loses about ``log10(phi(m) / s2)`` digits,
     ``m`` the mean row and ``s2 = mean phi(x) - phi(m)`` the mean squared spread about it; the
-    data are centred once that exceeds 4 digits (or when the magnitudes overflow), so results on
-    data near the origin stay bit-for-bit those of the plain GEMM form.
+    data are centred once that exceeds 4 digits, so results on data near the origin stay
+    bit-for-bit those of the plain GEMM form. Overflowing magnitudes are not centred (a huge
+    mean would wipe out the small rows); the exact fallback handles them.
     """
     if not div.translation_invariant or sp.issparse(X) or X.shape[0] == 0:
         return None
@@ -125,7 +126,7 @@ def _reference(div, X, phi_x):
         pm = float(div._phi_rows(m[None, :])[0])
         s2 = float(phi_x.mean()) - pm
     if not (np.isfinite(pm) and np.isfinite(s2)):
-        return m
+        return None
     return m if pm > 1e4 * max(s2, 0.0) else None
 
 
