@@ -107,11 +107,59 @@ def chunk_rows(k):
     return max(256, _CHUNK_ELEMENTS // max(k, 1))
 
 
+def _reference(div, X, phi_x):
+    """A point ``m`` to subtract from data and centres before the GEMM form, or ``None``.
+
+    Only for translation-invariant divergences (``d(x - m, u - m) = d(x, u)``) on dense data.
+    The GEMM form ``phi(x) + phi(u) - 2 <x, A u>`` loses about ``log10(phi(m) / s2)`` digits,
+    ``m`` the mean row and ``s2 = mean phi(x) - phi(m)`` the mean squared spread about it; the
+    data are centred once that exceeds 4 digits, so results on data near the origin stay
+    bit-for-bit those of the plain GEMM form. Overflowing magnitudes are not centred (a huge
+    mean would wipe out the small rows); the exact fallback handles them.
+    """
+    if not div.translation_invariant or sp.issparse(X) or X.shape[0] == 0:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        m = X.mean(axis=0)
+        if not np.isfinite(m).all():
+            return None
+        pm = float(div._phi_rows(m[None, :])[0])
+        s2 = float(phi_x.mean()) - pm
+    if not (np.isfinite(pm) and np.isfinite(s2)):
+        return None
+    return m if pm > 1e4 * max(s2, 0.0) else None
+
+
+def _centred(div, X, U, prepared):
+    """``(X, U, prepared)``, centred by :func:`_reference` when ``prepared`` is not given."""
+    if prepared is not None:
+        return X, U, prepared, None
+    prepared = div._prepare(X)
+    m = _reference(div, X, prepared[1])
+    if m is None:
+        return X, U, prepared, None
+    X = X - m
+    return X, U - m, div._prepare(X), m
+
+
+def _exact_rows(div, X, rows, U):
+    """The definition of ``d`` for the rows ``rows`` of ``X`` against every centre."""
+    Xr = X[rows]
+    Xr = Xr.toarray() if sp.issparse(Xr) else np.ascontiguousarray(Xr)
+    out = np.empty((Xr.shape[0], U.shape[0]))
+    div._ready().generic_pairwise(div, Xr, U, out)
+    return out
+
+
 def pairwise(div, X, U, prepared=None):
-    """``D[i, j] = d(x_i, u_j)`` by the GEMM form; boundary centres by the generic kernel."""
-    Xg, phi_x = prepared if prepared is not None else div.prepare(X)
-    U = np.ascontiguousarray(U, dtype=np.float64)
-    G, c = div.gemm_parts(U)
+    """``D[i, j] = d(x_i, u_j)`` by the GEMM form; boundary centres by the generic kernel.
+
+    Entries of the GEMM form that are not finite (an overflow, or ``inf - inf``) are never
+    clamped to 0: their rows are evaluated by the definition instead.
+    """
+    X, U, prepared, _ = _centred(div, X, U, prepared)
+    Xg, phi_x = prepared
+    G, c = div._ready().gemm_parts(div, U)
     bad = ~(np.isfinite(G).all(axis=1) & np.isfinite(c))
     if bad.any():
         G = G.copy()
@@ -122,15 +170,23 @@ def pairwise(div, X, U, prepared=None):
     if not D.flags.c_contiguous or not D.flags.writeable:
         D = np.ascontiguousarray(D)
     K.fused_pairwise(D, phi_x, c)
+    rows = np.flatnonzero(~np.isfinite(D[:, ~bad]).all(axis=1)) if (~bad).any() else ()
+    if len(rows):
+        D[rows] = _exact_rows(div, X, rows, U)
     if bad.any():
-        D[:, bad] = div.generic_pairwise(X, U[bad])
+        D[:, bad] = _exact_rows(div, X, slice(None), U[bad])
     return D
 
 
 def assign(div, X, U, prepared=None, step=None, centres=None):
-    """Nearest centre of every row: ``(labels, mins)``, chunked over rows on the pool."""
-    Xg, phi_x = prepared if prepared is not None else div.prepare(X)
-    pc = centres if centres is not None else div.prepare_centres(U)
+    """Nearest centre of every row: ``(labels, mins)``, chunked over rows on the pool.
+
+    Rows whose GEMM minimum is not finite (overflow) are assigned by the definition of ``d``.
+    """
+    if centres is None:
+        X, U, prepared, _ = _centred(div, X, U, prepared)
+    Xg, phi_x = prepared if prepared is not None else div._prepare(X)
+    pc = centres if centres is not None else div._prepare_centres(U)
     U = pc.U
     n = Xg.shape[0]
     k = U.shape[0]
@@ -139,7 +195,7 @@ def assign(div, X, U, prepared=None, step=None, centres=None):
     step = step or chunk_rows(k)
     if not pc.finite:
         for s in range(0, n, step):
-            D = div.pairwise(X[s:s + step], U)
+            D = pairwise(div, X[s:s + step], U)
             labels[s:s + step] = np.argmin(D, axis=1)
             mins[s:s + step] = D[np.arange(D.shape[0]), labels[s:s + step]]
         return labels, mins
@@ -151,7 +207,29 @@ def assign(div, X, U, prepared=None, step=None, centres=None):
         K.fused_argmin(P, phi_x[s:e], c, labels[s:e], mins[s:e])
 
     run_chunks(work, range(0, n, step))
+    _fix_non_finite(div, X, U, labels, mins)
     return labels, mins
+
+
+def _fix_non_finite(div, X, U, labels, mins, w=None, S=None, W=None):
+    """Re-assign by the definition the rows whose fast minimum is not finite (the kernels flag
+    an overflow or ``inf - inf`` with NaN); move their weight in ``S``/``W`` when given."""
+    rows = np.flatnonzero(~np.isfinite(mins))
+    if not rows.size:
+        return
+    D = _exact_rows(div, X, rows, U)
+    new = np.argmin(D, axis=1)
+    if S is not None:
+        Xr = X[rows]
+        Xr = Xr.toarray() if sp.issparse(Xr) else Xr
+        for r, x, old, lab in zip(rows, Xr, labels[rows], new):
+            if old != lab:
+                S[old] -= w[r] * x
+                W[old] -= w[r]
+                S[lab] += w[r] * x
+                W[lab] += w[r]
+    labels[rows] = new
+    mins[rows] = D[np.arange(rows.size), new]
 
 
 def fused_pass(prepared, GT, c, w):
@@ -178,13 +256,22 @@ def fused_pass(prepared, GT, c, w):
 def assign_and_sum(div, X, U, w, prepared=None, centres=None):
     """One Lloyd pass ``(labels, mins, S, W)``: fused when the centres allow it, else
     :func:`assign` then :func:`weighted_sums`."""
-    prepared = prepared if prepared is not None else div.prepare(X)
-    pc = centres if centres is not None else div.prepare_centres(U)
+    m = None
+    if centres is None:
+        Xc, U, prepared, m = _centred(div, X, U, prepared)
+    if m is not None:  # far from the origin: assign on centred data, sum the original rows
+        labels, mins = assign(div, Xc, U, prepared=prepared)
+        S, W = weighted_sums(X, labels, U.shape[0], w)
+        return labels, mins, S, W
+    prepared = prepared if prepared is not None else div._prepare(X)
+    pc = centres if centres is not None else div._prepare_centres(U)
     if not pc.fused:
         labels, mins = assign(div, X, pc.U, prepared=prepared, centres=pc)
         S, W = weighted_sums(X, labels, pc.U.shape[0], w)
         return labels, mins, S, W
-    return fused_pass(prepared, pc.GT, pc.c, w)
+    labels, mins, S, W = fused_pass(prepared, pc.GT, pc.c, w)
+    _fix_non_finite(div, X, pc.U, labels, mins, w, S, W)
+    return labels, mins, S, W
 
 
 def weighted_sums(X, labels, k, w):

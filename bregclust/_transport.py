@@ -17,7 +17,7 @@ __all__ = ["transport_plan"]
 
 
 def transport_plan(a, b, M, *, where="", what="the transport plan may be suboptimal",
-                   stacklevel=3):
+                   stacklevel=3, advice="rescale the centres or keep them inside the domain"):
     """Optimal transport plan ``argmin_W <W, M>`` with marginals ``a`` (rows), ``b`` (columns).
 
     Parameters
@@ -34,6 +34,8 @@ def transport_plan(a, b, M, *, where="", what="the transport plan may be subopti
         Consequence named in the warning when POT stops before optimality.
     stacklevel : int, default=3
         Passed to :func:`warnings.warn`.
+    advice : str
+        The fix named when ``M`` is not finite (the caller knows its own parameters).
 
     Returns
     -------
@@ -50,11 +52,16 @@ def transport_plan(a, b, M, *, where="", what="the transport plan may be subopti
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     M = np.ascontiguousarray(M, dtype=np.float64)
+    if np.isnan(M).any():
+        raise ValueError(f"the cost matrix between cluster centres{where} contains NaN; {advice}.")
     if not np.isfinite(M).all():
         raise ValueError(
-            f"the cost matrix between cluster centres{where} is not finite (a centre lies on "
-            "the boundary of the divergence's domain); use smoothing > 0."
+            f"the cost matrix between cluster centres{where} is infinite (a divergence "
+            f"overflowed float64, or a centre lies on the boundary of the domain); {advice}."
         )
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError(f"the marginals{where} are not finite (their mass overflowed); "
+                         "rescale the weights.")
     sa, sb = a.sum(), b.sum()
     if sb > 0:
         b = b * (sa / sb)

@@ -24,6 +24,7 @@ l1_subgradient sum abs(x)                   R / R            sum (0 if x y > 0 e
 """
 
 import math
+import numbers
 import threading
 from dataclasses import dataclass, field
 
@@ -37,7 +38,7 @@ from scipy.special import wrightomega
 from . import _execution as E
 from . import _kernels as K
 from ._kernels import generators as KG
-from ._validation import DomainError
+from ._validation import DomainError, check_label_array, check_scalar
 
 __all__ = [
     "Divergence",
@@ -143,12 +144,12 @@ class _SeparableForm:
         return out
 
     def prepare(self, div, X):
-        return X, div.phi_rows(X)
+        return X, div._phi_rows(X)
 
     def gemm_parts(self, div, U):
         G = div.grad(U)
         with np.errstate(invalid="ignore"):
-            c = np.einsum("ij,ij->i", U, G) - div.phi_rows(U)
+            c = np.einsum("ij,ij->i", U, G) - div._phi_rows(U)
         return G, c
 
     def generic_pairwise(self, div, Xd, U, out):
@@ -271,8 +272,11 @@ class Divergence:
 
     Instances come from :func:`get_divergence`; do not build them directly. The scalar
     generator functions ``phi``, ``dphi`` and ``dphi_inv`` are numba-compiled (separable
-    generators only; ``None`` for Mahalanobis). All array methods expect validated float64
-    input: dense ``ndarray`` or CSR for the data ``X``, dense arrays for centres ``U``.
+    generators only; ``None`` for Mahalanobis). The public array methods accept any 2-D
+    array-like or scipy sparse matrix/array for the data ``X`` (converted to float64 C-ordered
+    or canonical CSR; integer, boolean and float32 input is converted, other sparse formats
+    become CSR) and a dense 2-D array-like for centres ``U``; NaN, mismatched feature counts
+    and malformed label arrays raise a ``ValueError``/``TypeError`` naming the argument.
 
     Attributes
     ----------
@@ -303,6 +307,14 @@ class Divergence:
         ``[X+, X-]``.
     param_names : tuple of str
         Parameters accepted by :func:`get_divergence`.
+    translation_invariant : bool
+        ``d(x + t, y + t) = d(x, y)`` for every ``t`` (sqeuclidean, mahalanobis): the array
+        methods centre data far from the origin before the GEMM form, which would otherwise
+        lose digits to cancellation.
+    homogeneity : int or None
+        Degree ``p`` with ``d(s x, s y) = s^p d(x, y)`` for ``s > 0`` (2 for the quadratic
+        forms, 1 for kl and l1_subgradient, 0 for Itakura-Saito); ``None`` when unknown (user
+        generators). Estimators rescale data of extreme magnitude by a power of two with it.
     """
 
     name: str
@@ -323,6 +335,8 @@ class Divergence:
     ward: bool = False
     param_names: tuple = ()
     binder: object = field(default=None, repr=False)
+    translation_invariant: bool = False
+    homogeneity: object = None
 
     # ------------------------------------------------------------------ pickling / params
     def __reduce__(self):
@@ -372,8 +386,104 @@ class Divergence:
             )
         return self.form
 
+    # ------------------------------------------------------------------ the public boundary
+    def check_n_features(self, n_features, *, name="X"):
+        """Raise ``ValueError`` when ``n_features`` does not fit the bound parameters.
+
+        Parameters
+        ----------
+        n_features : int
+            Number of columns of the data.
+        name : str, default="X"
+            Name used in the error message.
+        """
+        if self.generator is None and self.form is not None and "A" in dict(self.params):
+            A = self.param("A")
+            if A.shape[0] != n_features:
+                raise ValueError(
+                    f"mahalanobis A must be (n_features, n_features) = ({n_features}, "
+                    f"{n_features}) for {name}, got {A.shape}; pass a matrix matching the data."
+                )
+
+    def _as_data(self, X, name="X", *, check_nan=True):
+        """``X`` as float64 C-ordered ndarray or canonical float64 CSR (never read as CSR when
+        it is not), checked for NaN and for its feature count."""
+        if sp.issparse(X):
+            if X.ndim != 2:
+                raise ValueError(f"{name} must be 2-D, got a sparse array of shape {X.shape}.")
+            if X.dtype.kind not in "biuf":
+                raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}.")
+            X = sp.csr_matrix(X, dtype=np.float64)  # converts CSC/COO/LIL/DOK/BSR, keeps CSR
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()
+            data = X.data
+        else:
+            if X is None:
+                raise TypeError(f"{name} is None; pass a 2-D array of shape (n, n_features).")
+            A = np.asarray(X)
+            if A.dtype.kind not in "biuf":
+                raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}.")
+            if A.ndim != 2:
+                raise ValueError(f"{name} must be a 2-D array (n, n_features), got shape {A.shape}.")
+            X = np.ascontiguousarray(A, dtype=np.float64)
+            data = X
+        if check_nan and data.size and np.isnan(data).any():
+            raise ValueError(f"{name} contains NaN; remove or impute missing values first.")
+        self.check_n_features(X.shape[1], name=name)
+        return X
+
+    def _as_centres(self, U, n_features=None, name="U"):
+        """Centres as a dense float64 C-ordered 2-D array with ``n_features`` columns."""
+        if sp.issparse(U):
+            U = U.toarray()
+        if U is None:
+            raise TypeError(f"{name} is None; pass a 2-D array of centres (k, n_features).")
+        A = np.asarray(U)
+        if A.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}.")
+        if A.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D array (k, n_features), got shape {A.shape}.")
+        U = np.ascontiguousarray(A, dtype=np.float64)
+        if n_features is not None and U.shape[1] != n_features:
+            raise ValueError(
+                f"{name} has {U.shape[1]} features but X has {n_features}; both must have the "
+                "same number of columns."
+            )
+        if U.size and np.isnan(U).any():
+            raise ValueError(f"{name} contains NaN; centres must be numbers.")
+        self.check_n_features(U.shape[1], name=name)
+        return U
+
+    @staticmethod
+    def _as_labels(labels, n, k):
+        """Labels as int64 in ``0..k-1`` (length ``n``), else a clear error."""
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"k must be an integer (the number of clusters), got {k!r}.")
+        if k < 1:
+            raise ValueError(f"k must be >= 1 (the number of clusters), got {k}.")
+        lab = check_label_array(labels, name="labels", n_classes=int(k))
+        if lab.shape[0] != n:
+            raise ValueError(f"labels has {lab.shape[0]} entries but X has {n} rows.")
+        return lab
+
+    @staticmethod
+    def _as_weights(sample_weight, n):
+        if sample_weight is None:
+            return np.ones(n)
+        w = np.asarray(sample_weight)
+        if w.dtype.kind not in "biuf":
+            raise TypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}.")
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (n,):
+            raise ValueError(f"sample_weight must have shape ({n},) (one weight per row of X), "
+                             f"got {w.shape}.")
+        if np.isnan(w).any():
+            raise ValueError("sample_weight contains NaN.")
+        return w
+
     # ------------------------------------------------------------------ domain checks
-    def check_domain(self, X, *, name="X", side="left"):
+    def check_domain(self, X, *, name="X", side="left", advice=None):
         """Raise :class:`DomainError` if ``X`` leaves the domain of this divergence.
 
         Parameters
@@ -384,6 +494,9 @@ class Divergence:
         name : str, default="X"
             Name used in the error message.
         side : {"left", "right"}, default="left"
+        advice : str, optional
+            The fix named in the message for centres outside the domain (e.g. the caller's
+            smoothing parameter); by default a neutral sentence.
 
         Raises
         ------
@@ -402,17 +515,18 @@ class Divergence:
                 bad = (coo.data <= 0) if strict else (coo.data < 0)
                 i = int(np.argmax(bad))
                 r, c, v = int(coo.row[i]), int(coo.col[i]), float(coo.data[i])
-                self._raise_domain(name, dom, r, c, v, side)
+                self._raise_domain(name, dom, r, c, v, side, advice=advice)
             if strict and X.nnz < X.shape[0] * X.shape[1]:
+                X = sp.csr_matrix(X)
                 r, c = _first_implicit_zero(X)
-                self._raise_domain(name, dom, r, c, 0.0, side, implicit=True)
+                self._raise_domain(name, dom, r, c, 0.0, side, implicit=True, advice=advice)
             return
         bad = (X <= 0) if strict else (X < 0)
         if bad.any():
             r, c = np.unravel_index(int(np.argmax(bad)), bad.shape)
-            self._raise_domain(name, dom, int(r), int(c), float(X[r, c]), side)
+            self._raise_domain(name, dom, int(r), int(c), float(X[r, c]), side, advice=advice)
 
-    def _raise_domain(self, name, dom, r, c, v, side, implicit=False):
+    def _raise_domain(self, name, dom, r, c, v, side, implicit=False, advice=None):
         need = "positive" if dom == "positive" else "non-negative"
         what = "centres" if side == "right" else "data"
         where = " (an implicit zero of the sparse matrix)" if implicit else ""
@@ -420,7 +534,7 @@ class Divergence:
             fix = ("Add a small positive offset, or use 'kl' if the data are counts with "
                    "zeros.")
         elif side == "right":
-            fix = "Use smoothing (e.g. smoothing=1.0) so centres stay inside the domain."
+            fix = advice or "Centres must lie in the interior of the domain."
         else:
             fix = "Shift or rescale the data, or use a divergence defined on R such as 'sqeuclidean'."
         lead = "Negative values in data: " if v < 0 else ""
@@ -441,6 +555,11 @@ class Divergence:
         -------
         ndarray of shape (n,)
         """
+        form = self._ready()
+        return form.phi_rows(self, self._as_data(X))
+
+    def _phi_rows(self, X):
+        """:meth:`phi_rows` on validated input (no conversion)."""
         return self._ready().phi_rows(self, X)
 
     def grad(self, U):
@@ -504,6 +623,11 @@ class Divergence:
         Xg : ndarray or CSR matrix
         phi_x : ndarray of shape (n,)
         """
+        form = self._ready()
+        return form.prepare(self, self._as_data(X))
+
+    def _prepare(self, X):
+        """:meth:`prepare` on validated input (no conversion)."""
         return self._ready().prepare(self, X)
 
     def gemm_parts(self, U):
@@ -518,8 +642,8 @@ class Divergence:
         G : ndarray of shape (k, p)
         c : ndarray of shape (k,)
         """
-        U = np.ascontiguousarray(U, dtype=np.float64)
-        return self._ready().gemm_parts(self, U)
+        form = self._ready()
+        return form.gemm_parts(self, self._as_centres(U))
 
     def prepare_centres(self, U):
         """The GEMM parts of centres ``U``, computed once for reuse.
@@ -533,13 +657,17 @@ class Divergence:
         bregclust._execution.PreparedCentres
             Pass it as ``centres=`` to :meth:`assign_and_sum`.
         """
-        U = np.ascontiguousarray(U, dtype=np.float64)
+        self._ready()
+        return self._prepare_centres(self._as_centres(U))
+
+    def _prepare_centres(self, U):
+        """:meth:`prepare_centres` on validated centres (no conversion)."""
         form = self._ready()
         if not self.differentiable:
             G, c = form.gemm_parts(self, U)
             return E.PreparedCentres(U, G, c, None, fused=False)
         G = self.grad(U)
-        phi = self.phi_rows(U)
+        phi = self._phi_rows(U)
         with np.errstate(invalid="ignore"):
             c = np.einsum("ij,ij->i", U, G) - phi
         return E.PreparedCentres(U, G, c, phi, fused=form.fused)
@@ -561,7 +689,17 @@ class Divergence:
         Returns
         -------
         ndarray of shape (n, k)
+            ``+inf`` where the divergence overflows or is infinite (never 0 for a non-finite
+            intermediate).
+
+        Raises
+        ------
+        ValueError
+            NaN in ``X`` or ``U``, or different numbers of features.
         """
+        self._ready()
+        X = self._as_data(X, check_nan=prepared is None)
+        U = self._as_centres(U, X.shape[1])
         return E.pairwise(self, X, U, prepared)
 
     def assign(self, X, U, *, prepared=None, chunk_rows=None):
@@ -582,6 +720,11 @@ class Divergence:
         mins : ndarray of shape (n,)
             The divergence to the nearest centre.
         """
+        self._ready()
+        X = self._as_data(X, check_nan=prepared is None)
+        U = self._as_centres(U, X.shape[1])
+        if chunk_rows is not None:
+            check_scalar(chunk_rows, "chunk_rows", kind=numbers.Integral, lo=1)
         return E.assign(self, X, U, prepared=prepared, step=chunk_rows)
 
     def assign_and_sum(self, X, U, sample_weight=None, *, prepared=None, centres=None):
@@ -609,8 +752,13 @@ class Divergence:
         W : ndarray of shape (k,)
             Total weight per cluster.
         """
-        n = X.shape[0]
-        w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        self._ready()
+        X = self._as_data(X, check_nan=prepared is None)
+        w = self._as_weights(sample_weight, X.shape[0])
+        if centres is None:
+            U = self._as_centres(U, X.shape[1])
+        elif centres.U.shape[1] != X.shape[1]:
+            raise ValueError(f"centres have {centres.U.shape[1]} features but X has {X.shape[1]}.")
         return E.assign_and_sum(self, X, U, w, prepared=prepared, centres=centres)
 
     # ------------------------------------------------------------------ slow, obvious versions
@@ -626,8 +774,10 @@ class Divergence:
         -------
         ndarray of shape (n, k)
         """
-        Xd = X.toarray() if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
-        U = np.ascontiguousarray(U, dtype=np.float64)
+        self._ready()
+        X = self._as_data(X)
+        Xd = X.toarray() if sp.issparse(X) else X
+        U = self._as_centres(U, Xd.shape[1])
         out = np.empty((Xd.shape[0], U.shape[0]))
         self._ready().generic_pairwise(self, Xd, U, out)
         return out
@@ -653,9 +803,8 @@ class Divergence:
 
     # ------------------------------------------------------------------ centroids
     @staticmethod
-    def _indicator(labels, k, sample_weight):
+    def _indicator(labels, k, w):
         n = labels.shape[0]
-        w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         M = sp.csr_matrix((w, (labels, np.arange(n))), shape=(k, n))
         return M, np.asarray(M.sum(axis=1)).ravel()
 
@@ -674,10 +823,18 @@ class Divergence:
         -------
         S : ndarray of shape (k, d)
         W : ndarray of shape (k,)
+
+        Raises
+        ------
+        ValueError
+            Labels outside ``0..k-1``, fractional, or not 1-D of length ``n``.
+        TypeError
+            Labels or ``k`` not integers.
         """
-        n = X.shape[0]
-        w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        return E.weighted_sums(X, labels, k, w)
+        X = self._as_data(X)
+        labels = self._as_labels(labels, X.shape[0], k)
+        w = self._as_weights(sample_weight, X.shape[0])
+        return E.weighted_sums(X, labels, int(k), w)
 
     def right_centroid(self, X, labels, k, sample_weight=None):
         """``argmin_c sum_i w_i d(x_i, c)`` per cluster: the weighted mean (any Bregman
@@ -719,7 +876,11 @@ class Divergence:
         weights : ndarray of shape (k,)
         """
         self._need_differentiable("the left-type centroid")
-        M, W = self._indicator(labels, k, sample_weight)
+        X = self._as_data(X)
+        labels = self._as_labels(labels, X.shape[0], k)
+        w = self._as_weights(sample_weight, X.shape[0])
+        k = int(k)
+        M, W = self._indicator(labels, k, w)
         S = np.zeros((k, X.shape[1]))
         for s in range(0, X.shape[0], 4096):
             Xc = X[s:s + 4096]
@@ -811,8 +972,23 @@ def _canonical(name):
     return str(name).strip().lower().replace("-", "_").replace(" ", "_")
 
 
+def _reserved(key):
+    """The built-in divergence owning ``key`` (a name or alias), or ``None``."""
+    owner = _ALIASES.get(key)
+    return owner if owner is not None and _REGISTRY[owner].builtin else None
+
+
 def _add(div, overwrite=False):
     keys = (div.name,) + tuple(div.aliases)
+    if not div.builtin:
+        for key in keys:
+            owner = _reserved(key)
+            if owner is not None:
+                raise ValueError(
+                    f"the name {key!r} is already registered for the built-in divergence "
+                f"{owner!r}; built-in names and aliases are reserved (even with "
+                "overwrite=True), so choose another name."
+                )
     for key in keys:
         owner = _ALIASES.get(key)
         if owner is not None and owner != div.name and not overwrite:
@@ -830,7 +1006,8 @@ def _add(div, overwrite=False):
         if old.builtin:
             raise ValueError(f"the built-in divergence {div.name!r} cannot be overwritten.")
         for a in old.aliases:
-            _ALIASES.pop(a, None)
+            if _ALIASES.get(a) == div.name:
+                _ALIASES.pop(a, None)
     _REGISTRY[div.name] = div
     for key in keys:
         _ALIASES[key] = div.name
@@ -930,7 +1107,7 @@ def _bind_mahalanobis(base, A=None):
         name=base.name, aliases=base.aliases, domain="real", separable=False, symmetric=True,
         differentiable=True, params=(("A", A),), formula=base.formula, builtin=True,
         form=_MahalanobisForm(A), centroid_rule=_symmetric_centroid, ward=True,
-        param_names=base.param_names,
+        param_names=base.param_names, translation_invariant=True, homogeneity=2,
     )
 
 
@@ -948,7 +1125,8 @@ def unregister_divergence(name):
         raise ValueError(f"the built-in divergence {key!r} cannot be removed.")
     del _REGISTRY[key]
     for a in (key,) + tuple(div.aliases):
-        _ALIASES.pop(a, None)
+        if _ALIASES.get(a) == key:  # only the names this divergence owns
+            _ALIASES.pop(a, None)
 
 
 _PROBES = {
@@ -958,6 +1136,47 @@ _PROBES = {
 }
 
 
+#: Compiled scalar functions by the identity of their source (see :func:`_source_key`), with
+#: the objects the key refers to by id (kept alive so an id is never reused). numba never frees
+#: machine code, so re-registering the same functions must reuse the compiled ones.
+_JIT_CACHE = {}
+
+
+def _freeze(value, refs):
+    """A hashable stand-in for a value numba freezes at compile time (globals, cells)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, tuple):
+        return ("tuple",) + tuple(_freeze(v, refs) for v in value)
+    refs.append(value)
+    return ("id", id(value))
+
+
+def _source_key(fn):
+    """A key equal for two functions numba compiles to the same code: the same bytecode,
+    constants, names, defaults, closure values and referenced globals; ``None`` if unknown."""
+    code = getattr(fn, "__code__", None)
+    glb = getattr(fn, "__globals__", None)
+    if code is None or glb is None:
+        return None
+    refs = []
+    names, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_code"))
+    try:
+        key = (
+            code, tuple((nm, _freeze(glb[nm], refs)) for nm in sorted(names) if nm in glb),
+            tuple(_freeze(c.cell_contents, refs) for c in (fn.__closure__ or ())),
+            _freeze(fn.__defaults__, refs), _freeze(getattr(fn, "__kwdefaults__", None), refs),
+        )
+        hash(key)
+    except (TypeError, ValueError):  # an unhashable constant or an empty cell
+        return None
+    return key, refs
+
+
 def _compile(fn, what, name):
     if fn is None:
         return None
@@ -965,7 +1184,13 @@ def _compile(fn, what, name):
         return fn
     if not callable(fn):
         raise TypeError(f"{what} for divergence {name!r} must be callable, got {type(fn).__name__}.")
-    return njit(nogil=True, error_model="numpy")(fn)
+    found = _source_key(fn)
+    if found is not None and found[0] in _JIT_CACHE:
+        return _JIT_CACHE[found[0]][0]
+    disp = njit(nogil=True, error_model="numpy")(fn)
+    if found is not None:
+        _JIT_CACHE[found[0]] = (disp, found[1], fn)
+    return disp
 
 
 def _call(fn, x, what, name):
@@ -1043,6 +1268,14 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
     if aliases is None or not all(isinstance(a, str) for a in aliases):
         raise TypeError(f"aliases must be a sequence of strings (possibly empty), got {aliases!r}.")
     aliases = tuple(_canonical(a) for a in aliases if _canonical(a) != cname)
+    for key in (cname, *aliases):
+        owner = _reserved(key)
+        if owner is not None:
+            raise ValueError(
+                f"the name {key!r} is already registered for the built-in divergence "
+                f"{owner!r}; built-in names and aliases are reserved (even with "
+                "overwrite=True), so choose another name."
+            )
     if not overwrite and (cname in _ALIASES or any(a in _ALIASES for a in aliases)):
         taken = [k for k in (cname, *aliases) if k in _ALIASES]
         raise ValueError(
@@ -1109,7 +1342,7 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
 
 def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=False,
              centroid=None, form=None, differentiable=True, ward=False, param_names=(),
-             binder=None):
+             binder=None, translation_invariant=False, homogeneity=None):
     gen = Generator(code, phi, dphi, inv, domain) if phi is not None else None
     if form is None and gen is not None:
         form = _SeparableForm(gen)
@@ -1118,23 +1351,25 @@ def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=
         symmetric=symmetric, differentiable=differentiable, phi=phi, dphi=dphi, dphi_inv=inv,
         formula=formula, builtin=True, generator=gen, form=form(gen) if isinstance(form, type)
         else form, centroid_rule=centroid, ward=ward, param_names=param_names, binder=binder,
+        translation_invariant=translation_invariant, homogeneity=homogeneity,
     )
     _add(div)
 
 
 _builtin("sqeuclidean", ("euclidean2", "squared_euclidean", "l2sq", "sq_euclidean"), "real",
          KG.SQ, K.sq_phi, K.sq_dphi, K.sq_dphi_inv, "sum (x - y)^2", symmetric=True,
-         centroid=_symmetric_centroid, ward=True)
+         centroid=_symmetric_centroid, ward=True, translation_invariant=True, homogeneity=2)
 _builtin("mahalanobis", ("mahal",), "real", None, None, None, None,
          "(x - y)^T A (x - y), A SPD", symmetric=True, centroid=_symmetric_centroid, ward=True,
-         param_names=("A",), binder=_bind_mahalanobis)
+         param_names=("A",), binder=_bind_mahalanobis, translation_invariant=True,
+         homogeneity=2)
 _builtin("kl", ("gkl", "i_divergence", "kullback_leibler", "generalized_kl", "generalised_kl"),
          "nonnegative", KG.KL, K.kl_phi, K.kl_dphi, K.kl_dphi_inv, "sum x log(x/y) - x + y",
-         centroid=_kl_centroid)
+         centroid=_kl_centroid, homogeneity=1)
 _builtin("itakura_saito", ("is", "itakura"), "positive", KG.IS, K.is_phi, K.is_dphi,
-         K.is_dphi_inv, "sum x/y - log(x/y) - 1", centroid=_is_centroid)
+         K.is_dphi_inv, "sum x/y - log(x/y) - 1", centroid=_is_centroid, homogeneity=0)
 _builtin("l1_subgradient", ("l1", "l1_sub"), "real", KG.ABS, K.abs_phi, K.sign_dphi, None,
-         "sum (0 if x y > 0 else 2 |x|)", form=_L1Form, differentiable=False)
+         "sum (0 if x y > 0 else 2 |x|)", form=_L1Form, differentiable=False, homogeneity=1)
 
 
 def divergence_table():

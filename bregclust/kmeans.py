@@ -362,7 +362,9 @@ default="auto"
                     f"got {init.shape}."
                 )
             check_finite(init, name="init")
-            self._get_divergence().check_domain(init, name="init", side="right")
+            self._get_divergence().check_domain(
+                init, name="init", side="right",
+                advice="Move the initial centres inside the domain.")
             return init, True
         if init == "auto":
             init = "k-means||" if dask_input else "k-means++"
@@ -407,6 +409,7 @@ default="auto"
         X = check_array(X, divergence=div)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C",
                           ensure_all_finite=False, reset=True)
+        div.check_n_features(X.shape[1])
         n = X.shape[0]
         k = check_n_clusters(self.n_clusters, n)
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
@@ -417,6 +420,15 @@ default="auto"
         init, init_is_array = self._resolve_init(k, X.shape[1])
         n_init = self._resolve_n_init(init_is_array)
         rng = check_random_state(self.random_state)
+        # Data of extreme magnitude (|x| beyond 2^+-100): for a divergence homogeneous of degree
+        # p, d(s x, s u) = s^p d(x, u), so cluster X 2^-e (exact: a power of two) and scale the
+        # centres and objective back; otherwise divergences underflow to 0 (every point at
+        # distance 0, one cluster) or overflow.
+        e = _scale_exponent(X, div)
+        if e:
+            X = _ldexp(X, -e)
+            if init_is_array:
+                init = np.ldexp(init, -e)
         # Translation-invariant divergences: cluster X - m (m the weighted mean), so the GEMM
         # form ||x||^2 + ||u||^2 - 2 x.u does not cancel catastrophically on data far from the
         # origin; the offset is added back to the centres at the end.
@@ -456,13 +468,25 @@ default="auto"
         # minima are exact only up to rounding of ||x||^2 + ||u||^2 - 2 x.u).
         inertia = _inertia(X, labels, centers, w, div)
         if not np.isfinite(inertia):
-            warnings.warn(
-                f"BregmanKMeans: the objective is {inertia} (a divergence overflowed or a centre "
-                "lies on the boundary of the domain); rescale the data or use smoothing > 0.",
-                RuntimeWarning, stacklevel=2,
-            )
+            why = ("a divergence overflowed; rescale the data" if div.domain == "real" else
+                   "a divergence overflowed or a centre lies on the boundary of the domain; "
+                   "rescale the data or use smoothing > 0")
+            warnings.warn(f"BregmanKMeans: the objective is {inertia} ({why}).",
+                          RuntimeWarning, stacklevel=2)
         if shift is not None:
             centers = centers + shift
+        if e:
+            centers = np.ldexp(centers, e)
+            p = div.homogeneity * e
+            scaled = inertia
+            with np.errstate(over="ignore"):
+                inertia = float(np.ldexp(inertia, p))
+                history = [float(np.ldexp(h, p)) for h in history]
+            if np.isfinite(scaled) and not np.isfinite(inertia):
+                warnings.warn(
+                    f"BregmanKMeans: inertia_ overflowed to inf (the objective is {scaled:.6g} "
+                    f"x 2^{p}, beyond float64); labels_ and cluster_centers_ are exact. Rescale "
+                    "the data to read the objective.", RuntimeWarning, stacklevel=2)
         self.divergence_ = div
         self.smoothing_ = beta
         self.cluster_centers_ = centers
@@ -477,6 +501,16 @@ default="auto"
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C",
                           ensure_all_finite=False, reset=False)
         return check_array(X, divergence=self.divergence_)
+
+    def _scaled(self, X):
+        """``(X, centres, p)`` scaled by a common power of two ``2^-e`` when the data or the
+        centres have extreme magnitude (homogeneous divergences, see :meth:`fit`);
+        divergences of the scaled pair times ``2^p`` are the original ones."""
+        div, C = self.divergence_, self.cluster_centers_
+        e = max(_scale_exponent(X, div), _scale_exponent(C, div), key=abs)
+        if not e:
+            return X, C, 0
+        return _ldexp(X, -e), np.ldexp(C, -e), div.homogeneity * e
 
     def predict(self, X):
         """Index of the nearest centre (smallest ``d(x, u)``) for each row of ``X``.
@@ -495,8 +529,8 @@ default="auto"
 
             check_is_fitted(self)
             return dask_predict(self, X)
-        X = self._predict_X(X)
-        labels, _ = self.divergence_.assign(X, self.cluster_centers_)
+        X, C, _ = self._scaled(self._predict_X(X))
+        labels, _ = self.divergence_.assign(X, C)
         return labels
 
     def transform(self, X):
@@ -516,8 +550,12 @@ default="auto"
 
             check_is_fitted(self)
             return dask_transform(self, X)
-        X = self._predict_X(X)
-        return self.divergence_.pairwise(X, self.cluster_centers_)
+        X, C, p = self._scaled(self._predict_X(X))
+        D = self.divergence_.pairwise(X, C)
+        if p:
+            with np.errstate(over="ignore"):
+                D = np.ldexp(D, p)
+        return D
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the (weighted) sum of divergences to the nearest centre.
@@ -537,10 +575,41 @@ default="auto"
 
             check_is_fitted(self)
             return dask_score(self, X, sample_weight)
-        X = self._predict_X(X)
+        X, C, p = self._scaled(self._predict_X(X))
         w = check_sample_weight(sample_weight, X.shape[0])
-        _, mins = self.divergence_.assign(X, self.cluster_centers_)
-        return -float(w @ mins)
+        _, mins = self.divergence_.assign(X, C)
+        total = float(w @ mins)
+        if p:
+            with np.errstate(over="ignore"):
+                total = float(np.ldexp(total, p))
+        return -total
+
+
+_SCALE_LIMIT = 100  # rescale data whose largest magnitude lies beyond 2^+-100
+
+
+def _scale_exponent(X, div):
+    """``e`` with ``max |X| = f 2^e``, ``f`` in ``[0.5, 1)``, when the divergence is homogeneous
+    (``d(s x, s u) = s^p d(x, u)``) and ``max |X|`` lies beyond ``2^+-100``; else 0."""
+    if div.homogeneity is None:
+        return 0
+    data = X.data if sp.issparse(X) else np.asarray(X)
+    if not data.size:
+        return 0
+    m = float(np.abs(data).max())
+    if not (np.isfinite(m) and m > 0):
+        return 0
+    e = int(np.frexp(m)[1])
+    return e if abs(e) > _SCALE_LIMIT else 0
+
+
+def _ldexp(X, e):
+    """``X 2^e`` (exact) for a dense array or a CSR matrix."""
+    if sp.issparse(X):
+        X = X.copy()
+        X.data = np.ldexp(X.data, e)
+        return X
+    return np.ldexp(X, e)
 
 
 def _centring_offset(X, div, w):
@@ -553,7 +622,7 @@ def _centring_offset(X, div, w):
     on well-centred data stay bit-for-bit those of the plain GEMM form. Sparse data are not
     centred (it would make them dense).
     """
-    if sp.issparse(X) or not (div.builtin and div.name in ("sqeuclidean", "mahalanobis")):
+    if sp.issparse(X) or not div.translation_invariant:
         return None
     m = (w @ X) / w.sum()
     s2 = float(w @ np.einsum("ij,ij->i", X - m, X - m)) / w.sum()

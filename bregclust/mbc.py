@@ -66,7 +66,8 @@ def _emd(a, b, M, *, where=""):
     code other than optimal gives a ``ConvergenceWarning`` naming ``where``).
     """
     return transport_plan(a, b, M, where=where, what="the relation matrix may be suboptimal",
-                          stacklevel=4)
+                          stacklevel=4, advice="rescale the data, or use smoothing > 0 so "
+                          "centres stay inside the domain")
 
 
 # =========================================================================== centroid solvers
@@ -657,6 +658,18 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, tra
 
 
 
+def _common_offset(Xs, div):
+    """The mean of all tasks' rows when centring is needed for accuracy (dense tasks and a
+    translation-invariant divergence, as :func:`bregclust.kmeans._centring_offset`), else
+    ``None``."""
+    from .kmeans import _centring_offset
+
+    if not div.translation_invariant or any(sp.issparse(X) for X in Xs):
+        return None
+    X = np.vstack(Xs)
+    return _centring_offset(X, div, np.ones(X.shape[0]))
+
+
 def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
     """``lam = 0`` or one task: the tasks decouple into independent Bregman k-means problems.
 
@@ -844,7 +857,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             else:
                 ids = rng.choice(tk.n, size=tk.k, replace=False)
                 C = _smoothed(_rows(tk.X, ids), np.ones(tk.k), tk.beta, tk.z)
-            div.check_domain(C, name=f"initial centres of task {t}", side="right")
+            div.check_domain(C, name=f"initial centres of task {t}", side="right",
+                             advice="Use smoothing > 0 (e.g. smoothing='auto') so centres stay "
+                             "inside the domain.")
             U0.append(np.array(C, dtype=np.float64))
         return U0
 
@@ -891,9 +906,20 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 f"centroid_solver='geodesic' needs a differentiable divergence; {div.name} is "
                 "not differentiable."
             )
+        for X in Xs:
+            div.check_n_features(X.shape[1])
         parsed = parse_init(self.init, Xs, K)
         n_init = resolve_n_init(self.n_init, parsed)
         rng = check_random_state(self.random_state)
+        Xs_in = Xs
+        # Translation-invariant divergences: cluster every task minus one common offset (the
+        # relation costs d(u_s, u_t) are unchanged), as BregmanKMeans does, so the GEMM form
+        # does not cancel catastrophically on data far from the origin.
+        shift = _common_offset(Xs, div)
+        if shift is not None:
+            Xs = [X - shift for X in Xs]
+            parsed = [(kind, val - shift) if kind == "centers" else (kind, val)
+                      for kind, val in parsed]
         tasks = []
         for t, (X, beta) in enumerate(zip(Xs, betas)):
             z = smoothing_point(X, div) if beta > 0 else None
@@ -917,7 +943,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.divergence_ = div
         self.smoothing_ = list(betas)
         self.n_clusters_ = list(K)
-        self._set_fitted_tasks(Xs, best["labels"], best["history"])
+        self._set_fitted_tasks(Xs_in, best["labels"], best["history"])
         self.cluster_centers_ = [np.asarray(u) for u in best["centers"]]
         self.n_iter_ = int(best["n_iter"])
         self.objective_ = float(best["objective"])
@@ -937,6 +963,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         for t, tk in enumerate(tasks):
             D_t = div.pairwise(tk.X, self.cluster_centers_[t], prepared=tk.prep)
             self.inertia_.append(float(D_t[np.arange(tk.n), tk.labels].sum()))
+        if shift is not None:
+            self.cluster_centers_ = [U + shift for U in self.cluster_centers_]
         return self
 
     def predict(self, X, task=None):

@@ -279,9 +279,11 @@ def partition_emd(U1, w1, U2, w2, divergence="sqeuclidean", *, return_plan=False
     div.check_domain(U2, name="U2", side="right")
     M = np.asarray(div.pairwise(U1, U2), dtype=np.float64)
     if not np.isfinite(M).all():
+        # Finite centres inside the domain (checked above): only an overflow gets here.
         r, c = np.unravel_index(int(np.argmax(~np.isfinite(M))), M.shape)
-        raise ValueError(f"the {div.name} divergence between U1[{r}] and U2[{c}] is not finite; "
-                         "check that the centres lie inside the divergence's domain.")
+        raise ValueError(f"the {div.name} divergence between U1[{r}] and U2[{c}] overflows "
+                         "float64; rescale the centres (e.g. divide both by their largest "
+                         "absolute value).")
     np.maximum(M, 0.0, out=M)
     return _emd(a, b, M, return_plan=return_plan)
 

@@ -302,9 +302,25 @@ def similarity_matrix(X, similarity="cosine", similarity_params=None):
     return _similarity(X, similarity, similarity_params, name="X")
 
 
+def _row_scaled(X):
+    """Every row of ``X`` times a power of two bringing its largest magnitude into
+    ``[0.5, 1)`` (exact), so row norms neither overflow (1e300) nor underflow (1e-300)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, copy=True)
+        mx = np.asarray(abs(X).max(axis=1).toarray()).ravel()
+        e = np.where(mx > 0, np.frexp(mx)[1], 0)
+        X.data = np.ldexp(X.data, -np.repeat(e, np.diff(X.indptr)))
+        return X
+    mx = np.abs(X).max(axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    e = np.where(mx > 0, np.frexp(mx)[1], 0)
+    return np.ldexp(X, -e[:, None])
+
+
 def _similarity(X, similarity, similarity_params, name):
     if isinstance(similarity, str) and similarity == "cosine":
-        Xn = normalize(X, norm="l2", axis=1)
+        # Cosine is invariant to the scale of each row; scaling by powers of two is exact, so
+        # results are bit-identical to the plain normalisation wherever that one is finite.
+        Xn = normalize(_row_scaled(X), norm="l2", axis=1)
         M = Xn @ Xn.T
         M = M.toarray() if sp.issparse(M) else np.asarray(M)
         return 0.5 * (M + M.T)
@@ -330,8 +346,21 @@ def _similarity(X, similarity, similarity_params, name):
     div = get_divergence(similarity, **(similarity_params or {}))
     div.check_domain(X, name=name, side="left")
     div.check_domain(X, name=name, side="right")
+    # exp(-S / median S) is invariant to scaling X when d is homogeneous (all built-ins):
+    # data of extreme magnitude are scaled by a power of two first, or S overflows (1e300:
+    # inf and NaN) or underflows (1e-300: all zero).
+    from .kmeans import _ldexp, _scale_exponent
+
+    e = _scale_exponent(X, div)
+    if e:
+        X = _ldexp(X, -e)
     Xd = X.toarray() if sp.issparse(X) else X
     D = np.asarray(div.pairwise(X, Xd), dtype=np.float64)
+    if not np.isfinite(D).all():
+        raise ValueError(
+            f"the {div.name} divergences between the rows of {name} overflow float64 (or are "
+            "infinite); rescale the data."
+        )
     S = 0.5 * (D + D.T)
     np.maximum(S, 0.0, out=S)
     np.fill_diagonal(S, 0.0)
@@ -683,6 +712,15 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self._validate_params()
         Xs = check_tasks(Xs)
         _check_sizes(Xs)
+        if self.lam > 0:
+            for t, X in enumerate(Xs):  # the regression term lam ||Y - X W||^2 needs X^T X
+                data = X.data if sp.issparse(X) else X
+                with np.errstate(over="ignore"):
+                    if not np.isfinite(np.square(data).sum()):
+                        raise ValueError(
+                            f"task {t} is too large for the regression term: its squared norm "
+                            "overflows float64; rescale the data (e.g. divide by its largest "
+                            "absolute value).")
         hs = check_n_clusters_per_task(self.n_clusters, [X.shape[0] for X in Xs])
         parsed = parse_init(self.init, Xs, hs, aliases=self._init_aliases, membership=True)
         Ms, factors = _prepare(Xs, self.similarity, self.similarity_params, self.lam > 0)

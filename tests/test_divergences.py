@@ -396,8 +396,12 @@ def test_domain_errors_name_the_entry_and_a_fix():
         check_array(Z, divergence=get_divergence("is"))
     with pytest.raises(DomainError, match="implicit zero of the sparse matrix"):
         check_array(sp.csr_matrix(Z), divergence=get_divergence("is"))
-    with pytest.raises(DomainError, match="needs positive centres.*smoothing"):
+    with pytest.raises(DomainError, match="needs positive centres.*interior of the domain") as e:
         get_divergence("kl").check_domain(Z, name="init", side="right")
+    assert "smoothing" not in str(e.value)  # no advice about a parameter the caller may lack
+    with pytest.raises(DomainError, match="needs positive centres.*Use smoothing > 0"):
+        get_divergence("kl").check_domain(Z, name="init", side="right",
+                                          advice="Use smoothing > 0.")
     assert issubclass(DomainError, ValueError)
 
 

@@ -5,10 +5,10 @@ large offsets, int/bool/complex/object dtypes, sparse formats and bad label arra
 property: a clear ``ValueError``/``TypeError`` (a readable one-sentence message) or a correct,
 finite result - never a crash or a silent non-finite answer.
 
-Inputs that still crash the interpreter before the core refactor (non-CSR sparse matrices and
-out-of-range labels given straight to ``Divergence`` kernels, Ward on values near 1e300) are
-covered, in a subprocess, by tests/test_hostile_regressions.py (rows 1-3); they are left out of
-the in-process generators here.
+Ward on values near 1e300 still crashes the interpreter before its fix and is covered, in a
+subprocess, by tests/test_hostile_regressions.py (row 1). Non-CSR sparse matrices and label
+arrays go straight to the ``Divergence`` methods here (they are converted or refused at the
+public boundary).
 """
 
 import warnings
@@ -166,6 +166,51 @@ def test_divergence_public_methods_hostile(X, U, div):
         assert (D >= 0).all() or not finite.all()
         assert lab.min() >= 0 and lab.max() < Uv.shape[0]
     _check(run, ok)
+
+
+@st.composite
+def any_sparse(draw):
+    """A hostile matrix in any scipy sparse format (finite entries: NaN is tested apart)."""
+    X = np.asarray(draw(hostile_matrix(allow_sparse=False)), dtype=object)
+    with np.errstate(all="ignore"):
+        try:
+            X = np.nan_to_num(X.astype(np.float64), nan=0.0, posinf=1e300, neginf=-1e300)
+        except TypeError:  # complex
+            X = np.zeros(X.shape)
+    fmt = draw(st.sampled_from(["csr", "csc", "coo", "lil", "dok", "bsr", "csr_array"]))
+    return sp.csr_array(X) if fmt == "csr_array" else sp.csr_matrix(X).asformat(fmt)
+
+
+@FAST
+@given(X=st.one_of(hostile_matrix(allow_sparse=False), any_sparse()),
+       U=hostile_matrix(allow_sparse=False),
+       labels=st.lists(st.one_of(st.integers(-2, 4), st.floats(-1, 4)), min_size=1, max_size=13),
+       k=st.integers(1, 3), div=st.sampled_from(["sqeuclidean", "kl", "l1_subgradient"]))
+def test_divergence_public_methods_unvalidated_input(X, U, labels, k, div):
+    """Every public Divergence method straight on hostile input (any sparse format, dtypes,
+    extremes, label arrays): a clear error or a result equal to the definition."""
+    d = get_divergence(div)
+
+    def exact_ok(res, warned):
+        D, (lab, mins), (lab2, mins2, S, W), phi = res
+        exact = d.generic_pairwise(X, U)
+        assert np.array_equal(np.isinf(D), np.isinf(exact))
+        fin = np.isfinite(exact)
+        assert np.allclose(D[fin], exact[fin], rtol=1e-6, atol=1e-6 * np.abs(exact[fin]).max(
+            initial=0.0) + 1e-300)
+        assert not np.isnan(D).any() and not np.isnan(mins).any()
+        assert np.array_equal(lab, lab2)
+        assert phi.shape == (D.shape[0],)
+
+    _check(lambda: (d.pairwise(X, U), d.assign(X, U), d.assign_and_sum(X, U), d.phi_rows(X)),
+           exact_ok)
+
+    def sums_ok(res, warned):
+        S, W = res
+        assert S.shape[0] == W.shape[0] == k and W.sum() == pytest.approx(len(labels))
+    Xd = X.toarray() if sp.issparse(X) else X
+    rows = np.asarray(Xd, dtype=object)[: len(labels)] if np.ndim(Xd) == 2 else Xd
+    _check(lambda: d.weighted_sums(rows, np.array(labels), k), sums_ok)
 
 
 @FAST

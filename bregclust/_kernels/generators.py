@@ -170,11 +170,22 @@ def function_pointer(f):
         f = _nan
     if config.DISABLE_JIT:
         return f
+    hit = _FP_CACHE.get(id(f))
+    if hit is not None and hit[0] is f:
+        return hit[1]
 
     def _call(x):
         return f(x)
 
-    return cfunc(_SIGNATURE)(_call)
+    fp = cfunc(_SIGNATURE)(_call)
+    _FP_CACHE[id(f)] = (f, fp)  # f kept alive: its id is never reused
+    return fp
+
+
+#: Function pointers by the scalar dispatcher they call: numba never frees machine code, so a
+#: generator registered again with the same (cached) dispatchers reuses its callbacks.
+_FP_CACHE = {}
+_INV_CACHE = {}
 
 
 _PLACEHOLDER = []
@@ -207,6 +218,10 @@ def make_inverse(df, domain_code):
     numba dispatcher
         ``t -> (f')^-1(t)``.
     """
+
+    hit = _INV_CACHE.get((id(df), domain_code))
+    if hit is not None and hit[0] is df:
+        return hit[1]
 
     @njit(nogil=True)
     def _inv(t):
@@ -248,4 +263,5 @@ def make_inverse(df, domain_code):
                 hi = mid
         return 0.5 * (lo + hi)
 
+    _INV_CACHE[(id(df), domain_code)] = (df, _inv)
     return _inv

@@ -21,24 +21,33 @@ caller allocates (named in each docstring).
 import numpy as np
 from numba import njit, prange
 
-from .generators import JIT, PJIT, dphi_of, phi_of, scalar_of
+from .generators import JIT, PJIT, SQ, dphi_of, phi_of, scalar_of
 
 
 # --------------------------------------------------------------------------- generator-free kernels
 @njit(**JIT)
 def _nearest(p, c, phi_xi, i, labels, mins):
     """Row ``i`` of the argmin: ``labels[i] = argmin_j c[j] - p[j]``, ``mins[i]`` the divergence
-    ``phi_xi + c[j] - p[j]`` clamped at 0. Returns the label."""
+    ``phi_xi + c[j] - p[j]`` clamped at 0. Returns the label.
+
+    A non-finite candidate or minimum (an overflow, ``inf - inf``) never becomes 0: ``mins[i]``
+    is then NaN, which the caller reads as "evaluate this row by the definition"."""
     best = np.inf
     bj = 0
+    flag = False
     for j in range(c.shape[0]):
         v = c[j] - p[j]
         if v < best:
             best = v
             bj = j
+        elif v != v:
+            flag = True
     labels[i] = bj
     v = phi_xi + best
-    mins[i] = v if v > 0.0 else 0.0
+    if flag or not (abs(v) < np.inf):
+        mins[i] = np.nan
+    else:
+        mins[i] = v if v > 0.0 else 0.0
     return bj
 
 
@@ -57,12 +66,18 @@ def fused_argmin(P, phi_x, c, labels, mins):
 
 @njit(**JIT)
 def fused_pairwise(P, phi_x, c):
-    """In place: ``P[i, j] <- max(phi_x[i] + c[j] - P[i, j], 0)``."""
+    """In place: ``P[i, j] <- max(phi_x[i] + c[j] - P[i, j], 0)``; NaN and ``-inf`` (an
+    overflow) become NaN, never 0, so the caller can evaluate those entries by the definition."""
     n, k = P.shape
     for i in range(n):
         for j in range(k):
             v = phi_x[i] + c[j] - P[i, j]
-            P[i, j] = v if v > 0.0 else 0.0
+            if v > 0.0:
+                P[i, j] = v
+            elif v > -np.inf:
+                P[i, j] = 0.0
+            else:
+                P[i, j] = np.nan
 
 
 @njit(**JIT)
@@ -221,7 +236,9 @@ def generic_pairwise(code, fphi, fdphi, X, U, out):
     """The oracle, OUT ``out[i, j] = sum_l f(x_il) - f(u_jl) - (x_il - u_jl) f'(u_jl)``.
 
     Conventions at the domain boundary: a coordinate with ``x_l == u_l`` contributes 0, and a
-    term that evaluates to NaN (``0 * inf``) or ``+inf`` makes the divergence ``+inf``.
+    term that evaluates to NaN (``0 * inf``) or ``+inf`` makes the divergence ``+inf``. The
+    squared Euclidean term is evaluated as ``(x - u)^2``, which is the same quantity without the
+    cancellation (and overflow) of ``x^2 - u^2 - 2 (x - u) u``.
     """
     n, d = X.shape
     k = U.shape[0]
@@ -233,7 +250,11 @@ def generic_pairwise(code, fphi, fdphi, X, U, out):
                 u = U[j, l]
                 if x == u:
                     continue
-                t = phi_of(code, fphi, x) - phi_of(code, fphi, u) - (x - u) * dphi_of(code, fdphi, u)
+                if code == SQ:
+                    t = (x - u) * (x - u)
+                else:
+                    t = (phi_of(code, fphi, x) - phi_of(code, fphi, u)
+                         - (x - u) * dphi_of(code, fdphi, u))
                 if not (t < np.inf):  # NaN or +inf
                     s = np.inf
                     break
@@ -243,13 +264,18 @@ def generic_pairwise(code, fphi, fdphi, X, U, out):
 
 @njit(**PJIT)
 def l1_pairwise_exact(X, U, out):
-    """OUT ``out``: the l1_subgradient definition ``sum_l (0 if x_l u_l > 0 else 2 |x_l|)`` (oracle)."""
+    """OUT ``out``: the l1_subgradient definition ``sum_l (0 if x_l u_l > 0 else 2 |x_l|)`` (oracle).
+
+    ``x_l u_l > 0`` is decided by comparing signs, not by the product, which underflows to 0
+    for tiny values (``1e-200 * 1e-200``)."""
     n, d = X.shape
     k = U.shape[0]
     for i in prange(n):
         for j in range(k):
             s = 0.0
             for l in range(d):
-                if not (X[i, l] * U[j, l] > 0.0):
-                    s += 2.0 * abs(X[i, l])
+                x = X[i, l]
+                u = U[j, l]
+                if not ((x > 0.0 and u > 0.0) or (x < 0.0 and u < 0.0)):
+                    s += 2.0 * abs(x)
             out[i, j] = s
