@@ -69,7 +69,6 @@ def _cli_user_error(capsys, argv):
 
 
 # ----------------------------------------------------------------------------- crashes
-@_core(1)
 def test_row01_ward_overflow_is_an_error_or_valid_linkage():
     rc, out, err = _run_isolated("""
         from scipy.cluster.hierarchy import is_valid_linkage
@@ -211,7 +210,6 @@ def test_row06e_mtcmrl_refuses_overflowing_regression():
     assert np.isfinite(est.objective_history_).all()
 
 
-@_core("6(b)")
 def test_row06b_agglomerative_gaussian_models_scale_invariant():
     X = np.vstack([_X(10, 3, 1), _X(10, 3, 2) + 5])
     for model in ("gaussian_diag", "gaussian_full"):
@@ -235,7 +233,6 @@ def test_row07_builtin_aliases_are_reserved():
         D._ALIASES.update(saved[1])
 
 
-@_core(8)
 def test_row08_cone_smoothing_point_is_domain_checked():
     X = _X() + 0.1
     with pytest.raises(ValueError, match="smoothing"):
@@ -248,7 +245,6 @@ def test_row08_cone_smoothing_point_is_domain_checked():
         assert len(np.unique(agg.labels_)) == 2
 
 
-@_core(9)
 def test_row09_merge_cost_member_indices():
     X = _X()
     with pytest.raises(ValueError, match="duplicate|twice"):
@@ -292,7 +288,6 @@ def test_row11_nan_parameters_are_refused():
         SpectralKernelMTC(2, C=float("nan")).fit(Xs)
 
 
-@_core(12)
 def test_row12_multinomial_transform_refuses_what_fit_refuses():
     agg = AgglomerativeBregman(2, model="multinomial").fit(_X() + 0.1)
     with pytest.raises(ValueError, match="sums to 0"):
