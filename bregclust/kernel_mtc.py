@@ -38,7 +38,13 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import DomainError, check_n_clusters, check_scalar, check_tasks
+from ._validation import (
+    DomainError,
+    EmptyClusterWarning,
+    check_n_clusters,
+    check_scalar,
+    check_tasks,
+)
 from .divergences import Divergence, get_divergence
 from .kmeans import BregmanKMeans
 
@@ -55,6 +61,7 @@ __all__ = [
     "nonparametric_kernel_weights",
     "spectral_kernel_weights",
     "kernel_kmeans",
+    "factor_kernel_kmeans",
 ]
 
 _EIGEN_SOLVERS = ("auto", "arpack", "lobpcg", "dense")
@@ -681,6 +688,110 @@ def kernel_kmeans(K, n_clusters, *, n_init=10, max_iter=300, random_state=None):
     return best[0], best[1]
 
 
+_FACTOR_INITS = ("k-means++", "random-partition")
+
+
+def _check_factor_kmeans_options(init, normalize_factor):
+    if not (isinstance(init, str) and init in _FACTOR_INITS):
+        raise ValueError(
+            f"init must be one of {_FACTOR_INITS} for the kernel k-means on the learned factor, "
+            f"got {init!r}."
+        )
+    if not isinstance(normalize_factor, (bool, np.bool_)):
+        raise TypeError(f"normalize_factor must be True or False, got {normalize_factor!r}.")
+
+
+def normalize_factor_rows(factor):
+    """Rows of a kernel factor scaled to unit Euclidean norm (zero rows stay zero).
+
+    For ``K = F F^T`` this is the normalised kernel ``K_ij / sqrt(K_ii K_jj)``, the row
+    normalisation of Ng, Jordan & Weiss (2002) applied to the learned factor.
+
+    Parameters
+    ----------
+    factor : array-like of shape (n, r)
+
+    Returns
+    -------
+    ndarray of shape (n, r)
+        A new array; ``factor`` is not modified.
+    """
+    F = np.array(factor, dtype=np.float64, copy=True)
+    if F.ndim != 2:
+        raise ValueError(f"factor must be a 2-D array, got shape {F.shape}.")
+    norms = np.linalg.norm(F, axis=1)
+    nz = norms > 0
+    F[nz] /= norms[nz, None]
+    return F
+
+
+def _random_partition_centres(F, n_clusters, rng):
+    """Means of a uniformly random partition of the rows of ``F`` with no empty part."""
+    n = F.shape[0]
+    labels = rng.randint(n_clusters, size=n)
+    labels[rng.permutation(n)[:n_clusters]] = np.arange(n_clusters)
+    cnt = np.bincount(labels, minlength=n_clusters).astype(np.float64)
+    sums = np.zeros((n_clusters, F.shape[1]))
+    np.add.at(sums, labels, F)
+    return sums / cnt[:, None]
+
+
+def factor_kernel_kmeans(factor, n_clusters, *, init="random-partition", normalize=False,
+                         n_init=10, max_iter=300, tol=1e-4, random_state=None):
+    """Kernel k-means on ``K = F F^T`` given its factor: Euclidean k-means on the rows of ``F``.
+
+    Parameters
+    ----------
+    factor : array-like of shape (n, r)
+        The factor ``F`` of the kernel.
+    n_clusters : int
+    init : {"random-partition", "k-means++"}, default="random-partition"
+        ``"random-partition"``: every run starts from a uniformly random labelling (each cluster
+        non-empty), the usual start of kernel k-means; the first step assigns each point to the
+        nearest mean of that partition (a cluster this empties is re-seeded as in
+        :class:`BregmanKMeans`, without a warning). ``"k-means++"``: k-means++ seeding on the
+        rows.
+    normalize : bool, default=False
+        Scale the rows of ``F`` to unit norm first (:func:`normalize_factor_rows`).
+    n_init : int, default=10
+        Runs; the one with the lowest kernel k-means objective wins.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    labels : ndarray of shape (n,)
+    inertia : float
+        Kernel k-means objective of the clustered (possibly normalised) factor.
+    """
+    _check_factor_kmeans_options(init, normalize)
+    F = np.asarray(factor, dtype=np.float64)
+    if F.ndim != 2:
+        raise ValueError(f"factor must be a 2-D array, got shape {F.shape}.")
+    k = check_n_clusters(n_clusters, F.shape[0])
+    n_init = check_scalar(n_init, "n_init", kind=numbers.Integral, lo=1)
+    Y = normalize_factor_rows(F) if normalize else F
+    if init == "k-means++":
+        est = BregmanKMeans(k, divergence="sqeuclidean", n_init=n_init, max_iter=max_iter,
+                            tol=tol, random_state=random_state)
+        est.fit(Y)
+        return est.labels_.astype(np.int64), float(est.inertia_)
+    rng = check_random_state(random_state)
+    best = (None, np.inf)
+    for _ in range(n_init):
+        centres = _random_partition_centres(Y, k, rng)
+        with warnings.catch_warnings():
+            # the means of a random partition all lie near the grand mean, so the first
+            # assignment often empties a cluster; re-seeding it is part of this start
+            warnings.simplefilter("ignore", EmptyClusterWarning)
+            est = BregmanKMeans(k, divergence="sqeuclidean", init=centres, n_init=1,
+                                max_iter=max_iter, tol=tol).fit(Y)
+        if est.inertia_ < best[1]:
+            best = (est.labels_.astype(np.int64), float(est.inertia_))
+    return best
+
+
 # ----------------------------------------------------------------------------- estimators
 class _BaseKernelMTC(ClusterMixin, BaseEstimator):
     """Shared fit machinery: graph, Laplacian, learned weights, kernel k-means on the factor."""
@@ -742,11 +853,10 @@ class _BaseKernelMTC(ClusterMixin, BaseEstimator):
     def _cluster(self, F, sizes, ks, rng):
         """Kernel k-means on ``K = F F^T``: Euclidean k-means on the rows of ``F``."""
         def km(n_clusters, Y):
-            est = BregmanKMeans(n_clusters, divergence="sqeuclidean", n_init=self.n_init,
-                                max_iter=self.max_iter, tol=self.tol,
-                                random_state=rng.randint(np.iinfo(np.int32).max))
-            est.fit(Y)
-            return est.labels_.astype(np.int64), float(est.inertia_)
+            return factor_kernel_kmeans(Y, n_clusters, init=self.init,
+                                        normalize=self.normalize_factor, n_init=self.n_init,
+                                        max_iter=self.max_iter, tol=self.tol,
+                                        random_state=rng.randint(np.iinfo(np.int32).max))
 
         if self.joint:
             labels, inertia = km(ks[0], F)
@@ -762,6 +872,7 @@ class _BaseKernelMTC(ClusterMixin, BaseEstimator):
         F = V * np.sqrt(w)[None, :]
         self.labels_, self.inertia_ = self._cluster(F, sizes, ks, rng)
         self.embedding_ = F
+        self.cluster_embedding_ = normalize_factor_rows(F) if self.normalize_factor else F
         self.eigenvectors_ = V
         self.kernel_spectrum_ = w
         self.affinity_matrix_ = W
@@ -820,6 +931,18 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         See :func:`smallest_eigenpairs`.
     eigen_tol : float, default=0.0
     random_state : int, RandomState or None
+    init : {"random-partition", "k-means++"}, default="random-partition"
+        Start of each kernel k-means run. ``"random-partition"``: a uniformly random labelling
+        (each cluster non-empty), the usual kernel k-means start. ``"k-means++"``: k-means++
+        seeding on the rows of the factor. The paper does not say which it uses; the learned
+        kernel has a few eigenvectors supported on small groups of points, and k-means++ tends
+        to split those off (with a lower kernel k-means objective than the class split), while
+        random partitions start from balanced clusters. See :func:`factor_kernel_kmeans`.
+    normalize_factor : bool, default=True
+        Cluster the rows of the factor scaled to unit norm, i.e. kernel k-means on the
+        normalised kernel ``K_ij / sqrt(K_ii K_jj)`` (as Ng, Jordan & Weiss do with spectral
+        embeddings). The learned kernel, ``embedding_`` and the objectives are unaffected.
+        ``init="k-means++", normalize_factor=False`` is the procedure as printed in the paper.
 
     Attributes
     ----------
@@ -828,6 +951,9 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     embedding_ : ndarray of shape (n, ceil(b))
         Factor ``F = P diag(sqrt(gamma))`` of the learned kernel ``K* = F F^T``, rows stacked in
         task order.
+    cluster_embedding_ : ndarray of shape (n, ceil(b))
+        The rows kernel k-means clustered: ``embedding_`` with unit-norm rows when
+        ``normalize_factor=True``, else ``embedding_`` itself.
     eigenvalues_ : ndarray of shape (ceil(b),)
         Smallest eigenvalues ``sigma_i`` of ``A = L + C S``.
     eigenvectors_ : ndarray of shape (n, ceil(b))
@@ -865,7 +991,8 @@ class NonparametricKernelMTC(_BaseKernelMTC):
 
     def __init__(self, n_clusters=2, *, C=1.0, b=30, n_neighbors=10, affinity="cosine",
                  affinity_params=None, joint=True, n_init=10, max_iter=300, tol=1e-4,
-                 eigen_solver="auto", eigen_tol=0.0, random_state=None):
+                 eigen_solver="auto", eigen_tol=0.0, random_state=None,
+                 init="random-partition", normalize_factor=True):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -879,6 +1006,8 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         self.eigen_solver = eigen_solver
         self.eigen_tol = eigen_tol
         self.random_state = random_state
+        self.init = init
+        self.normalize_factor = normalize_factor
 
     def fit(self, Xs, y=None):
         """Learn the kernel and cluster.
@@ -893,6 +1022,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         self
         """
         Xs, sizes, ks = self._validate_common(Xs)
+        _check_factor_kmeans_options(self.init, self.normalize_factor)
         n = int(sizes.sum())
         if self.b > n:
             raise ValueError(f"b={self.b} exceeds the number of points n={n}; need 0 < b <= n.")
@@ -919,7 +1049,8 @@ class SpectralKernelMTC(_BaseKernelMTC):
     n_clusters : int or list of int, default=2
         Clusters (one int; a list per task allowed with ``joint=False``).
     C : float, default=1.0
-        Weight of the MMD term. ``C=0`` is the paper's LSKMTC0.
+        Weight of the MMD term. ``C=0`` is the paper's LSKMTC0, degenerate by construction
+        (see Notes; warns).
     b : float, default=1
         Trace of the kernel, ``0 < b <= n_eigenvectors``.
     n_eigenvectors : int, default=30
@@ -929,7 +1060,7 @@ class SpectralKernelMTC(_BaseKernelMTC):
         whose eigenvectors share one weight (0: the plain LP 15). See
         :func:`spectral_kernel_weights`.
     n_neighbors, affinity, affinity_params, joint, n_init, max_iter, tol, eigen_solver, \
-eigen_tol, random_state
+eigen_tol, random_state, init, normalize_factor
         As in :class:`NonparametricKernelMTC`.
 
     Attributes
@@ -937,6 +1068,8 @@ eigen_tol, random_state
     labels_ : list of ndarray
     embedding_ : ndarray of shape (n, r)
         ``F = V diag(sqrt(mu))``; ``K* = F F^T``.
+    cluster_embedding_ : ndarray of shape (n, r)
+        As in :class:`NonparametricKernelMTC`.
     eigenvalues_ : ndarray of shape (r,)
         Smallest eigenvalues ``lambda_t`` of ``L``.
     eigenvectors_ : ndarray of shape (n, r)
@@ -947,6 +1080,11 @@ eigen_tol, random_state
     affinity_matrix_, objective_, smoothness_, mmd_, inertia_, task_sizes_, n_clusters_
         As in :class:`NonparametricKernelMTC`.
 
+    Warns
+    -----
+    UserWarning
+        At fit time when ``C=0`` (degenerate by construction, see Notes).
+
     Notes
     -----
     Paper Eq. 13-15: ``K* = sum_t mu_t v_t v_t^T`` over the ``r`` smoothest eigenvectors of
@@ -955,6 +1093,11 @@ eigen_tol, random_state
     Eigenvectors of a repeated eigenvalue of ``L`` get equal weights (``tie_tol``); the paper
     leaves this unspecified, but without it ``K*`` depends on the arbitrary basis the eigensolver
     returns for the (at least ``m``-fold) zero eigenvalue of the within-task graph.
+
+    ``C=0`` (the paper's LSKMTC0) is degenerate by construction and warns at fit time: the
+    costs are then the eigenvalues of ``L`` alone, so (for ``b`` up to the number of connected
+    components) the weights sit only on the graph's null space, the component indicators times
+    ``sqrt(degree)``. That kernel separates the tasks and the graph's components, not clusters.
 
     References
     ----------
@@ -973,7 +1116,8 @@ eigen_tol, random_state
 
     def __init__(self, n_clusters=2, *, C=1.0, b=1, n_eigenvectors=30, tie_tol=1e-8,
                  n_neighbors=10, affinity="cosine", affinity_params=None, joint=True, n_init=10,
-                 max_iter=300, tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None):
+                 max_iter=300, tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None,
+                 init="random-partition", normalize_factor=True):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -989,6 +1133,8 @@ eigen_tol, random_state
         self.eigen_solver = eigen_solver
         self.eigen_tol = eigen_tol
         self.random_state = random_state
+        self.init = init
+        self.normalize_factor = normalize_factor
 
     def fit(self, Xs, y=None):
         """Learn the spectral kernel and cluster.
@@ -1003,6 +1149,13 @@ eigen_tol, random_state
         self
         """
         Xs, sizes, ks = self._validate_common(Xs)
+        _check_factor_kmeans_options(self.init, self.normalize_factor)
+        if float(self.C) == 0.0:
+            warnings.warn(
+                "C=0 makes LSKMTC degenerate by construction: without the MMD term LP (15) "
+                "puts the kernel weight on the graph's null space (one indicator per connected "
+                "component times sqrt(degree)), which separates tasks and graph components, "
+                "not clusters; use C > 0 (e.g. C=100).", UserWarning, stacklevel=2)
         n = int(sizes.sum())
         r = check_scalar(self.n_eigenvectors, "n_eigenvectors", kind=numbers.Integral, lo=1)
         if r > n:
