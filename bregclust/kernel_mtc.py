@@ -62,6 +62,7 @@ __all__ = [
     "spectral_kernel_weights",
     "kernel_kmeans",
     "factor_kernel_kmeans",
+    "normalize_factor_rows",
 ]
 
 _EIGEN_SOLVERS = ("auto", "arpack", "lobpcg", "dense")
@@ -691,14 +692,14 @@ def kernel_kmeans(K, n_clusters, *, n_init=10, max_iter=300, random_state=None):
 _FACTOR_INITS = ("k-means++", "random-partition")
 
 
-def _check_factor_kmeans_options(init, normalize_factor):
+def _check_factor_kmeans_options(init, normalize, name="normalize_factor"):
     if not (isinstance(init, str) and init in _FACTOR_INITS):
         raise ValueError(
             f"init must be one of {_FACTOR_INITS} for the kernel k-means on the learned factor, "
             f"got {init!r}."
         )
-    if not isinstance(normalize_factor, (bool, np.bool_)):
-        raise TypeError(f"normalize_factor must be True or False, got {normalize_factor!r}.")
+    if not isinstance(normalize, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {normalize!r}.")
 
 
 def normalize_factor_rows(factor):
@@ -765,7 +766,7 @@ def factor_kernel_kmeans(factor, n_clusters, *, init="random-partition", normali
     inertia : float
         Kernel k-means objective of the clustered (possibly normalised) factor.
     """
-    _check_factor_kmeans_options(init, normalize)
+    _check_factor_kmeans_options(init, normalize, name="normalize")
     F = np.asarray(factor, dtype=np.float64)
     if F.ndim != 2:
         raise ValueError(f"factor must be a 2-D array, got shape {F.shape}.")

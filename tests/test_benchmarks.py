@@ -30,7 +30,8 @@ CASES = [
     ("mtcmrl_paper.py --datasets reuters --runs 1 --lams 1 --alphas 1 --max-iter 5",
      "reuters21578", "paper MTCMRL"),
     ("kernel_mtc_paper.py --runs 1 --datasets webkb4", "webkb4_linqs", "| LNKMTC"),
-    ("lssmtc_paper.py --runs 1 --datasets webkb4 --part clustering", "webkb4_linqs", "| LSSMTC"),
+    ("lssmtc_paper.py --runs 1 --datasets webkb4 --part clustering --l 2 --lam 0.5",
+     "webkb4_linqs", "| LSSMTC"),
 ]
 
 

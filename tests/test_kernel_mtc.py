@@ -482,3 +482,15 @@ def test_lnkmtc_as_run_on_malsar_rec_vs_talk_quality_floor():
     est = LNKMTC(2, C=500.0, b=30, random_state=0).fit(Xs)   # defaults: the paper "as run"
     acc = [clustering_accuracy(y, lab) for y, lab in zip(data.ys, est.labels_)]
     assert min(acc) >= 0.75
+
+
+def test_factor_kernel_kmeans_bad_input():
+    from bregclust.kernel_mtc import factor_kernel_kmeans
+
+    F = np.random.RandomState(26).randn(10, 3)
+    with pytest.raises(TypeError, match="normalize must be True or False"):
+        factor_kernel_kmeans(F, 2, normalize=1)
+    with pytest.raises(ValueError, match="init must be one of"):
+        factor_kernel_kmeans(F, 2, init="random")
+    with pytest.raises(ValueError, match="factor must be a 2-D array"):
+        factor_kernel_kmeans(F[:, 0], 2)
