@@ -16,8 +16,17 @@ repetitions at each method's best setting, with the paper's numbers beside ours.
               ASI corresponds to the proposed method with lambda = 0"), l in {2, 4, 8, 16}.
 * All ...     the same methods on all tasks stacked; scored per task.
 * LSSMTC      ``SharedSubspaceClustering``, l in {2, 4, 8, 16} x lambda in {0.25, 0.5, 0.75},
-              ``max_iter=20``, k-means start (the KM labels of the same repetition, clusters of
-              task 2.. matched to task 1 by their centres, ``P = onehot + 0.2``).
+              ``max_iter=20``, from each start of ``--init``:
+              ``k-means``: the KM labels of the same repetition, clusters of task 2.. matched
+              to task 1 by their centres, ``P = onehot + 0.2`` (the estimator's default);
+              ``random``: ``P`` with uniform [0, 1) entries (``init="random"``; the start of
+              the authors' public MATLAB code), seeded per repetition.
+* relaxed k-means: lam = 1, random start
+              the control row: the same loop from the same random ``P`` with ``lam = 1``,
+              i.e. no cross-task (shared-subspace) term at all, each task on its own. Where
+              this row matches "LSSMTC, random start", the gain over KM comes from relaxed
+              (multiplicative) k-means from a random start, not from the tasks helping each
+              other.
 
 Part 2, transductive transfer (Tables VI-VIII): target accuracy for every source -> target
 pair. SVM = scikit-learn ``LinearSVC`` (C=1, one-vs-rest) trained on the source (the paper
@@ -39,15 +48,17 @@ Data (``../shared/data``, env ``BREGCLUST_DATA``):
 * WebKB4: the LINQS release (binary word presence, 1,703 words, 838 pages after dropping
   'staff'), NOT the paper's version (1,029 pages, 2,000 words).
 
-Preprocessing (``--representation``): ``tfidf`` (default; idf fitted on all tasks stacked, rows
-L2-normalised, the same choice as benchmarks/kernel_mtc_paper.py) or ``counts`` (as
-distributed). The paper does not state its preprocessing.
+Preprocessing (``--representation``, one table per choice, default both): ``counts`` (as
+distributed) and ``tfidf`` (idf fitted on all tasks stacked, rows L2-normalised, the same choice
+as benchmarks/kernel_mtc_paper.py). The paper does not state its preprocessing.
 
 Usage::
 
     python benchmarks/lssmtc_paper.py                        # 2 repetitions, small grids
     python benchmarks/lssmtc_paper.py --runs 5 --grid paper  # the paper's protocol
     python benchmarks/lssmtc_paper.py --datasets webkb4 --part transfer
+    python benchmarks/lssmtc_paper.py --runs 5 --part clustering --skip-baselines \
+        --datasets rec.vs.talk comp.vs.sci            # KM, LSSMTC (both starts), control
 """
 
 import argparse
@@ -200,15 +211,21 @@ def best(results):
     return key, np.array(results[key])  # (runs, tasks, 2)
 
 
-def clustering(name, Xs, ys, runs, grid, log):
+CONTROL = "relaxed k-means: lam = 1, random start"
+# rows of our table -> the paper's row beside them (None: no paper number)
+PAPER_ROW = {"LSSMTC, k-means start": "LSSMTC", "LSSMTC, random start": "LSSMTC",
+             CONTROL: None}
+
+
+def clustering(name, Xs, ys, runs, grid, log, inits=("k-means", "random"), baselines=True,
+               ls=(2, 4, 8, 16), lams=(0.25, 0.5, 0.75)):
     c = int(max(y.max() for y in ys)) + 1
     sizes = [X.shape[0] for X in Xs]
     Xall = sp.vstack(Xs, format="csr")
-    ls = [2, 4, 8, 16]
-    lams = [0.25, 0.5, 0.75]
     ts = [1e-3, 1e-2, 1e-1, 1, 10, 1e2, 1e3] if grid == "paper" else [1.0]
     res = {m: {} for m in ["KM", "PCAKM", "NCut", "ASI", "All KM", "All PCAKM", "All NCut",
-                           "All ASI", "LSSMTC"]}
+                           "All ASI", "LSSMTC, k-means start", "LSSMTC, random start",
+                           CONTROL]}
     t0 = time.perf_counter()
     basis_all = _SpanBasis(Xall)
     bases = [_SpanBasis(X) for X in Xs]
@@ -219,8 +236,9 @@ def clustering(name, Xs, ys, runs, grid, log):
     def add(method, setting, per_task):
         res[method].setdefault(setting, []).append(per_task)
 
-    D2s = [sq_distances(X) for X in Xs]
-    D2all = sq_distances(Xall)
+    if baselines:
+        D2s = [sq_distances(X) for X in Xs]
+        D2all = sq_distances(Xall)
     for run in range(runs):
         seed = 1000 * run + 7
         t = time.perf_counter()
@@ -229,42 +247,69 @@ def clustering(name, Xs, ys, runs, grid, log):
         lab_all, _ = kmeans(Xall, c, seed)
         add("All KM", None, scores(ys, split(lab_all, sizes)))
         timing["KM"] = time.perf_counter() - t
-        t = time.perf_counter()
-        add("PCAKM", None, scores(ys, [pca_kmeans(X, c, seed) for X in Xs]))
-        add("All PCAKM", None, scores(ys, split(pca_kmeans(Xall, c, seed), sizes)))
-        timing["PCAKM"] = time.perf_counter() - t
-        t = time.perf_counter()
-        for tt in ts:
-            add("NCut", tt, scores(ys, [ncut(D2, c, tt, seed) for D2 in D2s]))
-            add("All NCut", tt, scores(ys, split(ncut(D2all, c, tt, seed), sizes)))
-        timing["NCut"] = time.perf_counter() - t
-        # The shared k-means start: per-task KM labels, clusters aligned to task 1.
-        ref = km[0][1]
-        P0 = [_onehot(km[0][0], c, 0.2)]
-        for lab, cen in km[1:]:
-            P0.append(_onehot(_align_to(ref, cen)[lab], c, 0.2))
-        t = time.perf_counter()
-        for l in ls:
-            per_task = [lss([X], b, [P], 0.0, l)[0] if l <= b.rank else None
-                        for X, b, P in zip(Xs, bases, P0)]
-            if all(p is not None for p in per_task):
-                add("ASI", l, scores(ys, per_task))
-            lab = lss([Xall], basis_all, [_onehot(lab_all, c, 0.2)], 0.0, l)[0]
-            add("All ASI", l, scores(ys, split(lab, sizes)))
-        timing["ASI"] = time.perf_counter() - t
-        t = time.perf_counter()
-        for l in ls:
-            for lam in lams:
-                add("LSSMTC", (l, lam), scores(ys, lss(Xs, basis_all, P0, lam, l)))
-        timing["LSSMTC"] = time.perf_counter() - t
+        if baselines:
+            baseline_rows(Xs, Xall, ys, c, seed, km, lab_all, D2s, D2all, bases, basis_all, ts,
+                          ls, add, timing)
+        if "k-means" in inits:
+            # The shared k-means start: per-task KM labels, clusters aligned to task 1.
+            ref = km[0][1]
+            P0 = [_onehot(km[0][0], c, 0.2)]
+            for lab, cen in km[1:]:
+                P0.append(_onehot(_align_to(ref, cen)[lab], c, 0.2))
+            t = time.perf_counter()
+            for l in ls:
+                for lam in lams:
+                    add("LSSMTC, k-means start", (l, lam),
+                        scores(ys, lss(Xs, basis_all, P0, lam, l)))
+            timing["LSSMTC k-means start"] = time.perf_counter() - t
+        if "random" in inits:
+            rng = np.random.RandomState(seed)
+            P0 = [rng.uniform(size=(X.shape[0], c)) for X in Xs]
+            t = time.perf_counter()
+            for l in ls:
+                for lam in lams:
+                    add("LSSMTC, random start", (l, lam),
+                        scores(ys, lss(Xs, basis_all, P0, lam, l)))
+            timing["LSSMTC random start"] = time.perf_counter() - t
+            # lam = 1: the shared-subspace term is switched off (l plays no role)
+            add(CONTROL, None, scores(ys, lss(Xs, basis_all, P0, 1.0, ls[0])))
         log(f"  run {run + 1}/{runs}: " + ", ".join(f"{k} {v:.1f} s" for k, v in timing.items()))
     return res
 
 
-def print_clustering(name, res, runs, log):
+def baseline_rows(Xs, Xall, ys, c, seed, km, lab_all, D2s, D2all, bases, basis_all, ts, ls,
+                  add, timing):
+    """PCAKM, NCut and ASI (per task and on all tasks stacked) for one repetition."""
+    sizes = [X.shape[0] for X in Xs]
+    t = time.perf_counter()
+    add("PCAKM", None, scores(ys, [pca_kmeans(X, c, seed) for X in Xs]))
+    add("All PCAKM", None, scores(ys, split(pca_kmeans(Xall, c, seed), sizes)))
+    timing["PCAKM"] = time.perf_counter() - t
+    t = time.perf_counter()
+    for tt in ts:
+        add("NCut", tt, scores(ys, [ncut(D2, c, tt, seed) for D2 in D2s]))
+        add("All NCut", tt, scores(ys, split(ncut(D2all, c, tt, seed), sizes)))
+    timing["NCut"] = time.perf_counter() - t
+    # ASI from the k-means start of each task (and of all tasks stacked)
+    t = time.perf_counter()
+    for l in ls:
+        per_task = [lss([X], b, [_onehot(lab, c, 0.2)], 0.0, l)[0] if l <= b.rank else None
+                    for X, b, (lab, _) in zip(Xs, bases, km)]
+        if all(p is not None for p in per_task):
+            add("ASI", l, scores(ys, per_task))
+        lab = lss([Xall], basis_all, [_onehot(lab_all, c, 0.2)], 0.0, l)[0]
+        add("All ASI", l, scores(ys, split(lab, sizes)))
+    timing["ASI"] = time.perf_counter() - t
+
+
+def _num(v):
+    return v if isinstance(v, str) else f"{v:.4f}"
+
+
+def print_clustering(title, name, res, runs, log):
     paper = PAPER_CLUSTERING[name]
     T = len(paper["KM"])
-    log(f"\n{name}: accuracy / NMI per task, mean +- std over {runs} runs at the best setting; "
+    log(f"\n{title}: accuracy / NMI per task, mean +- std over {runs} runs at the best setting; "
         "[paper] beside")
     head = "| method | setting | " + " | ".join(
         f"task {k + 1} acc (ours) | [paper] | task {k + 1} NMI (ours) | [paper]"
@@ -275,12 +320,13 @@ def print_clustering(name, res, runs, log):
         if not results:
             continue
         setting, arr = best(results)
+        prow = PAPER_ROW.get(method, method)
         cells = []
         for k in range(T):
             acc, nm = arr[:, k, 0], arr[:, k, 1]
-            pa = paper[method][k]
-            cells += [f"{acc.mean():.4f} +- {acc.std():.4f}", f"{pa[0]:.4f}",
-                      f"{nm.mean():.4f} +- {nm.std():.4f}", f"{pa[2]:.4f}"]
+            pa = paper[prow][k] if prow is not None else ("-", None, "-", None)
+            cells += [f"{acc.mean():.4f} +- {acc.std():.4f}", _num(pa[0]),
+                      f"{nm.mean():.4f} +- {nm.std():.4f}", _num(pa[2])]
         s = "-" if setting is None else (
             f"l={setting[0]}, lam={setting[1]}" if isinstance(setting, tuple) else
             (f"t={setting:g}" if method.endswith("NCut") else f"l={setting}"))
@@ -342,7 +388,17 @@ def main(argv=None):
     ap.add_argument("--datasets", nargs="+", default=["webkb4", "rec.vs.talk", "comp.vs.sci"],
                     choices=["webkb4", "rec.vs.talk", "comp.vs.sci"])
     ap.add_argument("--part", choices=["clustering", "transfer", "both"], default="both")
-    ap.add_argument("--representation", choices=["tfidf", "counts"], default="tfidf")
+    ap.add_argument("--representation", nargs="+", choices=["counts", "tfidf"],
+                    default=["counts", "tfidf"], help="one table per representation")
+    ap.add_argument("--init", nargs="+", choices=["k-means", "random"],
+                    default=["k-means", "random"],
+                    help="LSSMTC starts (random also runs the lam = 1 control row)")
+    ap.add_argument("--l", type=int, nargs="+", default=[2, 4, 8, 16],
+                    help="LSSMTC/ASI subspace dimensions (paper: %(default)s)")
+    ap.add_argument("--lam", type=float, nargs="+", default=[0.25, 0.5, 0.75],
+                    help="LSSMTC lambda grid (paper: %(default)s)")
+    ap.add_argument("--skip-baselines", action="store_true",
+                    help="only KM, All KM, LSSMTC and the control row")
     ap.add_argument("--threads", type=int, default=1,
                     help="BLAS threads (default 1: on a shared 2-core machine oversubscribed "
                          "OpenBLAS threads made one 828 x 828 eigh 40 times slower)")
@@ -354,16 +410,18 @@ def main(argv=None):
 
     log(f"# lssmtc_paper.py  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
         f"python {platform.python_version()}, {os.cpu_count()} cores; runs={args.runs}, "
-        f"grid={args.grid}, representation={args.representation}, BLAS threads={args.threads}")
+        f"grid={args.grid}, representation={args.representation}, init={args.init}, "
+        f"l={args.l}, lam={args.lam}, BLAS threads={args.threads}")
     warnings.simplefilter("ignore", ConvergenceWarning)
-    for name in args.datasets:
-        Xs, ys, desc = load(name, args.representation)
-        log(f"\n## {name}: {desc}\n  tasks: {[X.shape for X in Xs]}, representation "
-            f"{args.representation}")
+    for name, rep in [(n, r) for n in args.datasets for r in args.representation]:
+        Xs, ys, desc = load(name, rep)
+        log(f"\n## {name} ({rep}): {desc}\n  tasks: {[X.shape for X in Xs]}, representation "
+            f"{rep}")
         if args.part in ("clustering", "both"):
             t0 = time.perf_counter()
-            res = clustering(name, Xs, ys, args.runs, args.grid, log)
-            print_clustering(name, res, args.runs, log)
+            res = clustering(name, Xs, ys, args.runs, args.grid, log, inits=args.init,
+                             baselines=not args.skip_baselines, ls=args.l, lams=args.lam)
+            print_clustering(f"{name} ({rep})", name, res, args.runs, log)
             log(f"  ({time.perf_counter() - t0:.0f} s)")
         if args.part in ("transfer", "both"):
             t0 = time.perf_counter()

@@ -219,8 +219,8 @@ def check_n_clusters_per_task(n_clusters, sizes, *, name="n_clusters", equal=Non
 _INIT_STRINGS = ("k-means++", "random")
 
 
-def _canonical(value, t, aliases):
-    if value in _INIT_STRINGS:
+def _canonical(value, t, aliases, strings=_INIT_STRINGS):
+    if value in strings:
         return value
     if value in aliases:
         new = aliases[value]
@@ -229,13 +229,13 @@ def _canonical(value, t, aliases):
             "spelling will be removed in a future release.", FutureWarning, stacklevel=4)
         return new
     where = "" if t is None else f" for task {t}"
+    names = ", ".join(repr(v) for v in strings)
     raise ValueError(
-        f"init{where} must be 'k-means++', 'random', per-task labels or per-task centres, "
-        f"got {value!r}."
+        f"init{where} must be {names}, per-task labels or per-task centres, got {value!r}."
     )
 
 
-def parse_init(init, Xs, ks, *, aliases=None, membership=False):
+def parse_init(init, Xs, ks, *, aliases=None, membership=False, strings=_INIT_STRINGS):
     """Per-task initialisation in the one vocabulary shared by the multi-task estimators.
 
     Parameters
@@ -254,6 +254,9 @@ def parse_init(init, Xs, ks, *, aliases=None, membership=False):
     membership : bool, default=False
         Accept ``(n_t, K_t)`` membership matrices. A 2-D array whose shape fits both centres
         and a membership matrix is read as centres.
+    strings : tuple of str, default=("k-means++", "random")
+        The init strings this estimator accepts (the kernel methods add
+        ``"random-partition"``).
 
     Returns
     -------
@@ -264,7 +267,7 @@ def parse_init(init, Xs, ks, *, aliases=None, membership=False):
     aliases = aliases or {}
     T = len(Xs)
     if isinstance(init, str):
-        kind = _canonical(init, None, aliases)
+        kind = _canonical(init, None, aliases, strings)
         return [(kind, None)] * T
     if (isinstance(init, np.ndarray) or sp.issparse(init)) and init.ndim == 2 and T == 1:
         entries = [init]
@@ -285,7 +288,7 @@ def parse_init(init, Xs, ks, *, aliases=None, membership=False):
     parsed = []
     for t, e in enumerate(entries):
         if isinstance(e, str):
-            parsed.append((_canonical(e, t, aliases), None))
+            parsed.append((_canonical(e, t, aliases, strings), None))
             continue
         a = e.toarray() if sp.issparse(e) else np.asarray(e)
         n, d = Xs[t].shape
@@ -367,7 +370,7 @@ def resolve_n_init(n_init, parsed):
     """
     if isinstance(n_init, str):
         return 10 if any(kind == "random" for kind, _ in parsed) else 1
-    if all(kind not in _INIT_STRINGS for kind, _ in parsed) and n_init != 1:
+    if all(value is not None for _, value in parsed) and n_init != 1:
         warnings.warn("init gives every task's centres or labels, so n_init is ignored "
                       "(1 run).", RuntimeWarning, stacklevel=3)
         return 1

@@ -39,7 +39,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._multitask import (
-    _INIT_STRINGS,
     BOOLEAN,
     Interval,
     MultiTaskMixin,
@@ -50,6 +49,7 @@ from ._multitask import (
 )
 from ._validation import (
     DomainError,
+    EmptyClusterWarning,
     check_finite,
     check_n_clusters,
     check_scalar,
@@ -71,6 +71,8 @@ __all__ = [
     "nonparametric_kernel_weights",
     "spectral_kernel_weights",
     "kernel_kmeans",
+    "factor_kernel_kmeans",
+    "normalize_factor_rows",
 ]
 
 _EIGEN_SOLVERS = ("auto", "arpack", "lobpcg", "dense")
@@ -707,6 +709,112 @@ def kernel_kmeans(K, n_clusters, *, n_init=10, max_iter=300, random_state=None):
     return best[0], best[1]
 
 
+_FACTOR_INITS = ("k-means++", "random-partition")
+#: init strings of the kernel estimators: the factor starts plus the shared "random"
+_KERNEL_INITS = ("random-partition", "k-means++", "random")
+
+
+def _check_factor_kmeans_options(init, normalize, name="normalize_factor"):
+    if not (isinstance(init, str) and init in _FACTOR_INITS):
+        raise ValueError(
+            f"init must be one of {_FACTOR_INITS} for the kernel k-means on the learned factor, "
+            f"got {init!r}."
+        )
+    if not isinstance(normalize, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {normalize!r}.")
+
+
+def normalize_factor_rows(factor):
+    """Rows of a kernel factor scaled to unit Euclidean norm (zero rows stay zero).
+
+    For ``K = F F^T`` this is the normalised kernel ``K_ij / sqrt(K_ii K_jj)``, the row
+    normalisation of Ng, Jordan & Weiss (2002) applied to the learned factor.
+
+    Parameters
+    ----------
+    factor : array-like of shape (n, r)
+
+    Returns
+    -------
+    ndarray of shape (n, r)
+        A new array; ``factor`` is not modified.
+    """
+    F = np.array(factor, dtype=np.float64, copy=True)
+    if F.ndim != 2:
+        raise ValueError(f"factor must be a 2-D array, got shape {F.shape}.")
+    norms = np.linalg.norm(F, axis=1)
+    nz = norms > 0
+    F[nz] /= norms[nz, None]
+    return F
+
+
+def _random_partition_centres(F, n_clusters, rng):
+    """Means of a uniformly random partition of the rows of ``F`` with no empty part."""
+    n = F.shape[0]
+    labels = rng.randint(n_clusters, size=n)
+    labels[rng.permutation(n)[:n_clusters]] = np.arange(n_clusters)
+    cnt = np.bincount(labels, minlength=n_clusters).astype(np.float64)
+    sums = np.zeros((n_clusters, F.shape[1]))
+    np.add.at(sums, labels, F)
+    return sums / cnt[:, None]
+
+
+def factor_kernel_kmeans(factor, n_clusters, *, init="random-partition", normalize=False,
+                         n_init=10, max_iter=300, tol=1e-4, random_state=None):
+    """Kernel k-means on ``K = F F^T`` given its factor: Euclidean k-means on the rows of ``F``.
+
+    Parameters
+    ----------
+    factor : array-like of shape (n, r)
+        The factor ``F`` of the kernel.
+    n_clusters : int
+    init : {"random-partition", "k-means++"}, default="random-partition"
+        ``"random-partition"``: every run starts from a uniformly random labelling (each cluster
+        non-empty), the usual start of kernel k-means; the first step assigns each point to the
+        nearest mean of that partition (a cluster this empties is re-seeded as in
+        :class:`BregmanKMeans`, without a warning). ``"k-means++"``: k-means++ seeding on the
+        rows.
+    normalize : bool, default=False
+        Scale the rows of ``F`` to unit norm first (:func:`normalize_factor_rows`).
+    n_init : int, default=10
+        Runs; the one with the lowest kernel k-means objective wins.
+    max_iter : int, default=300
+    tol : float, default=1e-4
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    labels : ndarray of shape (n,)
+    inertia : float
+        Kernel k-means objective of the clustered (possibly normalised) factor.
+    """
+    _check_factor_kmeans_options(init, normalize, name="normalize")
+    F = np.asarray(factor, dtype=np.float64)
+    if F.ndim != 2:
+        raise ValueError(f"factor must be a 2-D array, got shape {F.shape}.")
+    k = check_n_clusters(n_clusters, F.shape[0])
+    n_init = check_scalar(n_init, "n_init", kind=numbers.Integral, lo=1)
+    Y = normalize_factor_rows(F) if normalize else F
+    if init == "k-means++":
+        est = BregmanKMeans(k, divergence="sqeuclidean", n_init=n_init, max_iter=max_iter,
+                            tol=tol, random_state=random_state)
+        est.fit(Y)
+        return est.labels_.astype(np.int64), float(est.inertia_)
+    rng = check_random_state(random_state)
+    best = (None, np.inf)
+    for _ in range(n_init):
+        centres = _random_partition_centres(Y, k, rng)
+        with warnings.catch_warnings():
+            # the means of a random partition all lie near the grand mean, so the first
+            # assignment often empties a cluster; re-seeding it is part of this start
+            warnings.simplefilter("ignore", EmptyClusterWarning)
+            est = BregmanKMeans(k, divergence="sqeuclidean", init=centres, n_init=1,
+                                max_iter=max_iter, tol=tol).fit(Y)
+        if est.inertia_ < best[1]:
+            best = (est.labels_.astype(np.int64), float(est.inertia_))
+    return best
+
+
 # ----------------------------------------------------------------------------- estimators
 class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Shared fit machinery: graph, Laplacian, learned weights, kernel k-means on the factor."""
@@ -721,6 +829,7 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "tol": [Interval(numbers.Real, 0.0)],
         "eigen_solver": [Options(*_EIGEN_SOLVERS)],
         "eigen_tol": [Interval(numbers.Real, 0.0)],
+        "normalize_factor": [BOOLEAN],
     }
 
     def _validate_common(self, Xs):
@@ -742,9 +851,9 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                       "different K per task)")
         else:
             ks = check_n_clusters_per_task(self.n_clusters, sizes)
-        parsed = parse_init(self.init, Xs, ks)
-        if self.joint and len({kind if kind in _INIT_STRINGS else "given"
-                               for kind, _ in parsed}) > 1:
+        parsed = parse_init(self.init, Xs, ks, strings=_KERNEL_INITS)
+        if self.joint and len({kind if value is None else "given"
+                               for kind, value in parsed}) > 1:
             raise ValueError(
                 "joint=True runs one kernel k-means over all tasks and needs one kind of init "
                 "for every task (one string, or labels/centres for every task); use "
@@ -762,7 +871,13 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         def km(n_clusters, Y, entries, Xparts):
             seed = rng.randint(np.iinfo(np.int32).max)
             kind = entries[0][0]
-            if kind in _INIT_STRINGS:
+            if kind in ("random-partition", "k-means++"):
+                return factor_kernel_kmeans(Y, n_clusters, init=kind,
+                                            normalize=self.normalize_factor, n_init=self.n_init,
+                                            max_iter=self.max_iter, tol=self.tol,
+                                            random_state=seed)
+            Y = normalize_factor_rows(Y) if self.normalize_factor else Y
+            if kind == "random":
                 init, n_init = kind, self.n_init
             else:  # labels or input-space centres -> centres of the factor rows
                 labels = np.concatenate([
@@ -797,6 +912,7 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         F = V * np.sqrt(w)[None, :]
         labels, self.inertia_ = self._cluster(F, Xs, sizes, ks, parsed, rng)
         self.embedding_ = F
+        self.cluster_embedding_ = normalize_factor_rows(F) if self.normalize_factor else F
         self.eigenvectors_ = V
         self.kernel_spectrum_ = w
         self.affinity_matrix_ = W
@@ -879,12 +995,18 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     joint : bool, default=True
         True: one kernel k-means over all tasks (the paper). False: kernel k-means per task,
         allowing a different number of clusters per task.
-    init : {"k-means++", "random"} or list, default="k-means++"
-        Start of the kernel k-means (Euclidean k-means on the rows of the kernel factor):
-        k-means++ or random seeding (``n_init`` restarts), or one entry per task: an
-        ``(n_t,)`` integer label array or a ``(K_t, n_features)`` array of input-space
-        centres (each row takes the label of its nearest centre); the factor's cluster means
-        of those labels start one run. With ``joint=True`` every task needs the same kind.
+    init : {"random-partition", "k-means++", "random"} or list, default="random-partition"
+        Start of each kernel k-means run (Euclidean k-means on the rows of the kernel factor).
+        ``"random-partition"``: a uniformly random labelling (each cluster non-empty), the
+        usual kernel k-means start. ``"k-means++"`` / ``"random"``: k-means++ or random
+        seeding on the rows of the factor. The paper does not say which it uses; the learned
+        kernel has a few eigenvectors supported on small groups of points, and k-means++ tends
+        to split those off (with a lower kernel k-means objective than the class split), while
+        random partitions start from balanced clusters. See :func:`factor_kernel_kmeans`. A
+        list gives one entry per task: an ``(n_t,)`` integer label array or a
+        ``(K_t, n_features)`` array of input-space centres (each row takes the label of its
+        nearest centre); the factor's cluster means of those labels start one run. With
+        ``joint=True`` every task needs the same kind.
     n_init : int, default=10
         Restarts of the kernel k-means.
     max_iter : int, default=300
@@ -893,6 +1015,11 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         See :func:`smallest_eigenpairs`.
     eigen_tol : float, default=0.0
     random_state : int, RandomState or None
+    normalize_factor : bool, default=True
+        Cluster the rows of the factor scaled to unit norm, i.e. kernel k-means on the
+        normalised kernel ``K_ij / sqrt(K_ii K_jj)`` (as Ng, Jordan & Weiss do with spectral
+        embeddings). The learned kernel, ``embedding_`` and the objectives are unaffected.
+        ``init="k-means++", normalize_factor=False`` is the procedure as printed in the paper.
 
     Attributes
     ----------
@@ -901,6 +1028,9 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     embedding_ : ndarray of shape (n, ceil(b))
         Factor ``F = P diag(sqrt(gamma))`` of the learned kernel ``K* = F F^T``, rows stacked in
         task order.
+    cluster_embedding_ : ndarray of shape (n, ceil(b))
+        The rows kernel k-means clustered: ``embedding_`` with unit-norm rows when
+        ``normalize_factor=True``, else ``embedding_`` itself.
     eigenvalues_ : ndarray of shape (ceil(b),)
         Smallest eigenvalues ``sigma_i`` of ``A = L + C S``.
     eigenvectors_ : ndarray of shape (n, ceil(b))
@@ -940,8 +1070,9 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     """
 
     def __init__(self, n_clusters=2, *, C=1.0, b=30, n_neighbors=10, affinity="cosine",
-                 affinity_params=None, joint=True, init="k-means++", n_init=10, max_iter=300,
-                 tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None):
+                 affinity_params=None, joint=True, init="random-partition", normalize_factor=True,
+                 n_init=10, max_iter=300, tol=1e-4, eigen_solver="auto", eigen_tol=0.0,
+                 random_state=None):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -956,6 +1087,8 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         self.eigen_solver = eigen_solver
         self.eigen_tol = eigen_tol
         self.random_state = random_state
+        self.init = init
+        self.normalize_factor = normalize_factor
 
     def fit(self, Xs, y=None):
         """Learn the kernel and cluster.
@@ -996,7 +1129,8 @@ class SpectralKernelMTC(_BaseKernelMTC):
     n_clusters : int or list of int, default=2
         Clusters (one int; a list per task allowed with ``joint=False``).
     C : float, default=1.0
-        Weight of the MMD term. ``C=0`` is the paper's LSKMTC0.
+        Weight of the MMD term. ``C=0`` is the paper's LSKMTC0, degenerate by construction
+        (see Notes; warns).
     b : float, default=1
         Trace of the kernel, ``0 < b <= n_eigenvectors``.
     n_eigenvectors : int, default=30
@@ -1005,8 +1139,8 @@ class SpectralKernelMTC(_BaseKernelMTC):
         Eigenvalues of ``L`` closer than this (relative) are treated as one repeated eigenvalue
         whose eigenvectors share one weight (0: the plain LP 15). See
         :func:`spectral_kernel_weights`.
-    n_neighbors, affinity, affinity_params, joint, init, n_init, max_iter, tol, eigen_solver, \
-eigen_tol, random_state
+    n_neighbors, affinity, affinity_params, joint, init, normalize_factor, n_init, max_iter, \
+tol, eigen_solver, eigen_tol, random_state
         As in :class:`NonparametricKernelMTC`.
 
     Attributes
@@ -1014,6 +1148,8 @@ eigen_tol, random_state
     labels_ : list of ndarray
     embedding_ : ndarray of shape (n, r)
         ``F = V diag(sqrt(mu))``; ``K* = F F^T``.
+    cluster_embedding_ : ndarray of shape (n, r)
+        As in :class:`NonparametricKernelMTC`.
     eigenvalues_ : ndarray of shape (r,)
         Smallest eigenvalues ``lambda_t`` of ``L``.
     eigenvectors_ : ndarray of shape (n, r)
@@ -1025,6 +1161,11 @@ eigen_tol, random_state
 task_sizes_, n_clusters_, n_tasks_, n_features_in_
         As in :class:`NonparametricKernelMTC`.
 
+    Warns
+    -----
+    UserWarning
+        At fit time when ``C=0`` (degenerate by construction, see Notes).
+
     Notes
     -----
     Paper Eq. 13-15: ``K* = sum_t mu_t v_t v_t^T`` over the ``r`` smoothest eigenvectors of
@@ -1033,6 +1174,11 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
     Eigenvectors of a repeated eigenvalue of ``L`` get equal weights (``tie_tol``); the paper
     leaves this unspecified, but without it ``K*`` depends on the arbitrary basis the eigensolver
     returns for the (at least ``m``-fold) zero eigenvalue of the within-task graph.
+
+    ``C=0`` (the paper's LSKMTC0) is degenerate by construction and warns at fit time: the
+    costs are then the eigenvalues of ``L`` alone, so (for ``b`` up to the number of connected
+    components) the weights sit only on the graph's null space, the component indicators times
+    ``sqrt(degree)``. That kernel separates the tasks and the graph's components, not clusters.
 
     References
     ----------
@@ -1051,8 +1197,8 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
 
     def __init__(self, n_clusters=2, *, C=1.0, b=1, n_eigenvectors=30, tie_tol=1e-8,
                  n_neighbors=10, affinity="cosine", affinity_params=None, joint=True,
-                 init="k-means++", n_init=10, max_iter=300, tol=1e-4, eigen_solver="auto",
-                 eigen_tol=0.0, random_state=None):
+                 init="random-partition", normalize_factor=True, n_init=10, max_iter=300,
+                 tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -1069,6 +1215,8 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
         self.eigen_solver = eigen_solver
         self.eigen_tol = eigen_tol
         self.random_state = random_state
+        self.init = init
+        self.normalize_factor = normalize_factor
 
     def fit(self, Xs, y=None):
         """Learn the spectral kernel and cluster.
@@ -1083,6 +1231,12 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
         self
         """
         Xs, sizes, ks, parsed = self._validate_common(Xs)
+        if float(self.C) == 0.0:
+            warnings.warn(
+                "C=0 makes LSKMTC degenerate by construction: without the MMD term LP (15) "
+                "puts the kernel weight on the graph's null space (one indicator per connected "
+                "component times sqrt(degree)), which separates tasks and graph components, "
+                "not clusters; use C > 0 (e.g. C=100).", UserWarning, stacklevel=2)
         n = int(sizes.sum())
         r = check_scalar(self.n_eigenvectors, "n_eigenvectors", kind=numbers.Integral, lo=1)
         if r > n:

@@ -404,3 +404,114 @@ def test_cli_demo_rows():
     # quality: on these related tasks the MMD term helps, LNKMTC (C=100) beats C=0 on each task
     rows = dict(rows)
     assert all(a[0] > b[0] + 0.1 for a, b in zip(rows["LNKMTC"], rows["LNKMTC0"]))
+
+
+# ----------------------------------------------------------------------------- kernel k-means start
+def test_random_partition_start_reproducible_and_valid():
+    from bregclust.kernel_mtc import factor_kernel_kmeans
+
+    rng = np.random.RandomState(20)
+    F = np.vstack([rng.randn(30, 4) + 3 * np.eye(4)[c] for c in range(3)])
+    a = factor_kernel_kmeans(F, 3, init="random-partition", n_init=4, random_state=7)
+    b = factor_kernel_kmeans(F, 3, init="random-partition", n_init=4,
+                             random_state=np.random.RandomState(7))
+    assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+    assert set(np.unique(a[0])) == {0, 1, 2}
+    assert np.bincount(a[0], minlength=3).min() > 0
+    assert clustering_accuracy(np.repeat([0, 1, 2], 30), a[0]) >= 0.95
+    # the objective is the Euclidean k-means inertia of the returned partition
+    cent = np.vstack([F[a[0] == c].mean(axis=0) for c in range(3)])
+    assert a[1] == pytest.approx(((F - cent[a[0]]) ** 2).sum(), rel=1e-9)
+    # k-means++ start: exactly BregmanKMeans on the rows with the same seed
+    c = factor_kernel_kmeans(F, 3, init="k-means++", n_init=4, random_state=7)
+    km = BregmanKMeans(3, n_init=4, random_state=7).fit(F)
+    assert np.array_equal(c[0], km.labels_) and c[1] == pytest.approx(km.inertia_)
+
+
+@pytest.mark.parametrize("cls", [LNKMTC, LSKMTC])
+def test_estimators_random_partition_all_clusters_non_empty_and_seeded(cls):
+    Xs, _ = _tasks((30, 25), n_classes=3, seed=21)
+    kw = dict(b=6) if cls is LNKMTC else dict(b=2, n_eigenvectors=8)
+    est = cls(3, C=1.0, n_neighbors=5, random_state=4, init="random-partition", **kw)
+    a = est.fit(Xs)
+    labels = np.concatenate(a.labels_)
+    assert np.bincount(labels, minlength=3).min() > 0 and labels.max() == 2
+    b = clone(est).fit(Xs)
+    assert all(np.array_equal(x, y) for x, y in zip(a.labels_, b.labels_))
+    other = clone(est).set_params(random_state=5).fit(Xs)
+    assert [lab.shape for lab in other.labels_] == [(30,), (25,)]
+
+
+def test_row_normalised_factor_has_unit_rows():
+    from bregclust.kernel_mtc import normalize_factor_rows
+
+    Xs, _ = _tasks((30, 25), seed=22)
+    est = LNKMTC(2, C=1.0, b=6, n_neighbors=5, random_state=0, normalize_factor=True).fit(Xs)
+    F = est.cluster_embedding_
+    np.testing.assert_allclose(np.linalg.norm(F, axis=1), 1.0, atol=1e-12)
+    # the learned kernel itself is not normalised: same kernel and objective as without
+    raw = LNKMTC(2, C=1.0, b=6, n_neighbors=5, random_state=0, normalize_factor=False).fit(Xs)
+    np.testing.assert_allclose(est.embedding_, raw.embedding_)
+    assert raw.cluster_embedding_ is raw.embedding_
+    assert est.objective_ == pytest.approx(raw.objective_)
+    np.testing.assert_allclose(F, est.embedding_ / np.linalg.norm(est.embedding_, axis=1)[:, None])
+    # zero rows stay zero; input untouched
+    G = np.array([[3.0, 4.0], [0.0, 0.0], [-1.0, 0.0]])
+    out = normalize_factor_rows(G)
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0], [-1.0, 0.0]])
+    assert G[0, 0] == 3.0
+
+
+def test_as_printed_setting_keeps_the_previous_labels():
+    # init="k-means++", normalize_factor=False is the former procedure: BregmanKMeans on F
+    Xs, _ = _tasks((30, 25), seed=23)
+    est = LNKMTC(2, C=1.0, b=6, n_neighbors=5, random_state=3, init="k-means++",
+                 normalize_factor=False, n_init=3).fit(Xs)
+    rng = np.random.RandomState(3)
+    # fit draws the eigensolver's start vector first, then the k-means seed
+    smallest_eigenpairs(est.affinity_matrix_, 6, C=1.0, task_sizes=[30, 25], random_state=rng)
+    km = BregmanKMeans(2, n_init=3, random_state=rng.randint(np.iinfo(np.int32).max))
+    lab = km.fit(est.embedding_).labels_
+    assert np.array_equal(np.concatenate(est.labels_), lab)
+
+
+def test_spectral_kernel_C0_warns_degenerate():
+    Xs, _ = _tasks((30, 25), seed=24)
+    with pytest.warns(UserWarning, match=r"C=0 makes LSKMTC degenerate.*use C > 0"):
+        LSKMTC(2, C=0.0, n_eigenvectors=6, n_neighbors=5, random_state=0).fit(Xs)
+
+
+def test_bad_kernel_kmeans_options():
+    Xs, _ = _tasks((20, 15), seed=25)
+    with pytest.raises(ValueError, match="init must be one of .*random-partition"):
+        LNKMTC(2, b=3, init="farthest").fit(Xs)
+    with pytest.raises(TypeError, match="normalize_factor must be True or False"):
+        LSKMTC(2, n_eigenvectors=5, normalize_factor="yes").fit(Xs)
+
+
+@pytest.mark.data
+def test_lnkmtc_as_run_on_malsar_rec_vs_talk_quality_floor():
+    require_data("mtc_newsgroups_malsar/rec.vs.talk/Task1.mat")
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    from bregclust.datasets import load_malsar
+
+    data = load_malsar("rec.vs.talk")
+    Xs = [sp.csr_matrix(X, dtype=np.float64) for X in data.Xs]
+    tf = TfidfTransformer().fit(sp.vstack(Xs))
+    Xs = [sp.csr_matrix(tf.transform(X)) for X in Xs]
+    est = LNKMTC(2, C=500.0, b=30, random_state=0).fit(Xs)   # defaults: the paper "as run"
+    acc = [clustering_accuracy(y, lab) for y, lab in zip(data.ys, est.labels_)]
+    assert min(acc) >= 0.75
+
+
+def test_factor_kernel_kmeans_bad_input():
+    from bregclust.kernel_mtc import factor_kernel_kmeans
+
+    F = np.random.RandomState(26).randn(10, 3)
+    with pytest.raises(TypeError, match="normalize must be True or False"):
+        factor_kernel_kmeans(F, 2, normalize=1)
+    with pytest.raises(ValueError, match="init must be one of"):
+        factor_kernel_kmeans(F, 2, init="random")
+    with pytest.raises(ValueError, match="factor must be a 2-D array"):
+        factor_kernel_kmeans(F[:, 0], 2)
