@@ -711,7 +711,7 @@ def kernel_kmeans(K, n_clusters, *, n_init=10, max_iter=300, random_state=None):
 
 _FACTOR_INITS = ("k-means++", "random-partition")
 #: init strings of the kernel estimators: the factor starts plus the shared "random"
-_KERNEL_INITS = ("random-partition", "k-means++", "random")
+_KERNEL_INITS = ("k-means++", "random", "random-partition")
 
 
 def _check_factor_kmeans_options(init, normalize, name="normalize_factor"):
