@@ -32,6 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._dask import is_dask_array
 from ._multitask import (
     Interval,
     MultiTaskMixin,
@@ -676,6 +677,11 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
 
 
 # =========================================================================== the estimator
+def _dask_tasks(Xs):
+    """True when ``Xs`` is a list of tasks of which one is a ``dask.array.Array``."""
+    return isinstance(Xs, (list, tuple)) and any(is_dask_array(X) for X in Xs)
+
+
 class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Multitask Bregman Clustering (MBC; Zhang & Zhang, AAAI 2010).
 
@@ -874,6 +880,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         from .kmeans import smoothing_point
 
+        if _dask_tasks(Xs):
+            from ._dask import dask_mbc_fit
+
+            return dask_mbc_fit(self, Xs, trace=trace)
         self._validate_params()
         div = get_divergence(self.divergence, **(self.divergence_params or {}))
         Xs = check_tasks(Xs, divergence=div)
@@ -954,6 +964,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self)
         t = self._check_task(task)
+        if is_dask_array(X):
+            from ._dask import dask_mbc_predict
+
+            return dask_mbc_predict(self, X, t)
         X = self._check_X(X, self.divergence_)
         labels, _ = self.divergence_.assign(X, self.cluster_centers_[t])
         return labels
@@ -962,6 +976,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """Divergences ``d(x_i, u^t_z)`` to every centre of task ``task``."""
         check_is_fitted(self)
         t = self._check_task(task)
+        if is_dask_array(X):
+            from ._dask import dask_mbc_transform
+
+            return dask_mbc_transform(self, X, t)
         X = self._check_X(X, self.divergence_)
         return self.divergence_.pairwise(X, self.cluster_centers_[t])
 
