@@ -87,43 +87,92 @@ def check_dask_array(X, *, name="X", n_features=None):
 
 # ----------------------------------------------------------------------------- divergences
 class _Portable:
-    """A divergence that unpickles in a fresh worker process.
+    """A divergence that unpickles in any worker process, or fails there with a clear error.
 
-    Built-in divergences pickle by name; a user-registered generator does not exist in a
-    worker started before (or without) the ``register_divergence`` call, so its generator
-    functions travel with it and are registered there on first use.
+    Built-in divergences travel by name. A user-registered generator does not exist in a
+    worker started before (or without) the ``register_divergence`` call, so its Python
+    functions travel with it (pickled by value with cloudpickle) and the worker registers
+    them on first use. Unpickling never raises: a record that cannot be restored (say, a
+    generator whose functions need a module the worker lacks) becomes a placeholder whose
+    first use raises, so the task fails and the error reaches the client instead of killing
+    the worker (which the scheduler would restart and resubmit to forever).
     """
 
-    def __init__(self, div):
+    def __init__(self, div, name=None, error=None):
         self.div = div
+        self.name = div.name if div is not None else name
+        self.error = error
 
     def __dask_tokenize__(self):
-        return ("bregclust-divergence", self.div.name, id(self.div))
+        return ("bregclust-divergence", self.name, id(self.div))
 
     def __reduce__(self):
         div = self.div
+        if div is None:
+            return (_restore, (self.name, {}, None, self.error))
         if div.builtin:
-            return (_restore, (div.name, dict(div.params), None))
-        spec = {key: getattr(getattr(div, key), "py_func", getattr(div, key))
-                for key in ("phi", "dphi", "dphi_inv")}
-        spec.update(domain=div.domain, symmetric=div.symmetric, aliases=tuple(div.aliases),
-                    formula=div.formula)
-        return (_restore, (div.name, {}, spec))
+            return (_restore, (div.name, dict(div.params), None, None))
+        return (_restore, (div.name, {}, _generator_spec(div), None))
+
+    def get(self):
+        if self.div is None:
+            raise RuntimeError(self.error)
+        return self.div
 
 
-def _restore(name, params, spec):
-    from .divergences import get_divergence, register_divergence
+def _generator_spec(div):
+    """The registration of a custom generator, pickled with its functions by value."""
+    import cloudpickle
 
+    spec = {key: getattr(getattr(div, key), "py_func", getattr(div, key))
+            for key in ("phi", "dphi", "dphi_inv")}
+    inv = spec["dphi_inv"]
+    if getattr(inv, "__module__", "").startswith("bregclust."):
+        del spec["dphi_inv"]  # the registry's own bisection inverse: rebuilt by registering
+    spec.update(domain=div.domain, symmetric=div.symmetric, aliases=tuple(div.aliases),
+                formula=div.formula)
+    mods = {sys.modules.get(getattr(f, "__module__", None)) for f in
+            (spec["phi"], spec["dphi"], spec.get("dphi_inv"))}
+    mods = [m for m in mods if m is not None and m.__name__ not in ("__main__", "builtins")
+            and not m.__name__.startswith(("math", "numpy", "numba"))]
+    registered = []
     try:
-        return get_divergence(name, **params)
-    except ValueError:
-        if spec is None:
-            raise
-        return register_divergence(name, **spec)
+        for m in mods:  # user functions travel by value (workers need not import their module)
+            try:
+                cloudpickle.register_pickle_by_value(m)
+                registered.append(m)
+            except ValueError:
+                pass
+        return cloudpickle.dumps(spec)
+    finally:
+        for m in registered:
+            cloudpickle.unregister_pickle_by_value(m)
+
+
+def _restore(name, params, spec, error):
+    """Unpickle a :class:`_Portable` (never raises; see there)."""
+    if error is not None:
+        return _Portable(None, name, error)
+    try:
+        from .divergences import get_divergence, register_divergence
+
+        try:
+            return _Portable(get_divergence(name, **params))
+        except ValueError:
+            if spec is None:
+                raise
+            import pickle
+
+            return _Portable(register_divergence(name, **pickle.loads(spec)))
+    except Exception as exc:  # noqa: BLE001 - reported when the task runs, see _Portable
+        return _Portable(None, name, (
+            f"divergence {name!r} could not be restored on a dask worker "
+            f"({type(exc).__name__}: {exc}). Make its generator functions importable there "
+            f"or call client.run(register_divergence, {name!r}, phi=..., dphi=...) first."))
 
 
 def _div(div):
-    return div.div if isinstance(div, _Portable) else div
+    return div.get() if isinstance(div, _Portable) else div
 
 
 # ----------------------------------------------------------------------------- chunk tasks
