@@ -862,6 +862,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         ----------
         Xs : list of {array-like, sparse matrix}, each of shape (n_t, n_features)
             The tasks; all share one feature space and lie in the divergence's domain.
+            Tasks may be row-chunked ``dask.array.Array`` (``pip install bregclust[dask]``):
+            each assignment pass then runs on the dask cluster, the transport plans and the
+            centre step on the client; ``labels_`` are lazy dask arrays and ``"k-means++"``
+            seeds a dask task by k-means||.
         y : ignored
         trace : bool, default=False
             Also record the objective after the centre and relation blocks of every sweep in
@@ -954,13 +958,14 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
         task : int, optional
             Which task's centres to use; required when the model has more than one task.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            A lazy dask array when ``X`` is one.
         """
         check_is_fitted(self)
         t = self._check_task(task)
