@@ -179,10 +179,10 @@ def quality(seeds):
 
     cases = []
     m = load_mnist_test()
-    cases.append(("MNIST test, sqeuclidean, k=10", np.asarray(m.data, dtype=np.float64),
+    cases.append(("MNIST test, sqeuclidean, k=10", np.asarray(m.X, dtype=np.float64),
                   "sqeuclidean", 10))
     ng = load_20newsgroups(vectorizer="tfidf")
-    cases.append(("20 Newsgroups tf-idf, sqeuclidean, k=20", sp.csr_matrix(ng.data),
+    cases.append(("20 Newsgroups tf-idf, sqeuclidean, k=20", sp.csr_matrix(ng.X),
                   "sqeuclidean", 20))
     rows = []
     for label, X, div, k in cases:
