@@ -115,6 +115,8 @@ def scaling(client, sizes, d, k, rows_per_chunk, iters, png):
     table(["n", "s / iteration", "rows / s"], [[int(n), f"{t:.3f}", f"{n / t:.3g}"]
                                                for n, t in rows])
     print(f"\nlog-log slope: {slope:.2f} (1 = linear in n)")
+    if png is None:
+        return
     try:
         import matplotlib.pyplot as plt
     except ImportError:
@@ -125,6 +127,7 @@ def scaling(client, sizes, d, k, rows_per_chunk, iters, png):
     ax.set_ylabel("seconds per Lloyd iteration")
     ax.set_title(f"BregmanKMeans on dask, slope {slope:.2f}")
     fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
     fig.savefig(png, dpi=120)
     print(f"plot: {png}")
 
@@ -176,10 +179,10 @@ def quality(seeds):
 
     cases = []
     m = load_mnist_test()
-    cases.append(("MNIST test, sqeuclidean, k=10", np.asarray(m.data, dtype=np.float64),
+    cases.append(("MNIST test, sqeuclidean, k=10", np.asarray(m.X, dtype=np.float64),
                   "sqeuclidean", 10))
     ng = load_20newsgroups(vectorizer="tfidf")
-    cases.append(("20 Newsgroups tf-idf, sqeuclidean, k=20", sp.csr_matrix(ng.data),
+    cases.append(("20 Newsgroups tf-idf, sqeuclidean, k=20", sp.csr_matrix(ng.X),
                   "sqeuclidean", 20))
     rows = []
     for label, X, div, k in cases:
@@ -209,7 +212,8 @@ def main(argv=None):
     p.add_argument("--skip-peers", action="store_true")
     p.add_argument("--skip-daskml", action="store_true")
     p.add_argument("--scaling", default="", help="comma-separated n values for the curve")
-    p.add_argument("--scaling-png", default="dask_scaling.png")
+    p.add_argument("--plot-dir", default=None,
+                   help="directory for the scaling PNG (dask_scaling.png); no plot without it")
     p.add_argument("--out-of-core", type=int, default=0, metavar="N",
                    help="rows of an on-disk zarr array to cluster (0: skip)")
     p.add_argument("--memory-limit", default="2GB", help="per worker, for --out-of-core")
@@ -230,8 +234,9 @@ def main(argv=None):
             peers(client, args.n, args.d, args.k, args.chunks, args.iters, args.skip_daskml)
         if args.scaling:
             sizes = [int(float(v)) for v in args.scaling.split(",")]
-            scaling(client, sizes, args.d, args.k, -(-args.n // args.chunks), 3,
-                    args.scaling_png)
+            png = (os.path.join(args.plot_dir, "dask_scaling.png") if args.plot_dir
+                   else None)
+            scaling(client, sizes, args.d, args.k, -(-args.n // args.chunks), 3, png)
         if args.out_of_core:
             tmp = tempfile.mkdtemp(prefix="bregclust_ooc_")
             try:

@@ -87,43 +87,92 @@ def check_dask_array(X, *, name="X", n_features=None):
 
 # ----------------------------------------------------------------------------- divergences
 class _Portable:
-    """A divergence that unpickles in a fresh worker process.
+    """A divergence that unpickles in any worker process, or fails there with a clear error.
 
-    Built-in divergences pickle by name; a user-registered generator does not exist in a
-    worker started before (or without) the ``register_divergence`` call, so its generator
-    functions travel with it and are registered there on first use.
+    Built-in divergences travel by name. A user-registered generator does not exist in a
+    worker started before (or without) the ``register_divergence`` call, so its Python
+    functions travel with it (pickled by value with cloudpickle) and the worker registers
+    them on first use. Unpickling never raises: a record that cannot be restored (say, a
+    generator whose functions need a module the worker lacks) becomes a placeholder whose
+    first use raises, so the task fails and the error reaches the client instead of killing
+    the worker (which the scheduler would restart and resubmit to forever).
     """
 
-    def __init__(self, div):
+    def __init__(self, div, name=None, error=None):
         self.div = div
+        self.name = div.name if div is not None else name
+        self.error = error
 
     def __dask_tokenize__(self):
-        return ("bregclust-divergence", self.div.name, id(self.div))
+        return ("bregclust-divergence", self.name, id(self.div))
 
     def __reduce__(self):
         div = self.div
+        if div is None:
+            return (_restore, (self.name, {}, None, self.error))
         if div.builtin:
-            return (_restore, (div.name, dict(div.params), None))
-        spec = {key: getattr(getattr(div, key), "py_func", getattr(div, key))
-                for key in ("phi", "dphi", "dphi_inv")}
-        spec.update(domain=div.domain, symmetric=div.symmetric, aliases=tuple(div.aliases),
-                    formula=div.formula)
-        return (_restore, (div.name, {}, spec))
+            return (_restore, (div.name, dict(div.params), None, None))
+        return (_restore, (div.name, {}, _generator_spec(div), None))
+
+    def get(self):
+        if self.div is None:
+            raise RuntimeError(self.error)
+        return self.div
 
 
-def _restore(name, params, spec):
-    from .divergences import get_divergence, register_divergence
+def _generator_spec(div):
+    """The registration of a custom generator, pickled with its functions by value."""
+    import cloudpickle
 
+    spec = {key: getattr(getattr(div, key), "py_func", getattr(div, key))
+            for key in ("phi", "dphi", "dphi_inv")}
+    inv = spec["dphi_inv"]
+    if getattr(inv, "__module__", "").startswith("bregclust."):
+        del spec["dphi_inv"]  # the registry's own bisection inverse: rebuilt by registering
+    spec.update(domain=div.domain, symmetric=div.symmetric, aliases=tuple(div.aliases),
+                formula=div.formula)
+    mods = {sys.modules.get(getattr(f, "__module__", None)) for f in
+            (spec["phi"], spec["dphi"], spec.get("dphi_inv"))}
+    mods = [m for m in mods if m is not None and m.__name__ not in ("__main__", "builtins")
+            and not m.__name__.startswith(("math", "numpy", "numba"))]
+    registered = []
     try:
-        return get_divergence(name, **params)
-    except ValueError:
-        if spec is None:
-            raise
-        return register_divergence(name, **spec)
+        for m in mods:  # user functions travel by value (workers need not import their module)
+            try:
+                cloudpickle.register_pickle_by_value(m)
+                registered.append(m)
+            except ValueError:
+                pass
+        return cloudpickle.dumps(spec)
+    finally:
+        for m in registered:
+            cloudpickle.unregister_pickle_by_value(m)
+
+
+def _restore(name, params, spec, error):
+    """Unpickle a :class:`_Portable` (never raises; see there)."""
+    if error is not None:
+        return _Portable(None, name, error)
+    try:
+        from .divergences import get_divergence, register_divergence
+
+        try:
+            return _Portable(get_divergence(name, **params))
+        except ValueError:
+            if spec is None:
+                raise
+            import pickle
+
+            return _Portable(register_divergence(name, **pickle.loads(spec)))
+    except Exception as exc:  # noqa: BLE001 - reported when the task runs, see _Portable
+        return _Portable(None, name, (
+            f"divergence {name!r} could not be restored on a dask worker "
+            f"({type(exc).__name__}: {exc}). Make its generator functions importable there "
+            f"or call client.run(register_divergence, {name!r}, phi=..., dphi=...) first."))
 
 
 def _div(div):
-    return div.div if isinstance(div, _Portable) else div
+    return div.get() if isinstance(div, _Portable) else div
 
 
 # ----------------------------------------------------------------------------- chunk tasks
@@ -629,3 +678,310 @@ def dask_score(est, X, sample_weight=None):
     data = _Chunked(X, sample_weight)
     r = data.run(_lloyd_chunk, est.cluster_centers_, est.divergence_)
     return -float(r["obj"])
+
+
+# ----------------------------------------------------------------------------- multi-task (MBC)
+@_one_at_a_time
+def _mbc_chunk(Xb, wb, U, div, meta, k):
+    """One MBC assignment pass on one chunk: the statistics of :class:`bregclust.mbc._Task`.
+
+    The labels are those of the in-memory task (the same kernel as its ``assign``); the sums
+    are ``counts``, ``S`` and ``Phi`` (sums of ``phi(x)``), or ``PN`` (positive and negative
+    masses) for l1_subgradient, and ``obj`` is ``sum_i d(x_i, u_label)``.
+    """
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    prep = div.prepare(Xb)
+    labels, mins = _mbc_labels(Xb, U, div, prep)
+    out = {"counts": np.bincount(labels, minlength=k).astype(np.float64),
+           "obj": float(np.sum(mins)), "digest": {meta[0]: _digest(labels)}}
+    M = sp.csr_matrix((np.ones(labels.size), (labels, np.arange(labels.size))),
+                      shape=(k, labels.size))
+    if div.differentiable:
+        S = M @ Xb
+        out["S"] = S.toarray() if sp.issparse(S) else np.asarray(S)
+        out["Phi"] = np.asarray(M @ prep[1], dtype=np.float64)
+    else:
+        PN = M @ prep[0]
+        out["PN"] = PN.toarray() if sp.issparse(PN) else np.asarray(PN)
+    return out
+
+
+def _mbc_labels(Xb, U, div, prep=None):
+    """Labels and minima of the in-memory MBC task's ``assign`` (one kernel per model)."""
+    if prep is None:
+        prep = div.prepare(Xb)
+    if div.differentiable:
+        labels, mins, _, _ = div.assign_and_sum(Xb, U, prepared=prep)
+        return labels, mins
+    return div.assign(Xb, U, prepared=prep)
+
+
+@_one_at_a_time
+def _mbc_predict_chunk(Xb, U, div, block_info=None):
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    if block_info is not None:
+        loc = block_info[0]
+        a, b = loc["array-location"][0]
+        _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
+    return _mbc_labels(Xb, U, div)[0]
+
+
+class _LabelToken(str):
+    """The labels of a dask task, stood in for by a digest of every chunk's labels.
+
+    :func:`bregclust.mbc._mbc_run` only compares labels (``np.array_equal``) and hands them
+    back to ``set_labels``; the labels themselves stay on the workers.
+    """
+
+
+class DaskTask:
+    """A dask-backed :class:`bregclust.mbc._Task`: the same statistics and centre cache.
+
+    Every :meth:`assign` is one pass over the row chunks (:func:`_mbc_chunk`, tree-reduced);
+    the statistics it returns are kept for :meth:`set_labels`, so the MBC loop (transport
+    plans, centre step, objective) runs on the client unchanged.
+
+    Parameters
+    ----------
+    data : _Chunked
+    k : int
+    beta : float
+    z : ndarray or None
+    div : Divergence
+    """
+
+    def __init__(self, data, k, beta, z, div):
+        from .mbc import _model
+
+        self.data = data
+        self.X = data.X
+        self.n = data.n
+        self.k = k
+        self.beta = beta
+        self.z = z
+        self.phi_z = 0.0
+        self.z_pn = None
+        self.model = _model(div)
+        if beta > 0:
+            self.model.smoothing_stats(self, div, z)
+        self.labels = None
+        self.pending = None
+        self.centres = None
+        self.inertia = None
+
+    def set_centers(self, U, div):
+        """Centres and their cached GEMM parts (as the in-memory task)."""
+        self.U = np.ascontiguousarray(U, dtype=np.float64)
+        self.model.set_centers(self, div)
+
+    def assign(self, div):
+        """One pass over the chunks; returns a label token (digest of the chunks' labels)."""
+        r = self.data.run(_mbc_chunk, self.U, div, extra=lambda i: (self.k,))
+        token = _LabelToken("".join(r["digest"][i].hex() for i in range(self.data.nchunks)))
+        self.pending = (token, r)
+        self.inertia = r["obj"]  # of the current centres, whether or not the labels changed
+        return token
+
+    def set_labels(self, labels, div):
+        """Statistics of the labels returned by the last :meth:`assign`."""
+        if self.pending is None or self.pending[0] != labels:
+            raise RuntimeError("a dask task's labels come from its last assign() pass.")
+        r = self.pending[1]
+        self.labels = labels
+        self.counts = r["counts"]
+        if div.differentiable:
+            S, Phi = r["S"], r["Phi"]
+            if self.beta > 0:
+                S = S + self.beta * self.z
+                Phi = Phi + self.beta * self.phi_z
+            self.S, self.Phi = S, np.asarray(Phi, dtype=np.float64)
+        else:
+            PN = r["PN"]
+            if self.beta > 0:
+                PN = PN + self.beta * self.z_pn
+            self.PN = PN
+            d = self.U.shape[1]
+            self.S = PN[:, :d] - PN[:, d:]
+
+    @property
+    def weights(self):
+        """Cluster masses including the smoothing pseudo-point."""
+        return self.counts + self.beta
+
+    def data_term(self, div):
+        """``(1/n) [sum_i d(x_i, u_h(i)) + beta sum_z d(z, u_z)]`` from the statistics."""
+        return self.model.data_term(self, div)
+
+
+def _mbc_tasks(Xs):
+    """Row-chunked dask tasks (in-memory tasks are wrapped as one-chunk dask arrays)."""
+    _, da = _dask()
+    if Xs is None or isinstance(Xs, (str, dict)) or not hasattr(Xs, "__len__"):
+        raise TypeError("Xs must be a list of 2-D arrays (one per task), e.g. [X1, X2].")
+    Xs = list(Xs)
+    if not Xs:
+        raise ValueError("Xs is empty; pass at least one task (a list of 2-D arrays).")
+    out = []
+    for t, X in enumerate(Xs):
+        if not is_dask_array(X):
+            X = X if sp.issparse(X) else np.asarray(X)
+            X = da.from_array(X, chunks=(max(1, X.shape[0]), -1) if X.ndim == 2 else -1,
+                              asarray=not sp.issparse(X))
+        out.append(check_dask_array(X, name=f"Xs[{t}]"))
+    d = out[0].shape[1]
+    for t, X in enumerate(out):
+        if X.shape[1] != d:
+            raise ValueError(f"every task must have the same number of features; task 0 has "
+                             f"{d}, task {t} has {X.shape[1]}.")
+    return out
+
+
+def dask_mbc_fit(est, Xs, trace=False):
+    """:meth:`MultitaskBregmanClustering.fit` when a task is a dask array.
+
+    Per-task assignment passes run on the dask cluster (one graph per task and sweep); the
+    transport plans and the coupled centre step (``K x K`` and ``K x d``) run on the client.
+    ``init="k-means++"`` (the default) and ``"k-means||"`` seed each task by k-means||;
+    ``"random"`` and explicit centres work as in memory; label arrays are refused.
+
+    Parameters
+    ----------
+    est : MultitaskBregmanClustering
+    Xs : list of dask.array.Array
+    trace : bool, default=False
+
+    Returns
+    -------
+    est : MultitaskBregmanClustering
+    """
+    from sklearn.utils import check_random_state
+
+    from ._multitask import check_n_clusters_per_task, parse_init, resolve_n_init
+    from .kmeans import _auto_smoothing_from_counts, _push_inside
+    from .mbc import _mbc_run, _pair_costs, _w_step
+    from .metrics import partition_emd
+
+    est._validate_params()
+    from .divergences import get_divergence
+
+    div = get_divergence(est.divergence, **(est.divergence_params or {}))
+    Xs = _mbc_tasks(Xs)
+    T = len(Xs)
+    K = check_n_clusters_per_task(est.n_clusters, [int(X.shape[0]) for X in Xs])
+    if est.marginals != "uniform":
+        raise ValueError("marginals='empirical' needs in-memory tasks (its assignment step "
+                         "reads every label); use marginals='uniform' with dask tasks.")
+    init = est.init
+    if isinstance(init, str) and init == "k-means||":
+        init = "k-means++"
+    elif not isinstance(init, str) and hasattr(init, "__len__") and not hasattr(init, "ndim"):
+        init = ["k-means++" if isinstance(e, str) and e == "k-means||" else e for e in init]
+    parsed = parse_init(init, Xs, K)
+    for t, (kind, _) in enumerate(parsed):
+        if kind == "labels":
+            raise ValueError(f"init labels for task {t} need in-memory tasks; give dask tasks "
+                             "initial centres, 'k-means++' (k-means|| on dask) or 'random'.")
+    n_init = resolve_n_init(est.n_init, parsed)
+    rng = check_random_state(est.random_state)
+
+    tasks, betas = [], []
+    for X, k in zip(Xs, K):
+        data = _Chunked(X)
+        st = data.run(_stats_chunk, div)  # validation of every chunk, w @ X
+        data.chunk_w = np.array([st["chunk_w"][i] for i in range(data.nchunks)])
+        beta = (_auto_smoothing_from_counts(div, data.n, data.d, st["nnz"], st["wsum"], k)
+                if isinstance(est.smoothing, str) else float(est.smoothing))
+        z = _push_inside(st["wx"] / st["wsum"], div) if beta > 0 else None
+        betas.append(beta)
+        tasks.append(DaskTask(data, k, beta, z, div))
+    coupled = T > 1 and est.lam > 0
+    if div.right_domain == "positive" and min(betas) == 0.0 and coupled:
+        raise ValueError(
+            f"{div.name} with lam > 0 needs smoothing > 0: the relation step compares "
+            "centres with each other, and a centre with a zero coordinate has an infinite "
+            "divergence. Use smoothing='auto' or a positive value."
+        )
+    if coupled and not div.differentiable and est.centroid_solver != "exact":
+        raise ValueError(f"centroid_solver='geodesic' needs a differentiable divergence; "
+                         f"{div.name} is not differentiable.")
+
+    best, best_run = None, None
+    for run in range(int(n_init)):
+        U0 = []
+        for t, (tk, (kind, val)) in enumerate(zip(tasks, parsed)):
+            if kind == "centers":
+                C = val
+            elif kind == "random":
+                C = _random_init(tk.data, tk.k, rng, tk.beta, tk.z, tk.n)
+            else:
+                C = _kmeans_parallel(tk.data, tk.k, div, rng, tk.beta, tk.z, 2.0, 5)
+            div.check_domain(C, name=f"initial centres of task {t}", side="right")
+            U0.append(np.array(C, dtype=np.float64))
+        if coupled:
+            res = _mbc_run(div, tasks, U0, float(est.lam), est.marginals, est.centroid_solver,
+                           est.max_iter, est.tol, est.verbose, run, trace=trace)
+        else:
+            res = _independent_dask_run(div, tasks, U0, est.max_iter, est.tol, est.verbose, run)
+        if est.verbose:
+            print(f"MultitaskBregmanClustering restart {run}: objective "
+                  f"{res['objective']:.6g}, {res['n_iter']} iterations")
+        if best is None or res["objective"] < best["objective"]:
+            best, best_run = res, run
+    if not coupled or best_run != n_init - 1:  # task statistics of the best final centres
+        for tk, U in zip(tasks, best["centers"]):
+            tk.set_centers(U, div)
+            tk.set_labels(tk.assign(div), div)
+    est.divergence_ = div
+    est.smoothing_ = list(betas)
+    est.n_clusters_ = list(K)
+    est.n_tasks_ = T
+    est.n_features_in_ = int(Xs[0].shape[1])
+    est.cluster_centers_ = [np.array(u, dtype=np.float64) for u in best["centers"]]
+    est.labels_ = [_mbc_lazy_labels(X, U, div) for X, U in zip(Xs, est.cluster_centers_)]
+    est.objective_history_ = np.array(best["history"], dtype=np.float64).reshape(-1)
+    est.n_iter_ = int(best["n_iter"])
+    est.objective_ = float(best["objective"])
+    est.block_history_ = list(best["blocks"])
+    D = _pair_costs(div, tasks)
+    est.relations_ = best["relations"] if coupled else _w_step(tasks, D, est.marginals, "final")
+    est.task_divergences_ = np.zeros((T, T))
+    for (t, s) in D:
+        est.task_divergences_[t, s] = partition_emd(
+            tasks[t].U, tasks[t].counts / tasks[t].n, tasks[s].U, tasks[s].counts / tasks[s].n,
+            div)
+    est.inertia_ = [float(tk.inertia) for tk in tasks]
+    return est
+
+
+def _independent_dask_run(div, tasks, U0, max_iter, tol, verbose, run):
+    """``lam = 0`` or one task: :class:`~bregclust.BregmanKMeans`'s dask loop on every task."""
+    res = [_dask_lloyd(tk.data, np.array(U0[t], dtype=np.float64, copy=True), div, tk.beta,
+                       tk.z, max_iter, tol, verbose, run) for t, tk in enumerate(tasks)]
+    length = max(len(r[2]) for r in res)
+    history = [sum(r[2][min(i, len(r[2]) - 1)] / tk.n for r, tk in zip(res, tasks))
+               for i in range(length)]
+    return dict(labels=None, centers=[r[0] for r in res], relations={},
+                n_iter=max(r[1] for r in res), history=history, blocks=[],
+                objective=history[-1])
+
+
+def _mbc_lazy_labels(X, U, div):
+    return X.map_blocks(_mbc_predict_chunk, U, _Portable(div), drop_axis=1, dtype=np.int64,
+                        meta=np.empty((0,), dtype=np.int64))
+
+
+def dask_mbc_predict(est, X, task):
+    """Lazy labels of task ``task``'s centres for a row-chunked dask array."""
+    X = check_dask_array(X, n_features=est.n_features_in_)
+    return _mbc_lazy_labels(X, est.cluster_centers_[task], est.divergence_)
+
+
+def dask_mbc_transform(est, X, task):
+    """Lazy divergences to task ``task``'s centres (shape (n_samples, K_t))."""
+    X = check_dask_array(X, n_features=est.n_features_in_)
+    U = est.cluster_centers_[task]
+    return X.map_blocks(_transform_chunk, U, _Portable(est.divergence_),
+                        chunks=(X.chunks[0], (U.shape[0],)), dtype=np.float64,
+                        meta=np.empty((0, 0), dtype=np.float64))

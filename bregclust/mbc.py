@@ -32,6 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._dask import is_dask_array
 from ._multitask import (
     Interval,
     MultiTaskMixin,
@@ -689,6 +690,11 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
 
 
 # =========================================================================== the estimator
+def _dask_tasks(Xs):
+    """True when ``Xs`` is a list of tasks of which one is a ``dask.array.Array``."""
+    return isinstance(Xs, (list, tuple)) and any(is_dask_array(X) for X in Xs)
+
+
 class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Multitask Bregman Clustering (MBC; Zhang & Zhang, AAAI 2010).
 
@@ -871,6 +877,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         ----------
         Xs : list of {array-like, sparse matrix}, each of shape (n_t, n_features)
             The tasks; all share one feature space and lie in the divergence's domain.
+            Tasks may be row-chunked ``dask.array.Array`` (``pip install bregclust[dask]``):
+            each assignment pass then runs on the dask cluster, the transport plans and the
+            centre step on the client; ``labels_`` are lazy dask arrays and ``"k-means++"``
+            seeds a dask task by k-means||.
         y : ignored
         trace : bool, default=False
             Also record the objective after the centre and relation blocks of every sweep in
@@ -889,6 +899,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         from .kmeans import smoothing_point
 
+        if _dask_tasks(Xs):
+            from ._dask import dask_mbc_fit
+
+            return dask_mbc_fit(self, Xs, trace=trace)
         self._validate_params()
         div = get_divergence(self.divergence, **(self.divergence_params or {}))
         Xs = check_tasks(Xs, divergence=div)
@@ -972,16 +986,21 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
         task : int, optional
             Which task's centres to use; required when the model has more than one task.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            A lazy dask array when ``X`` is one.
         """
         check_is_fitted(self)
         t = self._check_task(task)
+        if is_dask_array(X):
+            from ._dask import dask_mbc_predict
+
+            return dask_mbc_predict(self, X, t)
         X = self._check_X(X, self.divergence_)
         labels, _ = self.divergence_.assign(X, self.cluster_centers_[t])
         return labels
@@ -990,6 +1009,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """Divergences ``d(x_i, u^t_z)`` to every centre of task ``task``."""
         check_is_fitted(self)
         t = self._check_task(task)
+        if is_dask_array(X):
+            from ._dask import dask_mbc_transform
+
+            return dask_mbc_transform(self, X, t)
         X = self._check_X(X, self.divergence_)
         return self.divergence_.pairwise(X, self.cluster_centers_[t])
 

@@ -35,6 +35,8 @@ CASES = [
     ("kl_smoothing.py --datasets tr23 --seeds 1", "cluto_docs/tr23.mat",
      "auto within 0.02 NMI of the best fixed smoothing on"),
     ("compile_time.py", None, "<= 5 s"),
+    ("dask_kmeans.py --n 20000 --d 10 --k 5 --chunks 4 --iters 2 --skip-daskml "
+     "--scaling 5000,10000 --plot-dir {tmp}", None, "identical labels to the in-memory fit: True"),
 ]
 
 

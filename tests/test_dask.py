@@ -226,3 +226,130 @@ def test_local_cluster_two_processes():
             time.sleep(0.1)
             left = client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
         assert left == 0
+
+
+# ----------------------------------------------------------------------------- MBC on dask tasks
+def _mbc_tasks(seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.5, 6.0, size=(3, 5))
+    out = []
+    for n in (240, 180):
+        out.append(centres[rng.integers(0, 3, size=n)] * rng.gamma(20.0, 1 / 20.0, size=(n, 5)))
+        centres = centres * rng.uniform(0.9, 1.1, size=centres.shape)
+    return out
+
+
+def _mbc_both(Xs, dXs, **kw):
+    from bregclust import MultitaskBregmanClustering
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = MultitaskBregmanClustering(3, max_iter=8, tol=0.0, **kw).fit(Xs)
+        b = MultitaskBregmanClustering(3, max_iter=8, tol=0.0, **kw).fit(dXs)
+    return a, b
+
+
+def _assert_same_mbc(a, b):
+    assert b.n_iter_ == a.n_iter_
+    for t in range(len(a.labels_)):
+        assert isinstance(b.labels_[t], da.Array)
+        np.testing.assert_array_equal(b.labels_[t].compute(), a.labels_[t])
+        U = a.cluster_centers_[t]
+        np.testing.assert_allclose(b.cluster_centers_[t], U, rtol=1e-10,
+                                   atol=1e-10 * np.abs(U).max())
+    np.testing.assert_allclose(b.objective_history_, a.objective_history_, rtol=1e-12)
+    np.testing.assert_allclose(b.inertia_, a.inertia_, rtol=1e-10)
+    for key in a.relations_:
+        np.testing.assert_allclose(b.relations_[key], a.relations_[key], atol=1e-12)
+    np.testing.assert_allclose(b.task_divergences_, a.task_divergences_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("lam", [0.5, 0.0])
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl"])
+def test_mbc_dense_equals_in_memory(name, lam):
+    Xs = _mbc_tasks()
+    U0 = [X[[0, 1, 2]] * 1.05 for X in Xs]
+    a, b = _mbc_both(Xs, [da.from_array(Xs[0], chunks=(70, 5)), da.from_array(Xs[1], chunks=(50, 5))],
+                     divergence=name, lam=lam, init=U0)
+    _assert_same_mbc(a, b)
+    np.testing.assert_array_equal(b.predict(da.from_array(Xs[1], chunks=60), task=0).compute(),
+                                  a.predict(Xs[1], task=0))
+    np.testing.assert_allclose(b.transform(da.from_array(Xs[0], chunks=60), task=1).compute(),
+                               a.transform(Xs[0], task=1), rtol=1e-12)
+
+
+def test_mbc_sparse_and_l1_equal_in_memory():
+    rng = np.random.default_rng(1)
+    Xs = [sp.random(n, 30, density=0.2, random_state=s, format="csr",
+                    data_rvs=lambda m: rng.uniform(0.5, 3.0, m)) for n, s in ((200, 2), (150, 3))]
+    U0 = [X[[0, 1, 2]].toarray() + 0.05 for X in Xs]
+    dXs = [da.from_array(X, chunks=(60, 30), asarray=False) for X in Xs]
+    a, b = _mbc_both(Xs, dXs, divergence="kl", lam=0.5, init=U0)
+    _assert_same_mbc(a, b)
+    Xd = [X.toarray() - 1.0 for X in Xs]  # signs on both sides for the sign-mass statistics
+    a, b = _mbc_both(Xd, [da.from_array(X, chunks=(45, 30)) for X in Xd],
+                     divergence="l1_subgradient", lam=0.5, init=[X[[0, 1, 2]] for X in Xd])
+    _assert_same_mbc(a, b)
+
+
+def test_mbc_dask_init_and_errors():
+    from bregclust import MultitaskBregmanClustering
+
+    Xs = _mbc_tasks(seed=2)
+    dXs = [da.from_array(X, chunks=(60, 5)) for X in Xs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m1 = MultitaskBregmanClustering(3, divergence="kl", random_state=0).fit(dXs)
+        m2 = MultitaskBregmanClustering(3, divergence="kl", random_state=0,
+                                        init="k-means||").fit(dXs)
+        mem = MultitaskBregmanClustering(3, divergence="kl", random_state=0, n_init=5).fit(Xs)
+    for t in range(2):
+        np.testing.assert_array_equal(m1.cluster_centers_[t], m2.cluster_centers_[t])
+    # three well separated groups per task: k-means|| reaches the k-means++ optimum
+    assert m1.objective_ <= 1.02 * mem.objective_
+    with pytest.raises(ValueError, match="marginals='empirical' needs in-memory tasks"):
+        MultitaskBregmanClustering(3, marginals="empirical").fit(dXs)
+    with pytest.raises(ValueError, match="init labels for task 0 need in-memory tasks"):
+        MultitaskBregmanClustering(3, init=[np.zeros(240, dtype=int), "random"]).fit(dXs)
+    Xn = Xs[1].copy()
+    Xn[70, 3] = np.nan
+    with pytest.raises(ValueError, match=r"chunk 1 \(global rows 60\.\.119\) contains NaN at "
+                                         r"global row 70"):
+        MultitaskBregmanClustering(3).fit([dXs[0], da.from_array(Xn, chunks=(60, 5))])
+
+
+def test_custom_generator_on_fresh_process_workers(tmp_path, custom):
+    """Workers that never ran register_divergence get the generator with the task; a record
+    they cannot restore fails the fit with a clear error instead of hanging."""
+    import sys
+
+    from distributed import Client, LocalCluster
+
+    X = _data(seed=12) / 3.0
+    C0 = X[[0, 1, 2, 3]].copy()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        dX = da.from_array(X, chunks=(100, 6))
+        a, b = _fit_both(dict(divergence=custom, init=C0, max_iter=10, tol=0.0), X, dX)
+        _assert_same(a, b)
+        Xs = _mbc_tasks(seed=3)
+        a, b = _mbc_both(Xs, [da.from_array(X, chunks=(80, 5)) for X in Xs], divergence="kl",
+                         lam=0.5, init=[X[[0, 1, 2]] * 1.05 for X in Xs])
+        _assert_same_mbc(a, b)
+        # a generator whose module imports a helper module that only the client can import
+        (tmp_path / "bc_aux_mod.py").write_text("SCALE = 2.0\n")
+        (tmp_path / "bc_gen_mod.py").write_text(
+            "import math\n\nimport bc_aux_mod\n\n\ndef phi(x):\n    return math.exp(x)\n\n\n"
+            "def dphi(x):\n    return math.exp(x) * bc_aux_mod.SCALE / 2.0\n")
+        sys.path.insert(0, str(tmp_path))
+        try:
+            import bc_gen_mod
+
+            register_divergence("dask_test_unreachable", phi=bc_gen_mod.phi, dphi=bc_gen_mod.dphi)
+            with pytest.raises(RuntimeError, match="'dask_test_unreachable' could not be "
+                                                   "restored on a dask worker"):
+                BregmanKMeans(4, divergence="dask_test_unreachable", init=C0,
+                              max_iter=3).fit(dX)
+        finally:
+            sys.path.remove(str(tmp_path))
+            unregister_divergence("dask_test_unreachable")
