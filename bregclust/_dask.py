@@ -14,11 +14,13 @@ import hashlib
 import sys
 import threading
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
+from ._execution import register_array_backend
 from ._validation import DomainError, check_finite
 
 __all__ = ["is_dask_array", "check_dask_array"]
@@ -985,3 +987,11 @@ def dask_mbc_transform(est, X, task):
     return X.map_blocks(_transform_chunk, U, _Portable(est.divergence_),
                         chunks=(X.chunks[0], (U.shape[0],)), dtype=np.float64,
                         meta=np.empty((0, 0), dtype=np.float64))
+
+
+# The estimators reach this module through the array-backend registry (no import of it from
+# kmeans.py / mbc.py, which this module builds on).
+register_array_backend(is_dask_array, SimpleNamespace(
+    kmeans_fit=dask_fit, kmeans_predict=dask_predict, kmeans_transform=dask_transform,
+    kmeans_score=dask_score, mbc_fit=dask_mbc_fit, mbc_predict=dask_mbc_predict,
+    mbc_transform=dask_mbc_transform))

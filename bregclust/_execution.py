@@ -297,3 +297,44 @@ def weighted_sums(X, labels, k, w):
         S += S2
         W += W2
     return S, W
+
+
+# ----------------------------------------------------------------------------- array backends
+# Inputs that do not live in memory (dask arrays) are handled by an optional backend module that
+# registers itself here when the package is imported (bregclust._dask, from the package
+# __init__). The estimators ask this registry instead of importing the backend, so the backend
+# can build on the estimators' engines (Lloyd steps, the MBC loop) without an import cycle.
+_ARRAY_BACKENDS = []
+
+
+def register_array_backend(accepts, backend):
+    """Register ``backend`` for the inputs where ``accepts(X)`` is true.
+
+    Parameters
+    ----------
+    accepts : callable
+        ``accepts(X) -> bool``; must not import anything heavy for ordinary arrays.
+    backend : object
+        Namespace with the entry points the estimators call: ``kmeans_fit``,
+        ``kmeans_predict``, ``kmeans_transform``, ``kmeans_score``, ``mbc_fit``,
+        ``mbc_predict``, ``mbc_transform``.
+    """
+    _ARRAY_BACKENDS.append((accepts, backend))
+
+
+def array_backend(X):
+    """The registered backend for ``X``, or None for in-memory arrays and sparse matrices.
+
+    Parameters
+    ----------
+    X : object
+        An input as given to an estimator.
+
+    Returns
+    -------
+    backend : object or None
+    """
+    for accepts, backend in _ARRAY_BACKENDS:
+        if accepts(X):
+            return backend
+    return None

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._dask import is_dask_array
+from ._execution import array_backend
 from ._validation import (
     EmptyClusterWarning,
     check_array,
@@ -401,10 +401,9 @@ default="auto"
         -------
         self
         """
-        if is_dask_array(X):
-            from ._dask import dask_fit
-
-            return dask_fit(self, X, sample_weight)
+        backend = array_backend(X)
+        if backend is not None:
+            return backend.kmeans_fit(self, X, sample_weight)
         div = self._get_divergence()
         X = check_array(X, divergence=div)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C",
@@ -524,11 +523,10 @@ default="auto"
         labels : ndarray of shape (n_samples,)
             A lazy dask array when ``X`` is one.
         """
-        if is_dask_array(X):
-            from ._dask import dask_predict
-
+        backend = array_backend(X)
+        if backend is not None:
             check_is_fitted(self)
-            return dask_predict(self, X)
+            return backend.kmeans_predict(self, X)
         X, C, _ = self._scaled(self._predict_X(X))
         labels, _ = self.divergence_.assign(X, C)
         return labels
@@ -545,11 +543,10 @@ default="auto"
         D : ndarray of shape (n_samples, n_clusters)
             A lazy dask array when ``X`` is one.
         """
-        if is_dask_array(X):
-            from ._dask import dask_transform
-
+        backend = array_backend(X)
+        if backend is not None:
             check_is_fitted(self)
-            return dask_transform(self, X)
+            return backend.kmeans_transform(self, X)
         X, C, p = self._scaled(self._predict_X(X))
         D = self.divergence_.pairwise(X, C)
         if p:
@@ -570,11 +567,10 @@ default="auto"
         -------
         score : float
         """
-        if is_dask_array(X):
-            from ._dask import dask_score
-
+        backend = array_backend(X)
+        if backend is not None:
             check_is_fitted(self)
-            return dask_score(self, X, sample_weight)
+            return backend.kmeans_score(self, X, sample_weight)
         X, C, p = self._scaled(self._predict_X(X))
         w = check_sample_weight(sample_weight, X.shape[0])
         _, mins = self.divergence_.assign(X, C)

@@ -32,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._dask import is_dask_array
+from ._execution import array_backend
 from ._multitask import (
     Interval,
     MultiTaskMixin,
@@ -690,9 +690,12 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
 
 
 # =========================================================================== the estimator
-def _dask_tasks(Xs):
-    """True when ``Xs`` is a list of tasks of which one is a ``dask.array.Array``."""
-    return isinstance(Xs, (list, tuple)) and any(is_dask_array(X) for X in Xs)
+def _tasks_backend(Xs):
+    """The array backend (:func:`bregclust._execution.array_backend`) of the first task that
+    needs one (a ``dask.array.Array``), or None when every task is in memory."""
+    if not isinstance(Xs, (list, tuple)):
+        return None
+    return next((b for b in map(array_backend, Xs) if b is not None), None)
 
 
 class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
@@ -899,10 +902,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         from .kmeans import smoothing_point
 
-        if _dask_tasks(Xs):
-            from ._dask import dask_mbc_fit
-
-            return dask_mbc_fit(self, Xs, trace=trace)
+        backend = _tasks_backend(Xs)
+        if backend is not None:
+            return backend.mbc_fit(self, Xs, trace=trace)
         self._validate_params()
         div = get_divergence(self.divergence, **(self.divergence_params or {}))
         Xs = check_tasks(Xs, divergence=div)
@@ -997,10 +999,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self)
         t = self._check_task(task)
-        if is_dask_array(X):
-            from ._dask import dask_mbc_predict
-
-            return dask_mbc_predict(self, X, t)
+        backend = array_backend(X)
+        if backend is not None:
+            return backend.mbc_predict(self, X, t)
         X = self._check_X(X, self.divergence_)
         labels, _ = self.divergence_.assign(X, self.cluster_centers_[t])
         return labels
@@ -1009,10 +1010,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """Divergences ``d(x_i, u^t_z)`` to every centre of task ``task``."""
         check_is_fitted(self)
         t = self._check_task(task)
-        if is_dask_array(X):
-            from ._dask import dask_mbc_transform
-
-            return dask_mbc_transform(self, X, t)
+        backend = array_backend(X)
+        if backend is not None:
+            return backend.mbc_transform(self, X, t)
         X = self._check_X(X, self.divergence_)
         return self.divergence_.pairwise(X, self.cluster_centers_[t])
 
