@@ -766,8 +766,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         ``d_M`` between tasks: EMD between the fitted mixtures with the *empirical* cluster
         proportions and cost ``d(u^t_z, u^s_l)`` (the paper's evaluation, Eq. 8).
     objective_ : float
-    objective_history_ : ndarray of shape (n_iter_ + 1,)
-        The objective after the initial and every later assignment step of the best restart;
+    objective_history_ : ndarray of shape (n_sweeps + 1,)
+        The objective after the initial and every later assignment step of the best restart
+        (``n_iter_ + 1`` values);
         never increasing.
     block_history_ : list of (str, float)
         ``(block, objective)`` after the initial assignment and every assignment step; with
