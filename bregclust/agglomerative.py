@@ -81,7 +81,12 @@ _GAUSSIAN_MODELS = ("gaussian_diag", "gaussian_full")
 
 
 def list_agglomerative_models():
-    """Model names accepted by :func:`bregman_linkage` besides registered divergence names."""
+    """Model names accepted by :func:`bregman_linkage` besides registered divergence names.
+
+    Returns
+    -------
+    names : list of str
+    """
     return ["multinomial", "gaussian_diag", "gaussian_full"]
 
 
@@ -793,7 +798,18 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
         return tags
 
     def fit_predict(self, X, y=None, sample_weight=None):
-        """Fit and return ``labels_``."""
+        """Fit and return ``labels_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
         return self.fit(X, sample_weight=sample_weight).labels_
 
     def transform(self, X):

@@ -396,6 +396,10 @@ class Divergence:
             Number of columns of the data.
         name : str, default="X"
             Name used in the error message.
+
+        Returns
+        -------
+        None
         """
         if self.generator is None and self.form is not None and "A" in dict(self.params):
             A = self.param("A")
@@ -497,6 +501,10 @@ class Divergence:
         advice : str, optional
             The fix named in the message for centres outside the domain (e.g. the caller's
             smoothing parameter); by default a neutral sentence.
+
+        Returns
+        -------
+        None
 
         Raises
         ------
@@ -1014,7 +1022,17 @@ def _add(div, overwrite=False):
 
 
 def list_divergences(*, aliases=False):
-    """Names of the registered divergences (with their aliases when ``aliases=True``)."""
+    """Names of the registered divergences (with their aliases when ``aliases=True``).
+
+    Parameters
+    ----------
+    aliases : bool, default=False
+        Also return every divergence's aliases.
+
+    Returns
+    -------
+    names : list of str, or dict {str: tuple of str} when ``aliases=True``
+    """
     if aliases:
         return {name: tuple(d.aliases) for name, d in _REGISTRY.items()}
     return list(_REGISTRY)
@@ -1116,7 +1134,22 @@ def _restore_divergence(name, params):
 
 
 def unregister_divergence(name):
-    """Remove a user-registered divergence (built-ins cannot be removed)."""
+    """Remove a user-registered divergence (built-ins cannot be removed).
+
+    Parameters
+    ----------
+    name : str
+        The divergence's name or one of its aliases.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        No divergence of that name, or a built-in one.
+    """
     key = _ALIASES.get(_canonical(name))
     if key is None:
         raise ValueError(f"no divergence named {name!r} is registered.")
@@ -1373,7 +1406,13 @@ _builtin("l1_subgradient", ("l1", "l1_sub"), "real", KG.ABS, K.abs_phi, K.sign_d
 
 
 def divergence_table():
-    """Rows ``(name, aliases, domain of x / y, d(x, y), symmetric, differentiable)``."""
+    """The registry as a table, one row per divergence.
+
+    Returns
+    -------
+    rows : list of tuple
+        ``(name, aliases, domain of x / y, d(x, y), symmetric, differentiable)``.
+    """
     rows = []
     for name, d in _REGISTRY.items():
         rows.append((name, ", ".join(d.aliases), f"{_DOM_TXT[d.domain]} / {_DOM_TXT[d.right_domain]}",

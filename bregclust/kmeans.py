@@ -44,6 +44,16 @@ def smoothing_point(X, divergence, sample_weight=None):
     divergences on non-negative/positive data, coordinates that are zero in every sample get
     a tiny positive value (``1e-12`` times the largest mean coordinate), so ``grad phi(z)`` is
     finite.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    divergence : str or Divergence
+    sample_weight : ndarray of shape (n_samples,), optional
+
+    Returns
+    -------
+    z : ndarray of shape (n_features,)
     """
     div = get_divergence(divergence)
     w = np.ones(X.shape[0]) if sample_weight is None else sample_weight

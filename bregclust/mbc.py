@@ -1008,7 +1008,19 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         return labels
 
     def transform(self, X, task=None):
-        """Divergences ``d(x_i, u^t_z)`` to every centre of task ``task``."""
+        """Divergences ``d(x_i, u^t_z)`` to every centre of task ``task``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+        task : int, optional
+            Which task's centres; may be omitted when the model has one task.
+
+        Returns
+        -------
+        D : ndarray of shape (n_samples, K_task)
+            A lazy dask array when ``X`` is one.
+        """
         check_is_fitted(self)
         t = self._check_task(task)
         backend = array_backend(X)
@@ -1020,6 +1032,15 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
 
 def multitask_bregman_clustering(Xs, n_clusters=8, **params):
     """Functional twin of :class:`MultitaskBregmanClustering`.
+
+    Parameters
+    ----------
+    Xs : list of {array-like, sparse matrix}
+        One data matrix per task, sharing the feature space.
+    n_clusters : int or list of int, default=8
+        Clusters per task.
+    **params
+        Any other parameter of :class:`MultitaskBregmanClustering`.
 
     Returns
     -------

@@ -115,6 +115,15 @@ def nmi(y_true, y_pred):
     multi-task clustering papers; :func:`sklearn.metrics.normalized_mutual_info_score` with
     ``average_method="geometric"``. Both labellings with a single cluster give 1.0.
 
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        Two labellings (any hashable labels).
+
+    Returns
+    -------
+    float in [0, 1]
+
     Examples
     --------
     >>> round(nmi([0, 0, 1, 1], [1, 1, 0, 0]), 12)
@@ -127,6 +136,15 @@ def nmi(y_true, y_pred):
 def ari(y_true, y_pred):
     """Adjusted Rand index (Hubert & Arabie 1985), :func:`sklearn.metrics.adjusted_rand_score`.
 
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        Two labellings (any hashable labels).
+
+    Returns
+    -------
+    float in [-1, 1]
+
     Examples
     --------
     >>> ari([0, 0, 1, 1], [1, 1, 0, 0])
@@ -137,7 +155,18 @@ def ari(y_true, y_pred):
 
 
 def clustering_scores(y_true, y_pred):
-    """``{'nmi': ..., 'ari': ..., 'accuracy': ...}`` for one labelling (the papers' table)."""
+    """``{'nmi': ..., 'ari': ..., 'accuracy': ...}`` for one labelling (the papers' table).
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        True classes and cluster labels.
+
+    Returns
+    -------
+    scores : dict
+        :func:`nmi`, :func:`ari` and :func:`clustering_accuracy`.
+    """
     return {"nmi": nmi(y_true, y_pred), "ari": ari(y_true, y_pred),
             "accuracy": clustering_accuracy(y_true, y_pred)}
 

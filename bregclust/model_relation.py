@@ -779,6 +779,15 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """Objective ``J`` of the fitted variables on the training tasks ``Xs``.
 
         The similarity matrices are recomputed, so pass the same tasks given to ``fit``.
+
+        Parameters
+        ----------
+        Xs : list of {array-like, sparse matrix}
+            The training tasks, as given to ``fit``.
+
+        Returns
+        -------
+        J : float
         """
         check_is_fitted(self, "coef_")
         Xs = check_tasks(Xs)
@@ -858,7 +867,17 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
         self.verbose = verbose
 
     def fit(self, X, y=None):
-        """Cluster ``X`` (array-like or sparse, shape (n_samples, n_features)); returns self."""
+        """Cluster ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
         _check_common(self)
         X = check_array(X, name="X")
         _check_sizes([X])

@@ -566,7 +566,16 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                                      self.components_, self.shared_centers_), axis=1)
 
     def transform(self, X):
-        """Project a matrix (or a list of task matrices) onto the shared subspace: ``X W``."""
+        """Project a matrix (or a list of task matrices) onto the shared subspace: ``X W``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features), or a list of them
+
+        Returns
+        -------
+        Z : ndarray of shape (n_samples, n_components), or a list of them
+        """
         check_is_fitted(self, "components_")
         if isinstance(X, (list, tuple)):
             return [self.transform(Xk) for Xk in X]
