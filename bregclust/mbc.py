@@ -975,7 +975,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             div, tasks, U0, self.max_iter, self.tol, self.verbose, run))
         lam, _, ratios = select_lam(lambda v: record(v, lambda: _mbc_run(
             div, tasks, U0, v, self.marginals, self.centroid_solver, self.max_iter, self.tol,
-            self.verbose, run, trace=trace)), d_ind)
+            self.verbose, run, trace=trace)), d_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
         res, caught = runs[lam]
         for w in caught:
             warnings.warn(w.message, w.category, stacklevel=3)
