@@ -19,6 +19,13 @@ Usage::
 
     python benchmarks/mbc_paper.py [--runs 5] [--datasets tr11,tr45] [--representation tfidf]
         [--divergence sqeuclidean] [--lam 0.5] [--marginals uniform] [--plot-dir DIR]
+    python benchmarks/mbc_paper.py --lams auto 0.05 0.1 0.5 [--runs 20] ...
+
+``--lam`` takes a float or ``auto`` (the label-free rule, ``lam_`` printed per data set).
+``--lams`` compares several couplings instead: every run draws one set of k-means++ centres,
+IND and every ``lam`` start from them, and one NMI table per task is printed with IND beside
+each value, the chosen ``lam_`` of ``auto`` and, for ``auto``, the count of task cells at or
+above IND and the data-set means (task-averaged NMI) minus IND's.
 
 ``--plot-dir`` (needs the ``plot`` extra, matplotlib) writes the paper's Fig. 1 (pairs of
 per-task NMI, IND vs MBC) per data set and a heat map of one fitted relation matrix as PNGs.
@@ -119,7 +126,7 @@ def run_dataset(name, args):
             warnings.simplefilter("ignore", ConvergenceWarning)
             ind = [BregmanKMeans(k, divergence=div, init=c).fit(X)
                    for X, k, c in zip(Xs, K, init)]
-            mbc = MultitaskBregmanClustering(K, divergence=div, lam=args.lam,
+            mbc = MultitaskBregmanClustering(K, divergence=div, lam=_lam(args.lam),
                                              marginals=args.marginals, init=init).fit(Xs)
         for method, labels, centers in (
                 ("IND", [m.labels_ for m in ind], [m.cluster_centers_ for m in ind]),
@@ -134,6 +141,7 @@ def run_dataset(name, args):
                 row["snmi"] = nmi(labels[0], labels[1])
             res[method].append(row)
         last_relation = mbc.relations_[(0, 1)]
+        res["MBC"][-1]["lam_"] = mbc.lam_
         if args.progress:
             print(f"{name}: run {_run + 1}/{args.runs}, {time.perf_counter() - t0:.0f} s",
                   file=sys.stderr, flush=True)
@@ -187,6 +195,9 @@ def print_tables(results, args):
                 if p else f"{'-':>12} {'-':>12} {'-':>6}")
         print(f"{r['name']:<8} | {np.mean(di):>6.3f}+-{np.std(di):<4.3f} "
               f"{np.mean(dm):>6.3f}+-{np.std(dm):<4.3f} {r['true_dm']:>8.3f} | {ptxt}")
+        if args.lam == "auto":
+            chosen = [row["lam_"] for row in r["res"]["MBC"]]
+            print(f"{'  lam_':<8} | chosen by lam='auto': {_lam_counts(chosen)}")
         if r["name"] == "ng20-3":
             si = [row["snmi"] for row in r["res"]["IND"]]
             sm = [row["snmi"] for row in r["res"]["MBC"]]
@@ -199,6 +210,85 @@ def print_tables(results, args):
         print(f"  {r['name']:<8} tasks {r['shapes']}, K={r['K']}, {r['seconds']:.0f} s")
     if results:
         print(f"  preprocessing ({args.representation}): {results[0]['description']}")
+
+
+def _lam(text):
+    return text if text == "auto" else float(text)
+
+
+def _lam_counts(values):
+    vals, counts = np.unique(np.round(values, 6), return_counts=True)
+    return ", ".join(f"{v:g} x{c}" for v, c in zip(vals, counts))
+
+
+def run_lams(name, args):
+    """IND and MBC at every ``args.lams`` from the same k-means++ centres, ``args.runs`` times."""
+    t0 = time.perf_counter()
+    data = _load(name, args.representation)
+    Xs, ys = data.Xs, data.ys
+    K = [int(np.unique(y).size) for y in ys]
+    div = get_divergence(args.divergence)
+    betas = [auto_smoothing(X, div, k) for X, k in zip(Xs, K)]
+    rs = np.random.RandomState(args.seed)
+    keys = ["IND"] + list(args.lams)
+    nmis = {key: [] for key in keys}
+    chosen = []
+    for _run in range(args.runs):
+        init = [bregman_kmeans_plusplus(X, k, div, random_state=rs, smoothing=b)[0]
+                for X, k, b in zip(Xs, K, betas)]
+        for key in keys:
+            lam = 0.0 if key == "IND" else _lam(key)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                m = MultitaskBregmanClustering(K, divergence=div, lam=lam,
+                                               marginals=args.marginals, init=init).fit(Xs)
+            nmis[key].append([nmi(y, lab) for y, lab in zip(ys, m.labels_)])
+            if key == "auto":
+                chosen.append(m.lam_)
+        if args.progress:
+            print(f"{name}: run {_run + 1}/{args.runs}, {time.perf_counter() - t0:.0f} s",
+                  file=sys.stderr, flush=True)
+    return dict(name=name, nmi={k: np.array(v) for k, v in nmis.items()}, chosen=chosen, K=K,
+                shapes=[X.shape for X in Xs], seconds=time.perf_counter() - t0,
+                description=data.description)
+
+
+def print_lams(results, args):
+    keys = list(args.lams) + ["IND"]
+    print()
+    print(f"NMI per task, mean over {args.runs} runs (same k-means++ centres for IND and every "
+          f"lam). divergence={args.divergence}, representation={args.representation}, "
+          f"marginals={args.marginals}")
+    print()
+    print("| data | task | " + " | ".join(f"lam={k}" for k in keys[:-1]) + " | IND | lam_ (auto) |")
+    print("|---|---|" + "---|" * len(keys) + "---|")
+    at_or_above = cells = 0
+    worst = []
+    for r in results:
+        for t in range(2):
+            vals = [f"{r['nmi'][k][:, t].mean():.3f}" for k in keys]
+            lam_txt = _lam_counts(r["chosen"]) if r["chosen"] else "-"
+            print(f"| {r['name']} | {t + 1} | " + " | ".join(vals) + f" | {lam_txt if t == 0 else ''} |")
+            if "auto" in r["nmi"]:
+                cells += 1
+                at_or_above += int(r["nmi"]["auto"][:, t].mean() >= r["nmi"]["IND"][:, t].mean())
+        if "auto" in r["nmi"]:
+            worst.append((r["name"], r["nmi"]["auto"].mean() - r["nmi"]["IND"].mean()))
+    print()
+    if cells:
+        print(f"auto at or above IND in {at_or_above} of {cells} task cells "
+              f"({100.0 * at_or_above / cells:.0f}%; target >= 75%)")
+        print("data-set mean NMI, auto minus IND (target >= -0.02): "
+              + ", ".join(f"{n} {d:+.3f}" for n, d in worst))
+    for k in keys[:-1]:
+        if k == "auto":
+            continue
+        c = sum(int(r["nmi"][k][:, t].mean() >= r["nmi"]["IND"][:, t].mean())
+                for r in results for t in range(2))
+        print(f"lam={k} at or above IND in {c} of {2 * len(results)} task cells")
+    print()
+    for r in results:
+        print(f"  {r['name']:<8} tasks {r['shapes']}, K={r['K']}, {r['seconds']:.0f} s")
 
 
 def plot(results, plot_dir):
@@ -240,7 +330,9 @@ def main(argv=None):
                     help=f"comma-separated subset of {','.join(MBC_NAMES)}")
     ap.add_argument("--representation", choices=("tfidf", "tf-l1", "counts"), default="tfidf")
     ap.add_argument("--divergence", default="sqeuclidean")
-    ap.add_argument("--lam", type=float, default=0.5)
+    ap.add_argument("--lam", default="0.5", help="a float or 'auto'")
+    ap.add_argument("--lams", nargs="+", default=None,
+                    help="compare several couplings (floats or 'auto') with IND, e.g. auto 0.05 0.1 0.5")
     ap.add_argument("--marginals", choices=("uniform", "empirical"), default="uniform")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--progress", action="store_true", help="print one line per run to stderr")
@@ -248,10 +340,14 @@ def main(argv=None):
                     help="write PNG figures here (e.g. /tmp/bregclust_mbc_plots); needs matplotlib")
     args = ap.parse_args(argv)
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
+    args.lam = args.lam if args.lam == "auto" else float(args.lam)
+    if args.lams:
+        for v in args.lams:
+            _lam(v)  # refuse a bad value before any work
     results = []
     for name in names:
         try:
-            r = run_dataset(name, args)
+            r = run_lams(name, args) if args.lams else run_dataset(name, args)
         except FileNotFoundError as exc:
             print(f"skipping {name}: {exc}", file=sys.stderr)
             continue
@@ -259,6 +355,9 @@ def main(argv=None):
         results.append(r)
     print(f"MBC paper reproduction ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}), "
           f"command: python benchmarks/mbc_paper.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    if args.lams:
+        print_lams(results, args)
+        return
     print_tables(results, args)
     if args.plot_dir:
         plot(results, args.plot_dir)

@@ -81,17 +81,19 @@ def _mbc_pair(Xs, ys, random_state, lam, divergence):
     init = [bregman_kmeans_plusplus(X, k, div, random_state=rng, smoothing=beta)[0]
             for X, k in zip(Xs, Ks)]
     rows = []
-    for name, lam_ in ((f"IND ({div.name} k-means)", 0.0), (f"MBC ({div.name}, lam={lam:g})", lam)):
+    for name, lam_ in ((f"IND ({div.name} k-means)", 0.0), (f"MBC ({div.name}, lam={lam})", lam)):
         est = MultitaskBregmanClustering(Ks, divergence=div, lam=lam_, init=init,
                                          random_state=random_state)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est.fit(Xs)
+        if lam_ == "auto":
+            name = f"MBC ({div.name}, lam=auto: {est.lam_:g})"
         rows.append((name, scores(ys, est.labels_)))
     return rows
 
 
-def demo_mbc(Xs, ys, random_state=0, *, lam=0.5, divergences=("sqeuclidean", "kl")):
+def demo_mbc(Xs, ys, random_state=0, *, lam="auto", divergences=("sqeuclidean", "kl")):
     """IND (``lam=0``) and MBC from the same k-means++ centres, for each divergence.
 
     Parameters
@@ -99,8 +101,8 @@ def demo_mbc(Xs, ys, random_state=0, *, lam=0.5, divergences=("sqeuclidean", "kl
     Xs : list of {ndarray, sparse matrix}
     ys : list of ndarray
     random_state : int, default=0
-    lam : float, default=0.5
-        MBC's task-coupling weight.
+    lam : float or "auto", default="auto"
+        MBC's task-coupling weight (``"auto"``: the estimator's label-free rule).
     divergences : tuple of str, default=("sqeuclidean", "kl")
 
     Returns

@@ -50,6 +50,7 @@ from .metrics import partition_emd
 
 __all__ = [
     "MultitaskBregmanClustering",
+    "select_lam",
     "multitask_bregman_clustering",
     "solve_centroids",
     "mbc_objective",
@@ -689,6 +690,75 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
                 objective=history[-1])
 
 
+# =========================================================================== lam="auto"
+#: Candidate couplings of ``lam="auto"``, ascending. ``lam`` weighs one divergence (the
+#: transport cost between the tasks' centres) against another (the within-cluster
+#: dispersion), so it has no unit and one grid serves every scale of the data.
+AUTO_LAM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+#: ``lam="auto"`` keeps the fitted ``d_M`` at or above this fraction of the independent fits'.
+AUTO_LAM_FRACTION = 0.5
+
+
+def _mean_task_divergence(div, centers, labels):
+    """Mean over ordered pairs ``t != s`` of ``d_M`` between the fitted mixtures (EMD with the
+    empirical cluster proportions and cost ``d(u^t_z, u^s_l)``, as ``task_divergences_``)."""
+    T = len(centers)
+    props = [np.bincount(lab, minlength=U.shape[0]) / lab.shape[0]
+             for lab, U in zip(labels, centers)]
+    vals = [partition_emd(centers[t], props[t], centers[s], props[s], div)
+            for t in range(T) for s in range(T) if s != t]
+    return float(np.mean(vals))
+
+
+def select_lam(fit, d_m, grid=AUTO_LAM_GRID, fraction=AUTO_LAM_FRACTION):
+    """The label-free coupling of ``lam="auto"``: the largest ``lam`` on ``grid`` whose fit keeps
+    ``d_M`` at or above ``fraction`` times the independent fits' ``d_M``.
+
+    Parameters
+    ----------
+    fit : callable
+        ``fit(lam) -> (result, d_M)``: one MBC run from fixed initial centres with coupling
+        ``lam`` (``lam=0`` is the independent fits, IND) and the fitted mean ``d_M`` between
+        the tasks' mixtures.
+    d_m : float
+        ``d_M`` of the independent fits from the same initial centres.
+    grid : sequence of float, default=AUTO_LAM_GRID
+        Positive candidates in increasing order.
+    fraction : float, default=AUTO_LAM_FRACTION
+        In ``(0, 1]``.
+
+    Returns
+    -------
+    lam : float
+        The chosen value, ``0.0`` when no candidate keeps the fraction (or ``d_m`` is not
+        finite).
+    result : object or None
+        ``fit``'s result for the chosen value (None for ``0.0``).
+    ratios : dict {float: float}
+        ``d_M(lam) / d_m`` for every candidate that was fitted.
+
+    Notes
+    -----
+    A bisection over the grid (``ceil(log2(len(grid) + 1))`` fits: 3 for the default grid),
+    which finds the largest admissible value when ``d_M`` decreases with ``lam``; whatever
+    the shape of that curve, the returned value was fitted and satisfies
+    ``d_M(lam) >= fraction * d_m`` (``d_M(lam) = d_m = 0`` included).
+    """
+    lo, hi = -1, len(grid)  # grid[lo] admissible (-1: lam = 0), grid[hi] not (or beyond)
+    chosen = None
+    ratios = {}
+    finite = math.isfinite(d_m)
+    while finite and hi - lo > 1:
+        mid = (lo + hi) // 2
+        res, dm = fit(float(grid[mid]))
+        ratios[float(grid[mid])] = dm / d_m if d_m > 0 else (1.0 if dm <= 0 else math.inf)
+        if dm >= fraction * d_m:
+            lo, chosen = mid, res
+        else:
+            hi = mid
+    return (0.0 if lo < 0 else float(grid[lo])), chosen, ratios
+
+
 # =========================================================================== the estimator
 def _tasks_backend(Xs):
     """The array backend (:func:`bregclust._execution.array_backend`) of the first task that
@@ -716,9 +786,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         :func:`bregclust.register_divergence`).
     divergence_params : dict, optional
         Parameters of the divergence, e.g. ``{"A": A}`` for ``"mahalanobis"``.
-    lam : float, default=0.5
+    lam : float or "auto", default="auto"
         The paper's ``lambda >= 0``, weight of the task regulariser. ``lam=0`` (or a single
-        task) is exactly :class:`~bregclust.BregmanKMeans` on each task.
+        task) is exactly :class:`~bregclust.BregmanKMeans` on each task; the paper uses 0.5.
+        ``"auto"``: chosen from the data without labels (see Notes), stored in ``lam_``.
     marginals : {"uniform", "empirical"}, default="uniform"
         Row/column sums of the relation matrices. ``"uniform"``: ``1/K_t``, the paper's
         relaxation (its Eq. 10). ``"empirical"``: the current cluster proportions ``n_z/n_t``
@@ -759,6 +830,12 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     ----------
     labels_ : list of ndarray of shape (n_t,)
     cluster_centers_ : list of ndarray of shape (K_t, n_features)
+    lam_ : float
+        The coupling used: ``lam`` itself, or the value ``lam="auto"`` chose (0.0 for one
+        task).
+    lam_ratios_ : dict {float: float}
+        With ``lam="auto"``: ``d_M(lam) / d_M(IND)`` for every candidate the rule fitted
+        (empty otherwise).
     relations_ : dict {(t, s): ndarray of shape (K_t, K_s)}
         Relation matrices (transport plans) for every ordered pair of tasks, optimal for the
         final centres. For ``lam=0`` they are computed once at the end (they do not act).
@@ -793,6 +870,32 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     Each sweep updates the centres task by task (exact), the relation matrices (``ot.emd``
     for every ordered pair) and the assignments (nearest centre), so ``L`` never increases.
 
+    ``lam="auto"`` (:func:`select_lam`). With uniform marginals the centre step moves a
+    centre towards its matched centres of the other tasks by a share of about
+    ``2 lam / (K pi_z + 2 lam)``, so a strong coupling pulls the tasks' mixtures together
+    until they nearly coincide (``d_M`` of the fit far below that of the true partitions),
+    while a weak one lets small or noisy clusters borrow strength from the related task.
+    The rule keeps the tasks distinguishable: from the first restart's initial centres it
+    fits the tasks independently (IND, ``lam=0``), measures ``d_M(IND)`` (the mean over
+    ordered task pairs of the EMD between the fitted mixtures, as ``task_divergences_``),
+    then bisects the grid ``AUTO_LAM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)`` for
+    the largest ``lam`` whose MBC fit from the same centres keeps
+    ``d_M(lam) >= AUTO_LAM_FRACTION * d_M(IND)`` with ``AUTO_LAM_FRACTION = 0.5``: the
+    coupling may remove at most half of the distance between the independent solutions.
+    The chosen fit is that restart's result; later restarts use ``lam_``.
+
+    * Guarantee: the first restart's fit satisfies
+      ``d_M(lam_) >= 0.5 d_M(IND)`` from the same starts; when no candidate does,
+      ``lam_ = 0`` and the result is IND's exactly.
+    * Scale-free: both terms of ``L`` are divergences and ``d_M`` is one too. For a
+      generator homogeneous of degree ``p`` (``d(cx, cy) = c^p d(x, y)``: squared Euclidean
+      ``p = 2``, kl ``p = 1``, Itakura-Saito ``p = 0``) scaling the data by ``c`` scales
+      ``L`` and ``d_M`` by ``c^p`` for every ``lam``, so the fits, the ratios and the choice
+      do not change (with a fixed ``smoothing`` for kl, whose automatic value depends on
+      the counts' scale).
+    * Cost: one IND fit and ``ceil(log2(8)) = 3`` MBC fits, on the first restart only.
+    * Deterministic given ``random_state`` (the starts are the estimator's).
+
     References
     ----------
     J. Zhang, C. Zhang. Multitask Bregman Clustering. AAAI 2010.
@@ -811,7 +914,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
-                 lam=0.5, marginals="uniform", init="k-means++", n_init="auto", max_iter=300,
+                 lam="auto", marginals="uniform", init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, centroid_solver="exact", smoothing="auto", random_state=None,
                  verbose=0):
         self.n_clusters = n_clusters
@@ -834,7 +937,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         return tags
 
     _parameter_constraints = {
-        "lam": [Interval(numbers.Real, 0.0)],
+        "lam": [Options("auto"), Interval(numbers.Real, 0.0)],
         "marginals": [Options(*_MARGINALS)],
         "n_init": [Options("auto"), Interval(numbers.Integral, 1)],
         "max_iter": [Interval(numbers.Integral, 1)],
@@ -872,6 +975,38 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                              "inside the domain.")
             U0.append(np.array(C, dtype=np.float64))
         return U0
+
+    def _auto_lam(self, div, tasks, U0, run, trace):
+        """``lam="auto"`` from the starts ``U0``: :func:`select_lam` on IND and MBC fits.
+
+        Returns ``(lam, result, ratios)``; ``result`` is the run of the chosen value (the IND
+        run for ``lam = 0``), reused as this restart. Warnings of the candidate runs are held
+        back and only those of the chosen run are emitted.
+        """
+        runs = {}
+
+        def record(lam, call):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                res = call()
+            dm = _mean_task_divergence(div, res["centers"], res["labels"])
+            # the tasks' state is overwritten by the next run: keep copies
+            res = dict(res, labels=[np.array(v) for v in res["labels"]],
+                       centers=[np.array(v) for v in res["centers"]])
+            runs[lam] = (res, caught)
+            return res, dm
+
+        _, d_ind = record(0.0, lambda: _independent_run(
+            div, tasks, U0, self.max_iter, self.tol, self.verbose, run))
+        lam, _, ratios = select_lam(lambda v: record(v, lambda: _mbc_run(
+            div, tasks, U0, v, self.marginals, self.centroid_solver, self.max_iter, self.tol,
+            self.verbose, run, trace=trace)), d_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
+        res, caught = runs[lam]
+        for w in caught:
+            warnings.warn(w.message, w.category, stacklevel=3)
+        if self.verbose:
+            print(f"MultitaskBregmanClustering lam='auto': d_M ratios {ratios}, lam_={lam:g}")
+        return lam, res, ratios
 
     # ------------------------------------------------------------------ fit / predict
     def fit(self, Xs, y=None, *, trace=False):
@@ -912,13 +1047,15 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         T = len(Xs)
         K = check_n_clusters_per_task(self.n_clusters, [X.shape[0] for X in Xs])
         betas = resolve_smoothing(self.smoothing, div, Xs, K)
-        if div.right_domain == "positive" and min(betas) == 0.0 and self.lam > 0 and T > 1:
+        auto = isinstance(self.lam, str)
+        lam_positive = auto or self.lam > 0
+        if div.right_domain == "positive" and min(betas) == 0.0 and lam_positive and T > 1:
             raise ValueError(
                 f"{div.name} with lam > 0 needs smoothing > 0: the relation step compares "
                 "centres with each other, and a centre with a zero coordinate has an infinite "
                 "divergence. Use smoothing='auto' or a positive value."
             )
-        if T > 1 and self.lam > 0 and not div.differentiable and self.centroid_solver != "exact":
+        if T > 1 and lam_positive and not div.differentiable and self.centroid_solver != "exact":
             raise ValueError(
                 f"centroid_solver='geodesic' needs a differentiable divergence; {div.name} is "
                 "not differentiable."
@@ -941,14 +1078,20 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         for t, (X, beta) in enumerate(zip(Xs, betas)):
             z = smoothing_point(X, div) if beta > 0 else None
             tasks.append(_Task(X, div.prepare(X), K[t], beta, z, div))
-        coupled = T > 1 and self.lam > 0
+        lam = (0.0 if T == 1 else None) if auto else float(self.lam)
+        ratios = {}
         best = None
         for run in range(int(n_init)):
             U0 = self._initial_centers(div, tasks, parsed, rng)
-            if coupled:
-                res = _mbc_run(div, tasks, U0, float(self.lam), self.marginals,
-                               self.centroid_solver, self.max_iter, self.tol, self.verbose, run,
-                               trace=trace)
+            res = None
+            if lam is None:  # lam="auto": chosen on the first restart's starts
+                lam, res, ratios = self._auto_lam(div, tasks, U0, run, trace)
+            coupled = T > 1 and lam > 0
+            if res is not None:
+                pass
+            elif coupled:
+                res = _mbc_run(div, tasks, U0, lam, self.marginals, self.centroid_solver,
+                               self.max_iter, self.tol, self.verbose, run, trace=trace)
             else:
                 res = _independent_run(div, tasks, U0, self.max_iter, self.tol, self.verbose,
                                        run)
@@ -958,6 +1101,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             if best is None or res["objective"] < best["objective"]:
                 best = res
         self.divergence_ = div
+        self.lam_ = float(lam)
+        self.lam_ratios_ = dict(ratios)
         self.smoothing_ = list(betas)
         self.n_clusters_ = list(K)
         self._set_fitted_tasks(Xs_in, best["labels"], best["history"])

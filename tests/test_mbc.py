@@ -485,3 +485,138 @@ def test_real_data_tr11_runs_monotone():
     blocks = np.array([v for _, v in est.block_history_])
     assert np.all(np.diff(blocks) <= 1e-10 * blocks[:-1])
     assert min(nmi(y, l) for y, l in zip(b.ys, est.labels_)) > 0.3
+
+
+# ------------------------------------------------------------------------- lam="auto"
+def _related(seed, noise=1.5, sizes=(80, 70), k=4, d=5, shift=0.5):
+    """Related tasks with overlapping clusters (imperfect labels, so the coupling matters)."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(0, 2, size=(k, d))
+    Xs = []
+    for t, n in enumerate(sizes):
+        y = np.arange(n) % k
+        Xs.append(base[y] + shift * t + rng.normal(0, noise, size=(n, d)))
+    return Xs
+
+
+def _mean_dm(est):
+    D = est.task_divergences_
+    return D[~np.eye(D.shape[0], dtype=bool)].mean()
+
+
+def test_lam_auto_is_the_default_deterministic_and_on_the_grid():
+    Xs = _related(30)
+    assert MultitaskBregmanClustering().get_params()["lam"] == "auto"
+    a = MultitaskBregmanClustering(4, random_state=5).fit(Xs)
+    b = MultitaskBregmanClustering(4, random_state=5).fit(Xs)
+    assert a.lam_ == b.lam_ and a.lam_ratios_ == b.lam_ratios_
+    assert a.lam_ == 0.0 or a.lam_ in mbc.AUTO_LAM_GRID
+    assert 1 <= len(a.lam_ratios_) <= 3 and set(a.lam_ratios_) <= set(mbc.AUTO_LAM_GRID)
+    for t in range(2):
+        np.testing.assert_array_equal(a.labels_[t], b.labels_[t])
+    # a float lam records itself and no ratios
+    c = MultitaskBregmanClustering(4, lam=0.3, random_state=5).fit(Xs)
+    assert c.lam_ == 0.3 and c.lam_ratios_ == {}
+    # one task: nothing to couple
+    one = MultitaskBregmanClustering(4, random_state=5).fit(Xs[:1])
+    assert one.lam_ == 0.0 and one.lam_ratios_ == {}
+
+
+@pytest.mark.parametrize("seed", [31, 32, 33, 34])
+def test_lam_auto_guarantee_and_equals_the_chosen_float(seed):
+    """From the same starts: d_M(auto) >= AUTO_LAM_FRACTION * d_M(IND), and the auto fit is
+    the float fit at lam_."""
+    Xs = _related(seed, shift=0.3 * (seed - 30))
+    r = np.random.RandomState(seed)
+    init = [bregman_kmeans_plusplus(X, 4, "sqeuclidean", random_state=r)[0] for X in Xs]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ind = MultitaskBregmanClustering(4, lam=0.0, init=init).fit(Xs)
+        auto = MultitaskBregmanClustering(4, init=init).fit(Xs)
+        same = MultitaskBregmanClustering(4, lam=auto.lam_, init=init).fit(Xs)
+    assert _mean_dm(auto) >= mbc.AUTO_LAM_FRACTION * _mean_dm(ind) - 1e-12
+    if auto.lam_ > 0:
+        assert auto.lam_ratios_[auto.lam_] >= mbc.AUTO_LAM_FRACTION
+        np.testing.assert_allclose(auto.lam_ratios_[auto.lam_], _mean_dm(auto) / _mean_dm(ind))
+    # every fitted candidate above lam_ broke the fraction (bisection: the largest admissible
+    # value is found when d_M decreases with lam)
+    for v, ratio in auto.lam_ratios_.items():
+        if v > auto.lam_:
+            assert ratio < mbc.AUTO_LAM_FRACTION
+    for t in range(2):
+        np.testing.assert_array_equal(auto.labels_[t], same.labels_[t])
+    assert auto.objective_ == same.objective_
+
+
+def test_lam_auto_bisection_rule():
+    calls = []
+
+    def fit(lam):
+        calls.append(lam)
+        return f"fit{lam}", 1.0 / (1.0 + 10.0 * lam)  # d_M decreasing in lam, d_M(0) = 1
+
+    lam, res, ratios = mbc.select_lam(fit, 1.0)
+    # admissible: 1 / (1 + 10 lam) >= 0.5 <=> lam <= 0.1
+    assert lam == 0.1 and res == "fit0.1" and len(calls) == 3
+    assert set(ratios) == set(calls)
+    # nothing admissible: IND (0.0) and no result
+    lam, res, _ = mbc.select_lam(lambda v: (v, 0.0), 1.0)
+    assert lam == 0.0 and res is None
+    # every candidate admissible: the largest
+    lam, res, _ = mbc.select_lam(lambda v: (v, 1.0), 1.0)
+    assert lam == max(mbc.AUTO_LAM_GRID) and res == lam
+    # a non-finite IND d_M fits nothing
+    calls.clear()
+    assert mbc.select_lam(fit, float("inf"))[0] == 0.0 and calls == []
+    # identical tasks (d_M = 0 for IND and every coupling): the strongest coupling
+    assert mbc.select_lam(lambda v: (v, 0.0), 0.0)[0] == max(mbc.AUTO_LAM_GRID)
+
+
+@pytest.mark.parametrize("scale", [8.0, 3.0, 1e-3])
+def test_lam_auto_is_scale_free(scale):
+    Xs = _related(35)
+    a = MultitaskBregmanClustering(4, random_state=2).fit(Xs)
+    b = MultitaskBregmanClustering(4, random_state=2).fit([scale * X for X in Xs])
+    assert a.lam_ == b.lam_
+    assert a.lam_ratios_.keys() == b.lam_ratios_.keys()
+    np.testing.assert_allclose(list(a.lam_ratios_.values()), list(b.lam_ratios_.values()),
+                               rtol=1e-8)
+    for t in range(2):
+        np.testing.assert_array_equal(a.labels_[t], b.labels_[t])
+
+
+def test_lam_auto_kl_pickle_and_predict():
+    Xs = [np.exp(X / 3.0) for X in _related(36)]
+    est = MultitaskBregmanClustering(4, divergence="kl", random_state=1).fit(Xs)
+    assert est.lam_ == 0.0 or est.lam_ in mbc.AUTO_LAM_GRID
+    again = pickle.loads(pickle.dumps(est))
+    assert again.lam_ == est.lam_ and again.lam_ratios_ == est.lam_ratios_
+    for t in range(2):
+        np.testing.assert_array_equal(again.predict(Xs[t], task=t), est.labels_[t])
+    assert clone(est).get_params()["lam"] == "auto"
+
+
+def test_lam_auto_bad_value_and_smoothing_message():
+    Xs = _related(37)
+    with pytest.raises(ValueError, match="lam must be 'auto' or a float >= 0.0, got 'automatic'"):
+        MultitaskBregmanClustering(2, lam="automatic").fit(Xs)
+    with pytest.raises(ValueError, match="needs smoothing > 0"):
+        MultitaskBregmanClustering(2, divergence="kl", smoothing=0.0).fit(
+            [np.exp(X) for X in Xs])
+
+
+def test_lam_float_labels_unchanged_by_the_auto_default():
+    """lam=0.5 gives the labels it gave before lam="auto" existed (CRC32 of the label arrays
+    recorded with the previous release, same data and seed)."""
+    expected = {"sqeuclidean": ([21423000, 1879710836], 21.28099104438057),
+                "kl": ([2078789024, 2392459972], 2.0070512854581826)}
+    rng = np.random.default_rng(160)
+    base = rng.normal(0, 2, size=(4, 5))
+    Xs = [base[np.arange(n) % 4] + 0.5 * t + rng.normal(0, 1.5, size=(n, 5))
+          for t, n in enumerate((80, 70))]
+    for div, data in (("sqeuclidean", Xs), ("kl", [np.exp(X / 3) for X in Xs])):
+        est = MultitaskBregmanClustering(4, divergence=div, lam=0.5, random_state=7).fit(data)
+        crcs, objective = expected[div]
+        assert [zlib.crc32(lab.astype(np.int64).tobytes()) for lab in est.labels_] == crcs
+        np.testing.assert_allclose(est.objective_, objective, rtol=1e-9)
+        assert est.lam_ == 0.5
