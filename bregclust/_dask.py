@@ -898,7 +898,9 @@ def dask_mbc_fit(est, Xs, trace=False):
         z = _push_inside(st["wx"] / st["wsum"], div) if beta > 0 else None
         betas.append(beta)
         tasks.append(DaskTask(data, k, beta, z, div))
-    coupled = T > 1 and est.lam > 0
+    auto = isinstance(est.lam, str)  # lam="auto": chosen on the first restart, as in memory
+    lam = (0.0 if T == 1 else None) if auto else float(est.lam)
+    coupled = T > 1 and (auto or lam > 0)
     if div.right_domain == "positive" and min(betas) == 0.0 and coupled:
         raise ValueError(
             f"{div.name} with lam > 0 needs smoothing > 0: the relation step compares "
@@ -910,6 +912,7 @@ def dask_mbc_fit(est, Xs, trace=False):
                          f"{div.name} is not differentiable.")
 
     best, best_run = None, None
+    ratios = {}
     for run in range(int(n_init)):
         U0 = []
         for t, (tk, (kind, val)) in enumerate(zip(tasks, parsed)):
@@ -921,8 +924,14 @@ def dask_mbc_fit(est, Xs, trace=False):
                 C = _kmeans_parallel(tk.data, tk.k, div, rng, tk.beta, tk.z, 2.0, 5)
             div.check_domain(C, name=f"initial centres of task {t}", side="right")
             U0.append(np.array(C, dtype=np.float64))
-        if coupled:
-            res = _mbc_run(div, tasks, U0, float(est.lam), est.marginals, est.centroid_solver,
+        res = None
+        if lam is None:
+            lam, res, ratios = _dask_auto_lam(est, div, tasks, U0, run, trace)
+        coupled = T > 1 and lam > 0
+        if res is not None:
+            pass
+        elif coupled:
+            res = _mbc_run(div, tasks, U0, lam, est.marginals, est.centroid_solver,
                            est.max_iter, est.tol, est.verbose, run, trace=trace)
         else:
             res = _independent_dask_run(div, tasks, U0, est.max_iter, est.tol, est.verbose, run)
@@ -931,11 +940,15 @@ def dask_mbc_fit(est, Xs, trace=False):
                   f"{res['objective']:.6g}, {res['n_iter']} iterations")
         if best is None or res["objective"] < best["objective"]:
             best, best_run = res, run
-    if not coupled or best_run != n_init - 1:  # task statistics of the best final centres
+    # task statistics of the best final centres (the last run's state is not theirs when
+    # another restart won, without coupling, or after the candidate runs of lam="auto")
+    if not coupled or best_run != n_init - 1 or auto:
         for tk, U in zip(tasks, best["centers"]):
             tk.set_centers(U, div)
             tk.set_labels(tk.assign(div), div)
     est.divergence_ = div
+    est.lam_ = float(lam)
+    est.lam_ratios_ = dict(ratios)
     est.smoothing_ = list(betas)
     est.n_clusters_ = list(K)
     est.n_tasks_ = T
@@ -955,6 +968,40 @@ def dask_mbc_fit(est, Xs, trace=False):
             div)
     est.inertia_ = [float(tk.inertia) for tk in tasks]
     return est
+
+
+def _dask_auto_lam(est, div, tasks, U0, run, trace):
+    """``lam="auto"`` for dask tasks: :func:`bregclust.mbc.select_lam` on the IND and MBC runs
+    from the starts ``U0`` (see ``MultitaskBregmanClustering._auto_lam``).
+
+    Returns ``(lam, result, ratios)``; ``result`` is the chosen value's run.
+    """
+    from .mbc import AUTO_LAM_FRACTION, AUTO_LAM_GRID, _mbc_run, select_lam
+    from .metrics import partition_emd
+
+    runs = {}
+
+    def record(lam, call):
+        res = call()
+        # d_M between the fitted mixtures: cluster proportions from one assignment pass of
+        # every task to the run's final centres (the labels stay on the workers)
+        for tk, U in zip(tasks, res["centers"]):
+            tk.set_centers(U, div)
+            tk.set_labels(tk.assign(div), div)
+        props = [tk.counts / tk.n for tk in tasks]
+        T = len(tasks)
+        dm = float(np.mean([partition_emd(res["centers"][t], props[t], res["centers"][s],
+                                          props[s], div)
+                            for t in range(T) for s in range(T) if s != t]))
+        runs[lam] = dict(res, centers=[np.array(v) for v in res["centers"]])
+        return runs[lam], dm
+
+    _, d_ind = record(0.0, lambda: _independent_dask_run(
+        div, tasks, U0, est.max_iter, est.tol, est.verbose, run))
+    lam, _, ratios = select_lam(lambda v: record(v, lambda: _mbc_run(
+        div, tasks, U0, v, est.marginals, est.centroid_solver, est.max_iter, est.tol,
+        est.verbose, run, trace=trace)), d_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
+    return lam, runs[lam], ratios
 
 
 def _independent_dask_run(div, tasks, U0, max_iter, tol, verbose, run):

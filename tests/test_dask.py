@@ -353,3 +353,18 @@ def test_custom_generator_on_fresh_process_workers(tmp_path, custom):
         finally:
             sys.path.remove(str(tmp_path))
             unregister_divergence("dask_test_unreachable")
+
+
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl"])
+def test_mbc_lam_auto_equals_in_memory(name):
+    # lam="auto" (the default) picks the same coupling on dask tasks: the same candidate runs
+    # from the same starts, the same d_M ratios, the same chosen run
+    Xs = _mbc_tasks(seed=3)
+    U0 = [X[[0, 1, 2]] * 1.05 for X in Xs]
+    a, b = _mbc_both(Xs, [da.from_array(Xs[0], chunks=(70, 5)), da.from_array(Xs[1], chunks=(50, 5))],
+                     divergence=name, init=U0)
+    assert a.lam_ == b.lam_
+    assert a.lam_ratios_.keys() == b.lam_ratios_.keys()
+    for v in a.lam_ratios_:
+        assert b.lam_ratios_[v] == pytest.approx(a.lam_ratios_[v], rel=1e-9)
+    _assert_same_mbc(a, b)
