@@ -331,7 +331,7 @@ def _cmd_demo(args):
     from tqdm import tqdm
 
     from .datasets import make_digits_tasks
-    from .demo import DEMOS
+    from .demo import DEMOS, TIE, verdicts
 
     unknown = sorted(set(args.methods or ()) - {n.lower() for n, _ in DEMOS})
     if unknown:
@@ -359,6 +359,13 @@ def _cmd_demo(args):
     for name, per in results:
         cells = "".join(f"{s[0]:.3f} / {s[1]:.3f} / {s[2]:.3f}    " for s in per)
         print(f"{name:<{width}}{cells}")
+    if any(name.startswith("IND") for name, _ in results):
+        print(f"\nVerdicts: NMI per task minus the best IND row's (a difference within {TIE} is a "
+              "tie; single runs at one seed, so small differences are noise):")
+        for line in verdicts(results):
+            print("  " + line)
+    else:
+        print("\n(no verdicts: add 'ind' to --methods to compare with IND)")
     print("\n" + ", ".join(f"{n}: {s:.1f} s" for n, s in timings))
     return 0
 

@@ -34,6 +34,8 @@ CASES = [
     ("kl_smoothing.py --datasets tr23 --seeds 1", "cluto_docs/tr23.mat",
      "auto within 0.02 NMI of the best fixed smoothing on"),
     ("compile_time.py", None, "<= 5 s"),
+    ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits", None,
+     "Headline: the best multi-task method beats the best single-task baseline"),
 ]
 
 
