@@ -271,8 +271,8 @@ def run_dataset(name, args, settings):
             d = scores[m][t] - best
             marks[m] = "W" if d > TIE else ("T" if d >= -TIE else "L")
             row.append(f"{scores[m][t]:.3f} {marks[m]}")
-        cells.append(dict(data=name, task=task_names[t], best=best, best_b=best_b,
-                          mt={m: scores[m][t] for m in ran}, marks=marks))
+        cells.append(dict(data=name, task=task_names[t], best=float(best), best_b=best_b,
+                          mt={m: float(scores[m][t]) for m in ran}, marks=marks))
         print("| " + " | ".join(row) + " |")
     print("baselines per task: " + "; ".join(
         f"{b} " + "/".join(f"{v:.3f}" for v in scores[b]) for b in BASELINES))
@@ -315,6 +315,28 @@ def summary(cells, methods):
         print(f"  wins by {m}: {', '.join(where)}")
 
 
+def merge(files):
+    """Cells of several ``--save`` files, joined by (data set, task).
+
+    A cell's best single-task baseline is taken from the first file holding that cell; the
+    multi-task scores of all files are pooled (a later file's score of the same method replaces
+    an earlier one) and the W / T / L marks are recomputed against that baseline.
+    """
+    by_key, methods = {}, []
+    for f in files:
+        with open(f) as fh:
+            saved = json.load(fh)
+        methods += [m for m in saved["methods"] if m not in methods]
+        for c in saved["cells"]:
+            cell = by_key.setdefault((c["data"], c["task"]), dict(c, mt={}))
+            cell["mt"].update(c["mt"])
+    cells = list(by_key.values())
+    for c in cells:
+        c["marks"] = {m: "W" if v - c["best"] > TIE else ("T" if v - c["best"] >= -TIE else "L")
+                      for m, v in c["mt"].items()}
+    return cells, methods
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--datasets", default=",".join(DATASETS),
@@ -331,13 +353,8 @@ def main(argv=None):
                    help="print the summary of cells saved by earlier --save runs, run nothing")
     args = p.parse_args(argv)
     if args.merge:
-        cells, methods = [], []
-        for f in args.merge:
-            with open(f) as fh:
-                saved = json.load(fh)
-            cells += saved["cells"]
-            methods += [m for m in saved["methods"] if m not in methods]
         print(f"mtc_compare --merge {' '.join(args.merge)}")
+        cells, methods = merge(args.merge)
         summary(cells, methods)
         return
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
@@ -367,10 +384,10 @@ def main(argv=None):
                 cells += res[0]
                 for m in res[1]:
                     skipped_all.setdefault(m, []).append(name)
+            if args.save:  # after every data set, so an interrupted run keeps what it measured
+                with open(args.save, "w") as fh:
+                    json.dump({"methods": args.methods, "cells": cells}, fh, indent=1)
     summary(cells, args.methods)
-    if args.save:
-        with open(args.save, "w") as fh:
-            json.dump({"methods": args.methods, "cells": cells}, fh, indent=1, default=float)
     for m, where in skipped_all.items():
         print(f"  {m} skipped on: {', '.join(where)}")
     print(f"total {time.perf_counter() - t0:.0f} s")
