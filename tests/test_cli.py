@@ -254,3 +254,20 @@ def test_user_errors_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
     assert code == 2
     assert len(lines) == 1 and "Traceback" not in err, err
     assert message in lines[0]
+
+
+def test_demo_verdicts_from_the_numbers():
+    from bregclust.demo import verdicts
+
+    rows = [("IND a", [(0.50, 0, 0), (0.60, 0, 0)]), ("IND b", [(0.55, 0, 0), (0.58, 0, 0)]),
+            ("up", [(0.60, 0, 0), (0.70, 0, 0)]), ("same", [(0.555, 0, 0), (0.595, 0, 0)]),
+            ("down", [(0.40, 0, 0), (0.50, 0, 0)]), ("mixed", [(0.60, 0, 0), (0.50, 0, 0)])]
+    # the reference is the best IND row per task: 0.55 on task 0, 0.60 on task 1
+    assert verdicts(rows) == [
+        "up: +0.050 / +0.100 NMI vs IND: gains on every task",
+        "same: +0.005 / -0.005 NMI vs IND: level with IND",
+        "down: -0.150 / -0.100 NMI vs IND: below IND on every task",
+        "mixed: +0.050 / -0.100 NMI vs IND: no clear gain on these tasks",
+    ]
+    with pytest.raises(ValueError, match="at least one row whose name starts with 'IND'"):
+        verdicts(rows[2:])
