@@ -282,13 +282,14 @@ def run_dataset(name, args, settings):
 
 def summary(cells, methods):
     """The table of all task cells, win / tie / loss per method and the headline."""
-    print("\n## All task cells: mean NMI; W / T / L against the best single-task baseline\n")
+    print("\n## All task cells: mean NMI; W / T / L against the best single-task baseline "
+          "(- : skipped or not run)\n")
     header = ["data", "task", "best single-task"] + list(methods)
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     for c in cells:
         row = [c["data"], c["task"], f"{c['best']:.3f} ({c['best_b'].split(' (')[0]})"]
-        row += [f"{c['mt'][m]:.3f} {c['marks'][m]}" if m in c["mt"] else "skipped"
+        row += [f"{c['mt'][m]:.3f} {c['marks'][m]}" if m in c["mt"] else "-"
                 for m in methods]
         print("| " + " | ".join(row) + " |")
     print(f"\n## Summary over {len(cells)} task cells (W: more than {TIE} NMI above the best "
