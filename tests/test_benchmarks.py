@@ -37,6 +37,8 @@ CASES = [
     ("compile_time.py", None, "<= 5 s"),
     ("dask_kmeans.py --n 20000 --d 10 --k 5 --chunks 4 --iters 2 --skip-daskml "
      "--scaling 5000,10000 --plot-dir {tmp}", None, "identical labels to the in-memory fit: True"),
+    ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits", None,
+     "Headline: the best multi-task method beats the best single-task baseline"),
 ]
 
 

@@ -1,0 +1,407 @@
+"""One comparison table: every multi-task method against the best single-task baseline.
+
+For each data set (two or more related tasks over one feature space) and each task, this prints
+the best single-task NMI (mean over ``--runs`` seeds, and which baseline it was), the NMI of every
+multi-task method in its documented best setting (the table :data:`MT_SETTINGS` below), and a
+win / tie / loss mark against that best baseline. A **tie** is a mean NMI within
+:data:`TIE` (0.01) of the best baseline; a win is more than 0.01 above it. The summary counts
+wins, ties and losses per method and the headline: on how many task cells the best multi-task
+method beats (by more than 0.01) the best single-task baseline.
+
+Run ``r`` gives ``random_state=r`` to every method, so all methods see the same seeds.
+
+Representations (computed here from the raw counts of each loader, the same for every data set):
+
+* ``tfidf``  - tf-idf, idf fitted on all tasks stacked, rows scaled to unit L2 norm;
+* ``tf``     - term frequencies: counts with rows scaled to sum to one (kl's simplex);
+* ``counts`` - the raw counts (word presence for WebKB4).
+
+For the digits tasks (8x8 pixel intensities, not words) ``tfidf`` and ``counts`` are the pixels
+themselves and ``tf`` is the pixels with rows scaled to sum to one.
+
+Single-task baselines (:data:`BASELINES`): squared-Euclidean k-means on tf-idf (= spherical-like
+k-means, rows have unit norm), kl k-means on term frequencies (``BregmanKMeans(divergence="kl")``,
+default smoothing), and NCut (scikit-learn ``SpectralClustering`` on the 10-nearest-neighbour graph
+of the unit-norm rows, i.e. a cosine kNN graph), as the kernel-MTC and MTCMRL papers use.
+
+Multi-task methods that cannot run on a data set (MTCMRL builds an n x n similarity per task) are
+skipped with the reason printed. The kernel MTC "as run" options (random-partition start,
+unit-norm factor rows) are passed only when the installed estimator accepts them; the setting
+that actually ran is printed.
+
+Data: ``load_mbc_tasks`` (CLUTO splits, NG20-1/2/3), ``load_malsar`` (Rec.vs.Talk, Comp.vs.Sci),
+``load_webkb4`` (one task per university) from ``../shared/data`` or ``BREGCLUST_DATA``;
+``make_digits_tasks`` needs no download. A data set whose files are missing is skipped.
+
+Usage::
+
+    python benchmarks/mtc_compare.py --datasets digits,webkb4,tr11 --runs 3
+    python benchmarks/mtc_compare.py --quick --datasets digits          # smoke test
+    python benchmarks/mtc_compare.py --methods MBC-kl,LSSMTC --runs 5
+"""
+
+import argparse
+import inspect
+import json
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from _common import machine
+from sklearn.cluster import SpectralClustering
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.preprocessing import normalize
+
+from bregclust import datasets as ds
+from bregclust.kernel_mtc import NonparametricKernelMTC, SpectralKernelMTC
+from bregclust.kmeans import BregmanKMeans
+from bregclust.mbc import MultitaskBregmanClustering
+from bregclust.metrics import nmi
+from bregclust.model_relation import ModelRelationClustering
+from bregclust.shared_subspace import SharedSubspaceClustering
+
+#: A multi-task mean NMI within this of the best single-task mean NMI counts as a tie.
+TIE = 0.01
+
+#: Multi-task methods in their documented best setting: representation, estimator, keyword
+#: arguments, and for the kernel methods the "as run" options (passed only if accepted).
+MT_SETTINGS = {
+    "MBC-sq": dict(rep="tfidf", est=MultitaskBregmanClustering,
+                   kw=dict(divergence="sqeuclidean")),
+    "MBC-kl": dict(rep="tf", est=MultitaskBregmanClustering, kw=dict(divergence="kl")),
+    "LNKMTC": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(C=500.0, b=30),
+                   as_run=dict(init="random-partition", normalize_factor=True)),
+    "LSKMTC": dict(rep="tfidf", est=SpectralKernelMTC,
+                   kw=dict(C=1000.0, b=1, n_eigenvectors=30),
+                   as_run=dict(init="random-partition", normalize_factor=True)),
+    "LSSMTC": dict(rep="counts", est=SharedSubspaceClustering,
+                   kw=dict(n_components=2, lam=0.75, init="random")),
+    "MTCMRL": dict(rep="tfidf", est=ModelRelationClustering,
+                   kw=dict(lam=4.0, alpha=4.0, mu=0.5, beta=0.5), max_n=3000),
+}
+
+#: Single-task baselines: representation and how they are fitted (see the module docstring).
+BASELINES = {
+    "k-means sq (tf-idf)": "tfidf",
+    "k-means kl (tf)": "tf",
+    "NCut (cosine 10-NN)": "tfidf",
+}
+
+CLUTO = ("tr11", "tr23", "tr45", "reviews", "hitech", "ohscal")
+NG20 = ("ng20-1", "ng20-2", "ng20-3")
+MALSAR = ("rec.vs.talk", "comp.vs.sci")
+#: Default order: small data sets first.
+DATASETS = ("digits", "webkb4", "tr23", "tr11", "tr45", "rec.vs.talk", "comp.vs.sci", "hitech",
+            "reviews", "ohscal", "ng20-1", "ng20-2", "ng20-3")
+
+
+def load(name):
+    """Raw non-negative matrices, labels and task names of one data set (``is_text`` flag)."""
+    if name == "digits":
+        b = ds.make_digits_tasks(random_state=0)
+        return [np.asarray(X, float) for X in b.Xs], b.ys, b.task_names, False
+    if name == "webkb4":
+        b = ds.load_webkb4(sparse=True)
+    elif name in MALSAR:
+        b = ds.load_malsar(name)
+    else:
+        b = ds.load_mbc_tasks(name, representation="counts")
+    return list(b.Xs), list(b.ys), list(b.task_names), True
+
+
+def subsample(Xs, ys, n_max, seed=0):
+    """At most ``n_max`` rows per task (a fixed random subset), for ``--quick``."""
+    rng = np.random.RandomState(seed)
+    out_X, out_y = [], []
+    for X, y in zip(Xs, ys):
+        keep = np.sort(rng.permutation(X.shape[0])[:n_max])
+        out_X.append(X[keep])
+        out_y.append(np.asarray(y)[keep])
+    return out_X, out_y
+
+
+def representations(Xs, is_text):
+    """``{"tfidf", "tf", "counts"}`` -> list of per-task matrices (see the module docstring)."""
+    tf = [normalize(X, norm="l1") for X in Xs]
+    if not is_text:
+        return {"tfidf": Xs, "tf": tf, "counts": Xs}
+    sizes = np.cumsum([0] + [X.shape[0] for X in Xs])
+    T = TfidfTransformer().fit_transform(sp.vstack([sp.csr_matrix(X) for X in Xs]).tocsr())
+    tfidf = [sp.csr_matrix(T[a:b]) for a, b in zip(sizes[:-1], sizes[1:])]
+    return {"tfidf": tfidf, "tf": [sp.csr_matrix(X) for X in tf],
+            "counts": [sp.csr_matrix(X) for X in Xs]}
+
+
+def fit_baseline(name, X, k, seed):
+    """Labels of one single-task baseline on one task."""
+    if name.startswith("NCut"):
+        Xn = normalize(X)
+        nn = min(10, X.shape[0] - 1)
+        est = SpectralClustering(k, affinity="nearest_neighbors", n_neighbors=nn,
+                                 assign_labels="kmeans", random_state=seed)
+        return est.fit(Xn).labels_
+    div = "kl" if "kl" in name else "sqeuclidean"
+    return BregmanKMeans(k, divergence=div, random_state=seed).fit(X).labels_
+
+
+def _accepted(est_cls, kwargs):
+    """The entries of ``kwargs`` whose names ``est_cls`` takes."""
+    params = inspect.signature(est_cls).parameters
+    return {key: v for key, v in kwargs.items() if key in params}
+
+
+def _probe(est_cls, kw):
+    """True if ``est_cls(**kw)`` fits a tiny two-task problem (the options are known values)."""
+    rng = np.random.RandomState(0)
+    Xs = [np.abs(rng.rand(40, 5)) + np.repeat([[0.0], [3.0]], 20, axis=0) for _ in range(2)]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est_cls(2, random_state=0, **kw).fit(Xs)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def resolve_settings(methods):
+    """Keyword arguments that will run per method, and a line saying which setting it is."""
+    out = {}
+    for m in methods:
+        s = MT_SETTINGS[m]
+        kw = dict(s["kw"])
+        note = ""
+        if "as_run" in s:
+            extra = _accepted(s["est"], s["as_run"])
+            missing = sorted(set(s["as_run"]) - set(extra))
+            if extra and not _probe(s["est"], dict(kw, n_neighbors=5, b=2, **extra)
+                                    if m == "LNKMTC" else dict(kw, n_neighbors=5,
+                                                                n_eigenvectors=3, **extra)):
+                missing, extra = sorted(s["as_run"]), {}
+            kw.update(extra)
+            note = (" [as run]" if not missing else
+                    f" [fallback: installed {s['est'].__name__} lacks {missing}; "
+                    f"running {'as printed' if not extra else 'partly as run'}]")
+        out[m] = kw
+        args = ", ".join(f"{k}={v!r}" for k, v in kw.items())
+        print(f"  {m}: {s['est'].__name__}({args}) on {s['rep']}{note}")
+    return out
+
+
+def fit_mt(method, kw, Xs, ks, seed):
+    """Labels per task of one multi-task method."""
+    est_cls = MT_SETTINGS[method]["est"]
+    kw = dict(kw)
+    if est_cls in (NonparametricKernelMTC, SpectralKernelMTC):
+        joint = len(set(ks)) == 1
+        n = sum(X.shape[0] for X in Xs)
+        if "b" in kw and est_cls is NonparametricKernelMTC:
+            kw["b"] = min(kw["b"], n - 2)
+        if "n_eigenvectors" in kw:
+            kw["n_eigenvectors"] = min(kw["n_eigenvectors"], n - 2)
+        kw["n_neighbors"] = min(10, min(X.shape[0] for X in Xs) - 1)
+        est = est_cls(ks[0] if joint else list(ks), joint=joint, random_state=seed, **kw)
+    elif est_cls is SharedSubspaceClustering:
+        kw["n_components"] = min(kw.get("n_components", 2), Xs[0].shape[1])
+        est = est_cls(max(ks), random_state=seed, **kw)
+    else:
+        est = est_cls(list(ks), random_state=seed, **kw)
+    return est.fit(Xs).labels_
+
+
+def skip_reason(method, Xs):
+    """Why ``method`` is not run on these tasks, or None."""
+    max_n = MT_SETTINGS[method].get("max_n")
+    n = max(X.shape[0] for X in Xs)
+    if max_n is not None and n > max_n:
+        return (f"a task has {n} rows > {max_n}: the dense n x n similarity per task is too "
+                "large for this comparison")
+    return None
+
+
+def run_dataset(name, args, settings):
+    """Mean NMI per task of every baseline and method; prints the data set's table."""
+    try:
+        Xs, ys, task_names, is_text = load(name)
+    except FileNotFoundError as exc:
+        print(f"\n### {name}: skipped (data missing: {exc})")
+        return None
+    if args.quick:
+        Xs, ys = subsample(Xs, ys, args.quick_n)
+    ys = [np.asarray(y) for y in ys]
+    ks = [int(np.unique(y).size) for y in ys]
+    reps = representations(Xs, is_text)
+    sizes = " + ".join(str(X.shape[0]) for X in Xs)
+    print(f"\n### {name}: {len(Xs)} tasks ({sizes} rows, {Xs[0].shape[1]} features, "
+          f"classes {ks})")
+    T = len(Xs)
+    scores, times = {}, {}
+    for b, rep in BASELINES.items():
+        t0 = time.perf_counter()
+        runs = [[nmi(y, fit_baseline(b, X, k, seed)) for X, y, k in zip(reps[rep], ys, ks)]
+                for seed in range(args.runs)]
+        scores[b] = np.mean(runs, axis=0)
+        times[b] = time.perf_counter() - t0
+    skipped = {}
+    for m in args.methods:
+        reason = skip_reason(m, Xs)
+        if reason:
+            skipped[m] = reason
+            print(f"  {m}: skipped ({reason})")
+            continue
+        t0 = time.perf_counter()
+        runs = []
+        for seed in range(args.runs):
+            labels = fit_mt(m, settings[m], reps[MT_SETTINGS[m]["rep"]], ks, seed)
+            runs.append([nmi(y, lab) for y, lab in zip(ys, labels)])
+        scores[m] = np.mean(runs, axis=0)
+        times[m] = time.perf_counter() - t0
+    ran = [m for m in args.methods if m in scores]
+    header = ["task", "best single-task (NMI, baseline)"] + ran
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    cells = []
+    for t in range(T):
+        best_b = max(BASELINES, key=lambda b: scores[b][t])
+        best = scores[best_b][t]
+        row = [task_names[t], f"{best:.3f} ({best_b})"]
+        marks = {}
+        for m in ran:
+            d = scores[m][t] - best
+            marks[m] = "W" if d > TIE else ("T" if d >= -TIE else "L")
+            row.append(f"{scores[m][t]:.3f} {marks[m]}")
+        cells.append(dict(data=name, task=task_names[t], best=float(best), best_b=best_b,
+                          mt={m: float(scores[m][t]) for m in ran}, marks=marks))
+        print("| " + " | ".join(row) + " |")
+    print("baselines per task: " + "; ".join(
+        f"{b} " + "/".join(f"{v:.3f}" for v in scores[b]) for b in BASELINES))
+    print("seconds (all runs): " + ", ".join(f"{k} {v:.1f}" for k, v in times.items()))
+    return cells, skipped
+
+
+def summary(cells, methods):
+    """The table of all task cells, win / tie / loss per method and the headline."""
+    print("\n## All task cells: mean NMI; W / T / L against the best single-task baseline "
+          "(- : skipped or not run)\n")
+    header = ["data", "task", "best single-task"] + list(methods)
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    for c in cells:
+        row = [c["data"], c["task"], f"{c['best']:.3f} ({c['best_b'].split(' (')[0]})"]
+        row += [f"{c['mt'][m]:.3f} {c['marks'][m]}" if m in c["mt"] else "-"
+                for m in methods]
+        print("| " + " | ".join(row) + " |")
+    print(f"\n## Summary over {len(cells)} task cells (W: more than {TIE} NMI above the best "
+          f"single-task baseline, T: within {TIE}, L: more than {TIE} below)\n")
+    print("| method | cells run | W | T | L | mean NMI - best baseline |")
+    print("|---|---|---|---|---|---|")
+    for m in methods:
+        run = [c for c in cells if m in c["marks"]]
+        if not run:
+            print(f"| {m} | 0 | - | - | - | - |")
+            continue
+        w, t, l = (sum(c["marks"][m] == x for c in run) for x in "WTL")
+        gap = np.mean([c["mt"][m] - c["best"] for c in run])
+        print(f"| {m} | {len(run)} | {w} | {t} | {l} | {gap:+.3f} |")
+    best_mt = []
+    for c in cells:
+        if c["mt"]:
+            m = max(c["mt"], key=c["mt"].get)
+            best_mt.append((c, m, c["mt"][m] - c["best"]))
+    wins = sum(d > TIE for _, _, d in best_mt)
+    ties = sum(-TIE <= d <= TIE for _, _, d in best_mt)
+    above = sum(d > 0 for _, _, d in best_mt)
+    n = len(best_mt)
+    print(f"\nHeadline: the best multi-task method beats the best single-task baseline by more "
+          f"than {TIE} NMI on {wins} of {n} task cells ({ties} ties within {TIE}; above it at "
+          f"all on {above} of {n}). Goal: at least half ({(n + 1) // 2}): "
+          f"{'met' if n and 2 * wins >= n else 'not met'}.")
+    which = {}
+    for c, m, d in best_mt:
+        if d > TIE:
+            which.setdefault(m, []).append(f"{c['data']}/{c['task']}")
+    for m, where in which.items():
+        print(f"  wins by {m}: {', '.join(where)}")
+
+
+def merge(files):
+    """Cells of several ``--save`` files, joined by (data set, task).
+
+    A cell's best single-task baseline is taken from the first file holding that cell; the
+    multi-task scores of all files are pooled (a later file's score of the same method replaces
+    an earlier one) and the W / T / L marks are recomputed against that baseline.
+    """
+    by_key, methods = {}, []
+    for f in files:
+        with open(f) as fh:
+            saved = json.load(fh)
+        methods += [m for m in saved["methods"] if m not in methods]
+        for c in saved["cells"]:
+            cell = by_key.setdefault((c["data"], c["task"]), dict(c, mt={}))
+            cell["mt"].update(c["mt"])
+    cells = list(by_key.values())
+    for c in cells:
+        c["marks"] = {m: "W" if v - c["best"] > TIE else ("T" if v - c["best"] >= -TIE else "L")
+                      for m, v in c["mt"].items()}
+    return cells, methods
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--datasets", default=",".join(DATASETS),
+                   help="comma-separated, from: " + ", ".join(DATASETS))
+    p.add_argument("--runs", type=int, default=3, help="seeds 0..runs-1 (default 3)")
+    p.add_argument("--methods", default=",".join(MT_SETTINGS),
+                   help="comma-separated multi-task methods, from: " + ", ".join(MT_SETTINGS))
+    p.add_argument("--quick", action="store_true",
+                   help="subsample every task to --quick-n rows (smoke test)")
+    p.add_argument("--quick-n", type=int, default=150)
+    p.add_argument("--save", metavar="FILE",
+                   help="also write the per-task cells as JSON (to merge runs with --merge)")
+    p.add_argument("--merge", nargs="+", metavar="FILE",
+                   help="print the summary of cells saved by earlier --save runs, run nothing")
+    args = p.parse_args(argv)
+    if args.merge:
+        print(f"mtc_compare --merge {' '.join(args.merge)}")
+        cells, methods = merge(args.merge)
+        summary(cells, methods)
+        return
+    args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    for d in args.datasets:
+        if d not in DATASETS:
+            p.error(f"unknown data set {d!r}; choose from {', '.join(DATASETS)}")
+    for m in args.methods:
+        if m not in MT_SETTINGS:
+            p.error(f"unknown method {m!r}; choose from {', '.join(MT_SETTINGS)}")
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    print(f"mtc_compare: {machine()}")
+    print(f"runs (seeds) 0..{args.runs - 1}; data sets {', '.join(args.datasets)}"
+          f"{f'; --quick: at most {args.quick_n} rows per task' if args.quick else ''}")
+    print("settings:")
+    settings = resolve_settings(args.methods)
+    print("  baselines: " + "; ".join(f"{b} on {r}" for b, r in BASELINES.items()))
+    cells, skipped_all = [], {}
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.filterwarnings("ignore", message=".*C=0.*")
+        for name in args.datasets:
+            res = run_dataset(name, args, settings)
+            if res is not None:
+                cells += res[0]
+                for m in res[1]:
+                    skipped_all.setdefault(m, []).append(name)
+            if args.save:  # after every data set, so an interrupted run keeps what it measured
+                with open(args.save, "w") as fh:
+                    json.dump({"methods": args.methods, "cells": cells}, fh, indent=1)
+    summary(cells, args.methods)
+    for m, where in skipped_all.items():
+        print(f"  {m} skipped on: {', '.join(where)}")
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
