@@ -793,6 +793,8 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
         try:  # kl, itakura_saito and multinomial models need non-negative / positive data
             name, div, _ = _resolve_model(self.model, self.model_params)
             tags.input_tags.positive_only = name == "multinomial" or (div is not None and div.domain != "real")
+            # a sparse matrix's implicit zeros lie outside a strictly positive domain
+            tags.input_tags.sparse = div is None or div.domain != "positive"
         except (TypeError, ValueError):
             pass
         return tags

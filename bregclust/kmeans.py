@@ -327,7 +327,10 @@ default="auto"
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         try:
-            tags.input_tags.positive_only = self._get_divergence().domain != "real"
+            dom = self._get_divergence().domain
+            tags.input_tags.positive_only = dom != "real"
+            # a sparse matrix's implicit zeros lie outside a strictly positive domain
+            tags.input_tags.sparse = dom != "positive"
         except (TypeError, ValueError):
             pass
         return tags

@@ -471,19 +471,45 @@ def _expected_failures(est):
         out["check_positive_only_tag_during_fit"] = (
             "the multinomial model's negative-data message (agglomerative.py, core refactor) "
             "does not yet contain scikit-learn's 'Negative values in data'.")
+    if _strictly_positive(est):
+        for name in _IS_ZERO_CHECKS:
+            out.setdefault(name, _IS_ZERO_WHY)
     return out
+
+
+# scikit-learn's data for positive_only estimators are non-negative and hold exact zeros
+# (``X - X.min()`` and integer data); no tag says "strictly positive". Itakura-Saito is defined for
+# x > 0 only (phi = -log x), so these checks stop at the clear DomainError on the first zero.
+# test_row24_check_estimator asserts that each of them fails for exactly that reason.
+_IS_ZERO_WHY = ("the check's positive_only data contain exact zeros, outside Itakura-Saito's "
+                "domain x > 0; the estimator refuses them with a DomainError naming the entry.")
+_IS_ZERO_CHECKS = (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
+    "check_readonly_memmap_input", "check_n_features_in_after_fitting", "check_estimators_dtypes",
+    "check_sample_weights_not_an_array", "check_sample_weights_list",
+    "check_all_zero_sample_weights_error", "check_dtype_object", "check_pipeline_consistency",
+    "check_estimators_nan_inf", "check_estimators_pickle", "check_f_contiguous_array_estimator",
+    "check_transformer_data_not_an_array", "check_transformer_general",
+    "check_transformer_n_iter", "check_methods_sample_order_invariance",
+    "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature",
+    "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
+    "check_n_features_in", "check_fit2d_predict1d", "check_sample_weight_equivalence_on_dense_data",
+    "check_sample_weight_equivalence_on_sparse_data",
+)
+
+
+def _strictly_positive(est):
+    from sklearn.utils import get_tags
+    return get_tags(est).input_tags.positive_only and not get_tags(est).input_tags.sparse
 
 
 @pytest.mark.parametrize("est", [
     *[BregmanKMeans(2, divergence=d, n_init=1) for d in ("sqeuclidean", "kl", "l1_subgradient")],
     *[AgglomerativeBregman(2, model=m) for m in
       ("sqeuclidean", "kl", "l1_subgradient", "multinomial", "gaussian_diag", "gaussian_full")],
-    *[pytest.param(e, marks=pytest.mark.xfail(
-        strict=True, reason="issue 12 row 24 not done: scikit-learn's positive_only test data "
-        "hold exact zeros, which Itakura-Saito refuses (x > 0); no tag expresses 'strictly "
-        "positive', so these checks need declaring one by one"))
-      for e in (BregmanKMeans(2, divergence="itakura_saito", n_init=1),
-                AgglomerativeBregman(2, model="itakura_saito"))],
+    *[BregmanKMeans(2, divergence="itakura_saito", n_init=1),
+      AgglomerativeBregman(2, model="itakura_saito")],
 ], ids=repr)
 def test_row24_check_estimator(est):
     from sklearn.utils.estimator_checks import check_estimator
@@ -492,6 +518,17 @@ def test_row24_check_estimator(est):
         res = check_estimator(est, expected_failed_checks=_expected_failures(est), on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:200]) for r in res if r["status"] == "failed"]
     assert failed == []
+    if _strictly_positive(est):
+        # the declared Itakura-Saito failures fail for the declared reason and no other
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            raw = check_estimator(est, on_fail=None)
+        why = {r["check_name"]: str(r["exception"]) for r in raw if r["status"] == "failed"
+               and r["check_name"] in _IS_ZERO_CHECKS and "sample_weight_equivalence" not in
+               r["check_name"]}
+        assert why, "expected the zero-data checks to fail on Itakura-Saito"
+        for name, msg in why.items():
+            assert "itakura_saito needs positive data" in msg and "has 0 at row" in msg, (name, msg)
 
 
 def test_row24_tags():
