@@ -369,7 +369,34 @@ def _cmd_demo(args):
     else:
         print("\n(no verdicts: add 'ind' to --methods to compare with IND)")
     print("\n" + ", ".join(f"{n}: {s:.1f} s" for n, s in timings))
+    if args.plot:
+        _demo_plot(args.plot, data, results, args.seed)
+        print(f"wrote {args.plot}: MBC's transport plan between the tasks' clusters and the "
+              "per-task NMI of every method against IND")
     return 0
+
+
+def _demo_plot(path, data, results, seed):
+    """``demo --plot``: :func:`bregclust.plotting.plot_demo` of the demo's rows and an MBC fit."""
+    from .mbc import MultitaskBregmanClustering
+    from .plotting import plot_demo
+
+    scores = {name: [s[0] for s in per] for name, per in results}
+    ind = [name for name in scores if name.startswith("IND")]
+    if not ind or len(scores) == len(ind):
+        raise ValueError("--plot needs the IND rows and at least one other method; keep 'ind' "
+                         "and a multi-task method in --methods.")
+    best = max(ind, key=lambda n: sum(scores[n]))
+    scores = {("IND" if n == best else n): v for n, v in scores.items()
+              if n == best or not n.startswith("IND")}
+    K = [len(set(y.tolist())) for y in data.ys]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mbc = MultitaskBregmanClustering(K, divergence="kl", random_state=seed).fit(data.Xs)
+    try:
+        plot_demo(scores, mbc, baseline="IND", ys=data.ys, path=path)
+    except ImportError as exc:  # matplotlib is an extra
+        raise ValueError(f"--plot needs matplotlib: {exc}") from None
 
 
 # ----------------------------------------------------------------------------- divergences
@@ -467,6 +494,9 @@ def build_parser():
     p.add_argument("--methods", nargs="*", type=str.lower, default=None,
                    help="restrict to these method groups (e.g. ind mbc)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="also write MBC's relation heat map and the per-task NMI pairs "
+                        "(needs matplotlib: pip install bregclust[plot])")
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("fit", help="cluster data files and write labels",

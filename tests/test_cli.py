@@ -281,3 +281,21 @@ def test_demo_verdicts_from_the_numbers():
     ]
     with pytest.raises(ValueError, match="at least one row whose name starts with 'IND'"):
         verdicts(rows[2:])
+
+
+def test_demo_plot_writes_the_two_panels(tmp_path, capsys):
+    import matplotlib.image as mpimg
+
+    out = tmp_path / "demo.png"
+    assert main(["demo", "--quiet", "--methods", "ind", "mbc", "--plot", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    img = mpimg.imread(out)
+    assert img.ndim == 3 and img.shape[0] > 200 and img.shape[1] > 400
+    assert img[..., :3].std() > 0.05  # not a blank canvas
+
+
+def test_demo_plot_needs_a_multitask_method(tmp_path, capsys):
+    assert main(["demo", "--quiet", "--methods", "ind", "--plot", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "--plot needs the IND rows and at least one other method" in err
+    assert "Traceback" not in err
