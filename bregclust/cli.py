@@ -246,13 +246,24 @@ def _fit_agglomerative(Xs, args):
             for X, k in zip(Xs, ks)]
 
 
+def _lam_arg(text):
+    """``--lam``: a number, or "auto" (MBC's label-free coupling rule)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number or 'auto', got {text!r}") from None
+
+
 def _fit_mbc(Xs, args):
-    """MBC: all task files clustered jointly (--lam is the paper's lambda, default 0.5)."""
+    """MBC: all task files clustered jointly (--lam is the task coupling; default "auto", the
+    estimator's label-free rule; 0.5 is the paper's value)."""
     from .mbc import MultitaskBregmanClustering
 
     est = MultitaskBregmanClustering(
         _per_task(args.n_clusters, len(Xs)), divergence=args.divergence,
-        divergence_params=_params(args), lam=0.5 if args.lam is None else args.lam,
+        divergence_params=_params(args), lam="auto" if args.lam is None else args.lam,
         marginals=args.marginals, centroid_solver=args.centroid_solver, n_init=args.n_init,
         max_iter=args.max_iter, random_state=args.seed).fit(Xs)
     return est.labels_
@@ -445,6 +456,9 @@ def _fit_targets(args):
 def _cmd_fit(args):
     if args.C is not None and args.method != "lskmtc":
         raise ValueError(f"--C is the MMD weight of lskmtc; {args.method} does not take it.")
+    if args.lam == "auto" and args.method != "mbc":
+        raise ValueError(f"--lam auto is MBC's label-free coupling rule; give {args.method} a "
+                         "number.")
     for name in ("n_init", "max_iter"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}.")
@@ -516,9 +530,10 @@ def build_parser():
                         "gaussian_full, multinomial)")
     p.add_argument("--mahalanobis-matrix", default=None,
                    help="file holding the SPD matrix A for --divergence mahalanobis")
-    p.add_argument("--lam", type=float, default=None,
-                   help="lambda of mbc (task coupling), mtcmrl (regression weight) or lssmtc "
-                        "(within-task weight in [0, 1]); default: the paper's value")
+    p.add_argument("--lam", type=_lam_arg, default=None,
+                   help="lambda of mbc (task coupling; a number or 'auto', the default), mtcmrl "
+                        "(regression weight) or lssmtc (within-task weight in [0, 1]); default "
+                        "for those two: the paper's value")
     p.add_argument("--C", type=float, default=None, dest="C",
                    help="lskmtc: weight of the MMD term (default 100)")
     p.add_argument("--marginals", choices=["uniform", "empirical"], default="uniform",

@@ -155,6 +155,30 @@ def test_fit_mbc_two_tasks(tmp_path):
         assert len(set(lab[:20])) == 1 and len(set(lab[20:])) == 1 and lab[0] != lab[-1]
 
 
+def test_fit_mbc_default_lam_is_auto(tmp_path, capsys):
+    from bregclust import MultitaskBregmanClustering
+
+    rng = np.random.default_rng(5)
+    Xs = [np.vstack([rng.poisson([9, 1, 1], (20, 3)), rng.poisson([1, 1, 9], (20, 3))]).astype(float)
+          for _ in range(2)]
+    files = []
+    for t, X in enumerate(Xs):
+        files.append(str(tmp_path / f"a{t}.npy"))
+        np.save(files[-1], X)
+    ref = MultitaskBregmanClustering([2, 2], divergence="kl", random_state=0).fit(Xs)
+    for extra in ([], ["--lam", "auto"]):
+        assert main(["fit", *files, "--method", "mbc", "-k", "2", "--divergence", "kl",
+                     "--quiet", *extra]) == 0
+        for t in range(2):
+            np.testing.assert_array_equal(np.loadtxt(tmp_path / f"a{t}.labels.txt", dtype=int),
+                                          ref.labels_[t])
+    assert main(["fit", *files, "--method", "mtcmrl", "-k", "2", "--lam", "auto"]) == 2
+    assert "--lam auto is MBC's label-free coupling rule" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fit", *files, "--method", "mbc", "-k", "2", "--lam", "strong"])
+    assert "must be a number or 'auto'" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_demo_all_methods(capsys):
     assert main(["demo", "--quiet"]) == 0
