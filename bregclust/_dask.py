@@ -13,12 +13,10 @@ import functools
 import hashlib
 import sys
 import threading
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 
 from ._execution import register_array_backend
 from ._validation import DomainError, check_finite
@@ -525,7 +523,7 @@ def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run):
 
     Returns ``(centers, n_iter, history, inertia)``.
     """
-    from .kmeans import _objective_from, _update_from_sums
+    from .kmeans import _lloyd_converged, _objective_from, _update_from_sums, _warn_max_iter
 
     r = data.run(_lloyd_chunk, centers, div)
     history = [_objective_from(r["obj"], centers, div, beta, z)]
@@ -541,17 +539,11 @@ def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run):
         n_iter = it + 1
         changed = new["digest"] != r["digest"]
         r = new
-        if verbose > 1:
-            print(f"  iteration {n_iter}: objective {history[-1]:.10g}")
-        if not changed or history[-2] - history[-1] <= tol * abs(history[-2]):
+        if _lloyd_converged(history, changed, tol, verbose, n_iter):
             converged = True
             break
     if not converged:
-        warnings.warn(
-            f"BregmanKMeans restart {run} reached max_iter={max_iter} before converging; "
-            "increase max_iter or tol.",
-            ConvergenceWarning, stacklevel=4,
-        )
+        _warn_max_iter(run, max_iter, stacklevel=4)
     return centers, n_iter, history, float(r["obj"])
 
 
@@ -755,21 +747,11 @@ class DaskTask:
     """
 
     def __init__(self, data, k, beta, z, div):
-        from .mbc import _model
+        from .mbc import _init_task_state
 
         self.data = data
         self.X = data.X
-        self.n = data.n
-        self.k = k
-        self.beta = beta
-        self.z = z
-        self.phi_z = 0.0
-        self.z_pn = None
-        self.model = _model(div)
-        if beta > 0:
-            self.model.smoothing_stats(self, div, z)
-        self.labels = None
-        self.pending = None
+        _init_task_state(self, data.n, k, beta, z, div)
         self.centres = None
         self.inertia = None
 

@@ -758,15 +758,27 @@ def _lloyd(X, prepared, w, centers, div, beta, z, max_iter, tol, verbose, run):
         n_iter = it + 1
         changed = not np.array_equal(new_labels, labels)
         labels = new_labels
-        if verbose > 1:
-            print(f"  iteration {n_iter}: objective {history[-1]:.10g}")
-        if not changed or history[-2] - history[-1] <= tol * abs(history[-2]):
+        if _lloyd_converged(history, changed, tol, verbose, n_iter):
             converged = True
             break
     if not converged:
-        warnings.warn(
-            f"BregmanKMeans restart {run} reached max_iter={max_iter} before converging; "
-            "increase max_iter or tol.",
-            ConvergenceWarning, stacklevel=3,
-        )
+        _warn_max_iter(run, max_iter, stacklevel=3)
     return labels, centers, n_iter, history, float(np.sum(w * mins))
+
+
+def _lloyd_converged(history, changed, tol, verbose, n_iter):
+    """The stopping rule of a Lloyd iteration (in memory and on dask): no label changed, or the
+    objective fell by at most ``tol`` times its value."""
+    if verbose > 1:
+        print(f"  iteration {n_iter}: objective {history[-1]:.10g}")
+    return not changed or history[-2] - history[-1] <= tol * abs(history[-2])
+
+
+def _warn_max_iter(run, max_iter, stacklevel):
+    """ConvergenceWarning of a restart that reached ``max_iter`` (``stacklevel`` as seen by the
+    caller)."""
+    warnings.warn(
+        f"BregmanKMeans restart {run} reached max_iter={max_iter} before converging; "
+        "increase max_iter or tol.",
+        ConvergenceWarning, stacklevel=stacklevel + 1,
+    )

@@ -386,6 +386,23 @@ def _model(div):
     return _SmoothModel if div.differentiable else _SignMassModel
 
 
+def _init_task_state(task, n, k, beta, z, div):
+    """The state every MBC task starts with (in memory, or on dask: ``bregclust._dask``): size,
+    clusters, smoothing pseudo-point and its statistics, the divergence's task model, no labels
+    and no pending fused assignment ``(labels, row sums per cluster)``."""
+    task.n = n
+    task.k = k
+    task.beta = beta
+    task.z = z
+    task.phi_z = 0.0
+    task.z_pn = None
+    task.model = _model(div)
+    if beta > 0:
+        task.model.smoothing_stats(task, div, z)
+    task.labels = None
+    task.pending = None
+
+
 class _Task:
     """Per-task data, per-cluster statistics and cached centre quantities (plain attributes).
 
@@ -403,17 +420,8 @@ class _Task:
     def __init__(self, X, prep, k, beta, z, div):
         self.X = X
         self.prep = prep
-        self.n = X.shape[0]
-        self.k = k
-        self.beta = beta
-        self.z = z
-        self.phi_z = 0.0
-        self.z_pn = None
-        self.model = _model(div)
-        if beta > 0:
-            self.model.smoothing_stats(self, div, z)
-        self.labels = None
-        self.pending = None  # (labels, row sums per cluster) from the last fused assignment
+        _init_task_state(self, X.shape[0], k, beta, z, div)
+
 
     def set_labels(self, labels, div):
         """Recompute the cluster statistics for ``labels``."""
