@@ -894,7 +894,7 @@ def dask_mbc_fit(est, Xs, trace=False):
                          f"{div.name} is not differentiable.")
 
     best, best_run = None, None
-    ratios = {}
+    ratios, objectives = {}, {}
     for run in range(int(n_init)):
         U0 = []
         for t, (tk, (kind, val)) in enumerate(zip(tasks, parsed)):
@@ -908,7 +908,7 @@ def dask_mbc_fit(est, Xs, trace=False):
             U0.append(np.array(C, dtype=np.float64))
         res = None
         if lam is None:
-            lam, res, ratios = _dask_auto_lam(est, div, tasks, U0, run, trace)
+            lam, res, ratios, objectives = _dask_auto_lam(est, div, tasks, U0, run, trace)
         coupled = T > 1 and lam > 0
         if res is not None:
             pass
@@ -931,6 +931,7 @@ def dask_mbc_fit(est, Xs, trace=False):
     est.divergence_ = div
     est.lam_ = float(lam)
     est.lam_ratios_ = dict(ratios)
+    est.lam_objectives_ = dict(objectives)
     est.smoothing_ = list(betas)
     est.n_clusters_ = list(K)
     est.n_tasks_ = T
@@ -956,9 +957,9 @@ def _dask_auto_lam(est, div, tasks, U0, run, trace):
     """``lam="auto"`` for dask tasks: :func:`bregclust.mbc.select_lam` on the IND and MBC runs
     from the starts ``U0`` (see ``MultitaskBregmanClustering._auto_lam``).
 
-    Returns ``(lam, result, ratios)``; ``result`` is the chosen value's run.
+    Returns ``(lam, result, ratios, objectives)``; ``result`` is the chosen value's run.
     """
-    from .mbc import AUTO_LAM_FRACTION, AUTO_LAM_GRID, _mbc_run, select_lam
+    from .mbc import AUTO_LAM_FRACTION, AUTO_LAM_GRID, _mbc_run, _partition_objective, select_lam
     from .metrics import partition_emd
 
     runs = {}
@@ -976,14 +977,14 @@ def _dask_auto_lam(est, div, tasks, U0, run, trace):
                                           props[s], div)
                             for t in range(T) for s in range(T) if s != t]))
         runs[lam] = dict(res, centers=[np.array(v) for v in res["centers"]])
-        return runs[lam], dm
+        return runs[lam], dm, _partition_objective(div, tasks, runs[lam]["centers"])
 
-    _, d_ind = record(0.0, lambda: _independent_dask_run(
+    _, d_ind, obj_ind = record(0.0, lambda: _independent_dask_run(
         div, tasks, U0, est.max_iter, est.tol, est.verbose, run))
-    lam, _, ratios = select_lam(lambda v: record(v, lambda: _mbc_run(
+    lam, _, ratios, objectives = select_lam(lambda v: record(v, lambda: _mbc_run(
         div, tasks, U0, v, est.marginals, est.centroid_solver, est.max_iter, est.tol,
-        est.verbose, run, trace=trace)), d_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
-    return lam, runs[lam], ratios
+        est.verbose, run, trace=trace)), d_ind, obj_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
+    return lam, runs[lam], ratios, objectives
 
 
 def _independent_dask_run(div, tasks, U0, max_iter, tol, verbose, run):

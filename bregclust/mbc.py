@@ -703,7 +703,8 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
 #: transport cost between the tasks' centres) against another (the within-cluster
 #: dispersion), so it has no unit and one grid serves every scale of the data.
 AUTO_LAM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
-#: ``lam="auto"`` keeps the fitted ``d_M`` at or above this fraction of the independent fits'.
+#: ``lam="auto"`` only considers couplings whose fitted ``d_M`` stays at or above this
+#: fraction of the independent fits'.
 AUTO_LAM_FRACTION = 0.5
 
 
@@ -718,18 +719,46 @@ def _mean_task_divergence(div, centers, labels):
     return float(np.mean(vals))
 
 
-def select_lam(fit, d_m, grid=AUTO_LAM_GRID, fraction=AUTO_LAM_FRACTION):
-    """The label-free coupling of ``lam="auto"``: the largest ``lam`` on ``grid`` whose fit keeps
-    ``d_M`` at or above ``fraction`` times the independent fits' ``d_M``.
+def _partition_objective(div, tasks, centers):
+    """The single-task objective of the tasks' current partitions, summed over tasks.
+
+    Every task's statistics must be those of its labels (``set_labels``). Per task: the
+    :class:`~bregclust.BregmanKMeans` objective ``(1/n_t) [sum_i d(x_i, m_h(i)) + beta
+    sum_z d(z, m_z)]`` at the partition's own smoothed cluster means ``m`` (the exact
+    right-sided Bregman centroids), so the value depends on the labels only. An empty cluster
+    (``beta = 0``) keeps its fitted centre (it adds nothing). For a non-differentiable
+    generator (no mean-type centroid) the fitted centres are used instead.
+    """
+    total = 0.0
+    for tk, U in zip(tasks, centers):
+        if div.differentiable:
+            w = tk.weights
+            M = np.array(U, dtype=np.float64, copy=True)
+            full = w > 0
+            M[full] = tk.S[full] / w[full, None]
+            tk.set_centers(M, div)
+        else:
+            tk.set_centers(U, div)
+        total += tk.data_term(div)
+    return float(total)
+
+
+def select_lam(fit, d_m, objective, grid=AUTO_LAM_GRID, fraction=AUTO_LAM_FRACTION):
+    """The label-free coupling of ``lam="auto"``: among the independent fits and the couplings
+    that keep ``d_M`` at or above ``fraction`` of theirs, the one whose partitions are the
+    best single-task clusterings.
 
     Parameters
     ----------
     fit : callable
-        ``fit(lam) -> (result, d_M)``: one MBC run from fixed initial centres with coupling
-        ``lam`` (``lam=0`` is the independent fits, IND) and the fitted mean ``d_M`` between
-        the tasks' mixtures.
+        ``fit(lam) -> (result, d_M, objective)``: one MBC run from fixed initial centres with
+        coupling ``lam``, the fitted mean ``d_M`` between the tasks' mixtures and the
+        single-task objective of the fitted partitions (summed over tasks, each at its own
+        cluster means; the independent fits' objective for ``lam = 0``).
     d_m : float
-        ``d_M`` of the independent fits from the same initial centres.
+        ``d_M`` of the independent fits (IND, ``lam = 0``) from the same initial centres.
+    objective : float
+        The single-task objective of the independent fits' partitions.
     grid : sequence of float, default=AUTO_LAM_GRID
         Positive candidates in increasing order.
     fraction : float, default=AUTO_LAM_FRACTION
@@ -738,33 +767,39 @@ def select_lam(fit, d_m, grid=AUTO_LAM_GRID, fraction=AUTO_LAM_FRACTION):
     Returns
     -------
     lam : float
-        The chosen value, ``0.0`` when no candidate keeps the fraction (or ``d_m`` is not
-        finite).
+        The chosen value; ``0.0`` (IND) when no admissible candidate has a lower objective
+        than IND (or ``d_m`` is not finite).
     result : object or None
         ``fit``'s result for the chosen value (None for ``0.0``).
     ratios : dict {float: float}
         ``d_M(lam) / d_m`` for every candidate that was fitted.
+    objectives : dict {float: float}
+        The single-task objective of every fitted candidate, ``0.0`` (IND) included.
 
     Notes
     -----
-    A bisection over the grid (``ceil(log2(len(grid) + 1))`` fits: 3 for the default grid),
-    which finds the largest admissible value when ``d_M`` decreases with ``lam``; whatever
-    the shape of that curve, the returned value was fitted and satisfies
-    ``d_M(lam) >= fraction * d_m`` (``d_M(lam) = d_m = 0`` included).
+    The grid is scanned upwards and the scan stops at the first value whose ``d_M`` falls
+    below ``fraction * d_m`` (that value is fitted but not admissible): the admissible
+    values are a prefix of the grid, so a non-monotone ``d_M`` curve cannot make the rule
+    jump to a strong coupling. Among IND and the admissible values the lowest objective
+    wins (ties go to the smaller ``lam``). Hence ``objective(lam) <= objective(IND)`` and
+    ``d_M(lam) >= fraction * d_m`` for the returned value. At most ``len(grid)`` fits.
     """
-    lo, hi = -1, len(grid)  # grid[lo] admissible (-1: lam = 0), grid[hi] not (or beyond)
-    chosen = None
     ratios = {}
-    finite = math.isfinite(d_m)
-    while finite and hi - lo > 1:
-        mid = (lo + hi) // 2
-        res, dm = fit(float(grid[mid]))
-        ratios[float(grid[mid])] = dm / d_m if d_m > 0 else (1.0 if dm <= 0 else math.inf)
-        if dm >= fraction * d_m:
-            lo, chosen = mid, res
-        else:
-            hi = mid
-    return (0.0 if lo < 0 else float(grid[lo])), chosen, ratios
+    objectives = {0.0: float(objective)}
+    best_lam, best_res, best_obj = 0.0, None, float(objective)
+    if not math.isfinite(d_m):
+        return best_lam, best_res, ratios, objectives
+    for v in grid:
+        v = float(v)
+        res, dm, obj = fit(v)
+        ratios[v] = dm / d_m if d_m > 0 else (1.0 if dm <= 0 else math.inf)
+        if not dm >= fraction * d_m:
+            break
+        objectives[v] = float(obj)
+        if obj < best_obj:
+            best_lam, best_res, best_obj = v, res, float(obj)
+    return best_lam, best_res, ratios, objectives
 
 
 # =========================================================================== the estimator
@@ -987,9 +1022,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     def _auto_lam(self, div, tasks, U0, run, trace):
         """``lam="auto"`` from the starts ``U0``: :func:`select_lam` on IND and MBC fits.
 
-        Returns ``(lam, result, ratios)``; ``result`` is the run of the chosen value (the IND
-        run for ``lam = 0``), reused as this restart. Warnings of the candidate runs are held
-        back and only those of the chosen run are emitted.
+        Returns ``(lam, result, ratios, objectives)``; ``result`` is the run of the chosen
+        value (the IND run for ``lam = 0``), reused as this restart. Warnings of the candidate
+        runs are held back and only those of the chosen run are emitted.
         """
         runs = {}
 
@@ -1001,20 +1036,24 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             # the tasks' state is overwritten by the next run: keep copies
             res = dict(res, labels=[np.array(v) for v in res["labels"]],
                        centers=[np.array(v) for v in res["centers"]])
+            for tk, lab in zip(tasks, res["labels"]):
+                tk.set_labels(lab, div)
+            obj = _partition_objective(div, tasks, res["centers"])
             runs[lam] = (res, caught)
-            return res, dm
+            return res, dm, obj
 
-        _, d_ind = record(0.0, lambda: _independent_run(
+        _, d_ind, obj_ind = record(0.0, lambda: _independent_run(
             div, tasks, U0, self.max_iter, self.tol, self.verbose, run))
-        lam, _, ratios = select_lam(lambda v: record(v, lambda: _mbc_run(
+        lam, _, ratios, objectives = select_lam(lambda v: record(v, lambda: _mbc_run(
             div, tasks, U0, v, self.marginals, self.centroid_solver, self.max_iter, self.tol,
-            self.verbose, run, trace=trace)), d_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
+            self.verbose, run, trace=trace)), d_ind, obj_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
         res, caught = runs[lam]
         for w in caught:
             warnings.warn(w.message, w.category, stacklevel=3)
         if self.verbose:
-            print(f"MultitaskBregmanClustering lam='auto': d_M ratios {ratios}, lam_={lam:g}")
-        return lam, res, ratios
+            print(f"MultitaskBregmanClustering lam='auto': d_M ratios {ratios}, single-task "
+                  f"objectives {objectives}, lam_={lam:g}")
+        return lam, res, ratios, objectives
 
     # ------------------------------------------------------------------ fit / predict
     def fit(self, Xs, y=None, *, trace=False):
@@ -1087,13 +1126,13 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             z = smoothing_point(X, div) if beta > 0 else None
             tasks.append(_Task(X, div.prepare(X), K[t], beta, z, div))
         lam = (0.0 if T == 1 else None) if auto else float(self.lam)
-        ratios = {}
+        ratios, objectives = {}, {}
         best = None
         for run in range(int(n_init)):
             U0 = self._initial_centers(div, tasks, parsed, rng)
             res = None
             if lam is None:  # lam="auto": chosen on the first restart's starts
-                lam, res, ratios = self._auto_lam(div, tasks, U0, run, trace)
+                lam, res, ratios, objectives = self._auto_lam(div, tasks, U0, run, trace)
             coupled = T > 1 and lam > 0
             if res is not None:
                 pass
@@ -1111,6 +1150,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.divergence_ = div
         self.lam_ = float(lam)
         self.lam_ratios_ = dict(ratios)
+        self.lam_objectives_ = dict(objectives)
         self.smoothing_ = list(betas)
         self.n_clusters_ = list(K)
         self._set_fitted_tasks(Xs_in, best["labels"], best["history"])

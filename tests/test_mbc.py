@@ -510,22 +510,37 @@ def test_lam_auto_is_the_default_deterministic_and_on_the_grid():
     a = MultitaskBregmanClustering(4, random_state=5).fit(Xs)
     b = MultitaskBregmanClustering(4, random_state=5).fit(Xs)
     assert a.lam_ == b.lam_ and a.lam_ratios_ == b.lam_ratios_
+    assert a.lam_objectives_ == b.lam_objectives_
     assert a.lam_ == 0.0 or a.lam_ in mbc.AUTO_LAM_GRID
-    assert 1 <= len(a.lam_ratios_) <= 3 and set(a.lam_ratios_) <= set(mbc.AUTO_LAM_GRID)
+    assert 1 <= len(a.lam_ratios_) <= len(mbc.AUTO_LAM_GRID)
+    assert set(a.lam_ratios_) <= set(mbc.AUTO_LAM_GRID)
+    assert 0.0 in a.lam_objectives_ and a.lam_ in a.lam_objectives_
     for t in range(2):
         np.testing.assert_array_equal(a.labels_[t], b.labels_[t])
     # a float lam records itself and no ratios
     c = MultitaskBregmanClustering(4, lam=0.3, random_state=5).fit(Xs)
-    assert c.lam_ == 0.3 and c.lam_ratios_ == {}
+    assert c.lam_ == 0.3 and c.lam_ratios_ == {} and c.lam_objectives_ == {}
     # one task: nothing to couple
     one = MultitaskBregmanClustering(4, random_state=5).fit(Xs[:1])
-    assert one.lam_ == 0.0 and one.lam_ratios_ == {}
+    assert one.lam_ == 0.0 and one.lam_ratios_ == {} and one.lam_objectives_ == {}
+
+
+def _own_objective(Xs, labels):
+    """Squared-Euclidean k-means objective of each task's partition at its own cluster means,
+    divided by n_t and summed over tasks (naive)."""
+    total = 0.0
+    for X, lab in zip(Xs, labels):
+        for z in np.unique(lab):
+            rows = X[lab == z]
+            total += ((rows - rows.mean(axis=0)) ** 2).sum() / X.shape[0]
+    return total
 
 
 @pytest.mark.parametrize("seed", [31, 32, 33, 34])
 def test_lam_auto_guarantee_and_equals_the_chosen_float(seed):
-    """From the same starts: d_M(auto) >= AUTO_LAM_FRACTION * d_M(IND), and the auto fit is
-    the float fit at lam_."""
+    """From the same starts: d_M(auto) >= AUTO_LAM_FRACTION * d_M(IND), the auto partitions'
+    single-task objective is the lowest of IND and the admissible candidates (naive check),
+    and the auto fit is the float fit at lam_."""
     Xs = _related(seed, shift=0.3 * (seed - 30))
     r = np.random.RandomState(seed)
     init = [bregman_kmeans_plusplus(X, 4, "sqeuclidean", random_state=r)[0] for X in Xs]
@@ -534,42 +549,67 @@ def test_lam_auto_guarantee_and_equals_the_chosen_float(seed):
         ind = MultitaskBregmanClustering(4, lam=0.0, init=init).fit(Xs)
         auto = MultitaskBregmanClustering(4, init=init).fit(Xs)
         same = MultitaskBregmanClustering(4, lam=auto.lam_, init=init).fit(Xs)
+        fits = {v: MultitaskBregmanClustering(4, lam=v, init=init).fit(Xs)
+                for v in auto.lam_ratios_}
     assert _mean_dm(auto) >= mbc.AUTO_LAM_FRACTION * _mean_dm(ind) - 1e-12
+    np.testing.assert_allclose(auto.lam_objectives_[0.0], _own_objective(Xs, ind.labels_))
     if auto.lam_ > 0:
         assert auto.lam_ratios_[auto.lam_] >= mbc.AUTO_LAM_FRACTION
         np.testing.assert_allclose(auto.lam_ratios_[auto.lam_], _mean_dm(auto) / _mean_dm(ind))
-    # every fitted candidate above lam_ broke the fraction (bisection: the largest admissible
-    # value is found when d_M decreases with lam)
-    for v, ratio in auto.lam_ratios_.items():
-        if v > auto.lam_:
-            assert ratio < mbc.AUTO_LAM_FRACTION
+    # the scan: the fitted values are a prefix of the grid; all but possibly the last are
+    # admissible, the last is inadmissible or the end of the grid
+    fitted = sorted(auto.lam_ratios_)
+    assert fitted == list(mbc.AUTO_LAM_GRID[:len(fitted)])
+    assert all(auto.lam_ratios_[v] >= mbc.AUTO_LAM_FRACTION for v in fitted[:-1])
+    last = fitted[-1]
+    assert auto.lam_ratios_[last] < mbc.AUTO_LAM_FRACTION or last == mbc.AUTO_LAM_GRID[-1]
+    admissible = [0.0] + [v for v in fitted if auto.lam_ratios_[v] >= mbc.AUTO_LAM_FRACTION]
+    assert sorted(auto.lam_objectives_) == admissible
+    own = {0.0: _own_objective(Xs, ind.labels_)}
+    own.update({v: _own_objective(Xs, fits[v].labels_) for v in admissible[1:]})
+    for v in admissible:
+        np.testing.assert_allclose(auto.lam_objectives_[v], own[v], rtol=1e-9)
+        assert own[auto.lam_] <= own[v] * (1 + 1e-9)
     for t in range(2):
         np.testing.assert_array_equal(auto.labels_[t], same.labels_[t])
     assert auto.objective_ == same.objective_
 
 
-def test_lam_auto_bisection_rule():
+def test_select_lam_scan_rule():
     calls = []
 
-    def fit(lam):
+    def fit(lam):  # d_M(0) = 1, decreasing; objective lowest at lam = 0.05
         calls.append(lam)
-        return f"fit{lam}", 1.0 / (1.0 + 10.0 * lam)  # d_M decreasing in lam, d_M(0) = 1
+        return f"fit{lam}", 1.0 / (1.0 + 10.0 * lam), abs(lam - 0.05)
 
-    lam, res, ratios = mbc.select_lam(fit, 1.0)
-    # admissible: 1 / (1 + 10 lam) >= 0.5 <=> lam <= 0.1
-    assert lam == 0.1 and res == "fit0.1" and len(calls) == 3
-    assert set(ratios) == set(calls)
-    # nothing admissible: IND (0.0) and no result
-    lam, res, _ = mbc.select_lam(lambda v: (v, 0.0), 1.0)
+    lam, res, ratios, objs = mbc.select_lam(fit, 1.0, 1.0)
+    # admissible: 1 / (1 + 10 lam) >= 0.5 <=> lam <= 0.1; the scan stops at 0.2
+    assert calls == [0.01, 0.02, 0.05, 0.1, 0.2] and set(ratios) == set(calls)
+    assert sorted(objs) == [0.0, 0.01, 0.02, 0.05, 0.1]
+    assert lam == 0.05 and res == "fit0.05"
+    # no candidate beats IND's objective: IND (0.0) and no result
+    lam, res, _, _ = mbc.select_lam(lambda v: (v, 1.0, 2.0), 1.0, 1.0)
     assert lam == 0.0 and res is None
-    # every candidate admissible: the largest
-    lam, res, _ = mbc.select_lam(lambda v: (v, 1.0), 1.0)
-    assert lam == max(mbc.AUTO_LAM_GRID) and res == lam
+    # ties go to the smaller value
+    lam, res, _, _ = mbc.select_lam(lambda v: (v, 1.0, 0.5), 1.0, 1.0)
+    assert lam == mbc.AUTO_LAM_GRID[0]
+    # a non-monotone d_M: the scan stops at the first violation and never reaches the
+    # admissible values behind it (a bisection could land there)
+    calls.clear()
+    dms = {0.01: 0.9, 0.02: 0.4, 0.05: 0.9, 0.1: 0.9, 0.2: 0.9, 0.5: 0.9, 1.0: 0.9}
+
+    def bumpy(v):
+        calls.append(v)
+        return None, dms[v], -v
+
+    lam, _, ratios, _ = mbc.select_lam(bumpy, 1.0, 0.0)
+    assert lam == 0.01 and calls == [0.01, 0.02]
     # a non-finite IND d_M fits nothing
     calls.clear()
-    assert mbc.select_lam(fit, float("inf"))[0] == 0.0 and calls == []
-    # identical tasks (d_M = 0 for IND and every coupling): the strongest coupling
-    assert mbc.select_lam(lambda v: (v, 0.0), 0.0)[0] == max(mbc.AUTO_LAM_GRID)
+    assert mbc.select_lam(fit, float("inf"), 1.0)[0] == 0.0 and calls == []
+    # identical tasks (d_M = 0 for IND and every coupling): every value admissible
+    lam, _, ratios, _ = mbc.select_lam(lambda v: (v, 0.0, -v), 0.0, 0.0)
+    assert lam == max(mbc.AUTO_LAM_GRID) and set(ratios) == set(mbc.AUTO_LAM_GRID)
 
 
 @pytest.mark.parametrize("scale", [8.0, 3.0, 1e-3])
@@ -581,6 +621,10 @@ def test_lam_auto_is_scale_free(scale):
     assert a.lam_ratios_.keys() == b.lam_ratios_.keys()
     np.testing.assert_allclose(list(a.lam_ratios_.values()), list(b.lam_ratios_.values()),
                                rtol=1e-8)
+    # the single-task objectives scale by scale**2 (squared Euclidean is of degree 2)
+    assert a.lam_objectives_.keys() == b.lam_objectives_.keys()
+    np.testing.assert_allclose([scale ** 2 * v for v in a.lam_objectives_.values()],
+                               list(b.lam_objectives_.values()), rtol=1e-8)
     for t in range(2):
         np.testing.assert_array_equal(a.labels_[t], b.labels_[t])
 
