@@ -32,8 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mbc_paper import _load  # noqa: E402
 
 from bregclust.divergences import get_divergence  # noqa: E402
-from bregclust.kmeans import (BregmanKMeans, auto_smoothing,  # noqa: E402
-                              bregman_kmeans_plusplus, smoothing_point)
+from bregclust.kmeans import BregmanKMeans, auto_smoothing, bregman_kmeans_plusplus, smoothing_point  # noqa: E402
 from bregclust.mbc import AUTO_LAM_GRID, MultitaskBregmanClustering  # noqa: E402
 from bregclust.metrics import nmi  # noqa: E402
 
@@ -78,9 +77,8 @@ def sweep(name, args):
     div = get_divergence(args.divergence)
     betas = [auto_smoothing(X, div, k) for X, k in zip(Xs, K)]
     rs = np.random.RandomState(args.seed)
-    G = len(GRID)
-    out = {key: [] for key in ("nmi", "dm", "inertia", "ownP", "own0", "ownL", "objective", "labels",
-                               "seconds")}
+    out = {key: [] for key in ("nmi", "dm", "inertia", "ownP", "own0", "ownL", "objective",
+                               "labels", "seconds")}
     t0 = time.perf_counter()
     for run in range(args.runs):
         init = [bregman_kmeans_plusplus(X, k, div, random_state=rs, smoothing=b)[0]

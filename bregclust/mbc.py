@@ -879,6 +879,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     lam_ratios_ : dict {float: float}
         With ``lam="auto"``: ``d_M(lam) / d_M(IND)`` for every candidate the rule fitted
         (empty otherwise).
+    lam_objectives_ : dict {float: float}
+        With ``lam="auto"``: the single-task objective of the partitions of IND (key 0.0)
+        and of every admissible candidate (see Notes; empty otherwise).
     relations_ : dict {(t, s): ndarray of shape (K_t, K_s)}
         Relation matrices (transport plans) for every ordered pair of tasks, optimal for the
         final centres. For ``lam=0`` they are computed once at the end (they do not act).
@@ -917,27 +920,34 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     centre towards its matched centres of the other tasks by a share of about
     ``2 lam / (K pi_z + 2 lam)``, so a strong coupling pulls the tasks' mixtures together
     until they nearly coincide (``d_M`` of the fit far below that of the true partitions),
-    while a weak one lets small or noisy clusters borrow strength from the related task.
-    The rule keeps the tasks distinguishable: from the first restart's initial centres it
-    fits the tasks independently (IND, ``lam=0``), measures ``d_M(IND)`` (the mean over
-    ordered task pairs of the EMD between the fitted mixtures, as ``task_divergences_``),
-    then bisects the grid ``AUTO_LAM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)`` for
-    the largest ``lam`` whose MBC fit from the same centres keeps
-    ``d_M(lam) >= AUTO_LAM_FRACTION * d_M(IND)`` with ``AUTO_LAM_FRACTION = 0.5``: the
-    coupling may remove at most half of the distance between the independent solutions.
-    The chosen fit is that restart's result; later restarts use ``lam_``.
+    while a weak one lets a task's clusters escape a poor local optimum by borrowing the
+    related task's structure. The rule uses the coupling as a search for better single-task
+    partitions: from the first restart's initial centres it fits the tasks independently
+    (IND, ``lam=0``) and measures ``d_M(IND)`` (the mean over ordered task pairs of the EMD
+    between the fitted mixtures, as ``task_divergences_``); it then fits MBC from the same
+    centres at ``AUTO_LAM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)`` in increasing
+    order and stops at the first value with ``d_M(lam) < AUTO_LAM_FRACTION * d_M(IND)``
+    (``AUTO_LAM_FRACTION = 0.5``). Among IND and the values before the stop it returns the
+    one whose partitions have the lowest single-task objective, the sum over tasks of
+    ``(1/n_t) [sum_i d(x_i, m_h(i)) + beta sum_z d(z, m_z)]`` at the partition's own
+    smoothed cluster means ``m`` (:class:`~bregclust.BregmanKMeans`' objective of those
+    labels; ties go to the smaller ``lam``). The chosen fit is that restart's result; later
+    restarts use ``lam_``.
 
-    * Guarantee: the first restart's fit satisfies
-      ``d_M(lam_) >= 0.5 d_M(IND)`` from the same starts; when no candidate does,
-      ``lam_ = 0`` and the result is IND's exactly.
-    * Scale-free: both terms of ``L`` are divergences and ``d_M`` is one too. For a
-      generator homogeneous of degree ``p`` (``d(cx, cy) = c^p d(x, y)``: squared Euclidean
-      ``p = 2``, kl ``p = 1``, Itakura-Saito ``p = 0``) scaling the data by ``c`` scales
-      ``L`` and ``d_M`` by ``c^p`` for every ``lam``, so the fits, the ratios and the choice
-      do not change (with a fixed ``smoothing`` for kl, whose automatic value depends on
-      the counts' scale).
-    * Cost: one IND fit and ``ceil(log2(8)) = 3`` MBC fits, on the first restart only.
+    * Guarantee: from the same starts, the first restart's partitions have a single-task
+      objective at most IND's and ``d_M(lam_) >= 0.5 d_M(IND)``; when no candidate lowers
+      the objective, ``lam_ = 0`` and the result is IND's exactly.
+    * Scale-free: both terms of ``L``, ``d_M`` and the single-task objective are
+      divergences. For a generator homogeneous of degree ``p`` (``d(cx, cy) = c^p d(x, y)``:
+      squared Euclidean ``p = 2``, kl ``p = 1``, Itakura-Saito ``p = 0``) scaling the data by
+      ``c`` scales them all by ``c^p`` for every ``lam``, so the fits, the ratios and the
+      choice do not change (with a fixed ``smoothing`` for kl, whose automatic value depends
+      on the counts' scale).
+    * Cost: one IND fit and at most ``len(AUTO_LAM_GRID) = 7`` MBC fits, on the first
+      restart only.
     * Deterministic given ``random_state`` (the starts are the estimator's).
+    * For a non-differentiable generator (``l1_subgradient``) the single-task objective is
+      taken at the fitted centres (no mean-type centroid).
 
     References
     ----------

@@ -367,4 +367,7 @@ def test_mbc_lam_auto_equals_in_memory(name):
     assert a.lam_ratios_.keys() == b.lam_ratios_.keys()
     for v in a.lam_ratios_:
         assert b.lam_ratios_[v] == pytest.approx(a.lam_ratios_[v], rel=1e-9)
+    assert a.lam_objectives_.keys() == b.lam_objectives_.keys()
+    for v in a.lam_objectives_:
+        assert b.lam_objectives_[v] == pytest.approx(a.lam_objectives_[v], rel=1e-9)
     _assert_same_mbc(a, b)
