@@ -305,6 +305,41 @@ def print_scores(rows):
         print(f"| {rname} | {above}/{cells} | {worst[1]:+.3f} ({worst[0]}) | {per} |")
 
 
+def print_table(results, rname, others=("current", "bisect 0.5 (current)")):
+    """The table of ``mbc_paper.py --lams auto 0.05 0.1 0.5`` for rule ``rname`` as "auto",
+    with the previous rule beside it."""
+    f, g_old = RULES[rname], RULES[others[1]]
+    cols = [0.05, 0.1, 0.5]
+    print(f"\nauto = {rname}; {others[0]} = {others[1]}\n")
+    print("| data | task | lam=auto | " + " | ".join(f"lam={c:g}" for c in cols)
+          + f" | IND | {others[0]} | lam_ (auto) |")
+    print("|---|---|---|" + "---|" * len(cols) + "---|---|---|")
+    above = cells = 0
+    means = []
+    for name, r in results.items():
+        R = r["dm"].shape[0]
+        gs = [f(r, i) for i in range(R)]
+        go = [g_old(r, i) for i in range(R)]
+        sel = np.array([r["nmi"][i, g] for i, g in enumerate(gs)])
+        old = np.array([r["nmi"][i, g] for i, g in enumerate(go)])
+        chosen = [GRID[g] for g in gs]
+        vals, counts = np.unique(chosen, return_counts=True)
+        lam_txt = ", ".join(f"{v:g} x{c}" for v, c in zip(vals, counts))
+        for t in range(2):
+            row = [f"{sel[:, t].mean():.3f}"]
+            row += [f"{r['nmi'][:, GRID.index(c), t].mean():.3f}" for c in cols]
+            row += [f"{r['nmi'][:, 0, t].mean():.3f}", f"{old[:, t].mean():.3f}"]
+            print(f"| {name} | {t + 1} | " + " | ".join(row) + f" | {lam_txt if t == 0 else ''} |")
+            cells += 1
+            above += int(sel[:, t].mean() >= r["nmi"][:, 0, t].mean())
+        means.append((name, sel.mean() - r["nmi"][:, 0].mean(), R))
+    print(f"\nauto at or above IND in {above} of {cells} task cells "
+          f"({100.0 * above / cells:.0f}%; target >= 75%)")
+    print("data-set mean NMI, auto minus IND (target >= -0.02): "
+          + ", ".join(f"{n} {d:+.3f}" for n, d, _ in means))
+    print("runs per data set: " + ", ".join(f"{n} {R}" for n, _, R in means))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="tr11,tr45")
@@ -315,9 +350,16 @@ def main(argv=None):
     ap.add_argument("--lloyd", type=int, default=3, help="Lloyd steps of the own-objective check")
     ap.add_argument("--cache", default=None, help="directory of cached sweeps (.npz)")
     ap.add_argument("--curves", action="store_true", help="print mean NMI and d_M ratio per lam")
+    ap.add_argument("--table", default=None, metavar="RULE",
+                    help="also print the mbc_paper-style table with RULE (a key of RULES) as auto")
+    ap.add_argument("--runs-per-dataset", default=None, metavar="NAME=RUNS,...",
+                    help="override --runs for some data sets (e.g. ohscal=8)")
     args = ap.parse_args(argv)
     results = {}
+    override = dict(item.split("=") for item in (args.runs_per_dataset or "").split(",") if item)
+    default_runs = args.runs
     for name in [n.strip() for n in args.datasets.split(",") if n.strip()]:
+        args.runs = int(override.get(name, default_runs))
         path = None
         if args.cache:
             os.makedirs(args.cache, exist_ok=True)
@@ -345,6 +387,8 @@ def main(argv=None):
                 print(f"  {lam:<5g} {r['nmi'][:, g, 0].mean():.3f}/{r['nmi'][:, g, 1].mean():.3f}"
                       f"  {ratio:.3f}  {own:.4f}  {ine:.4f}  {r['seconds'][:, g].mean():.1f}")
     print_scores(score(results, RULES))
+    if args.table:
+        print_table(results, args.table)
 
 
 if __name__ == "__main__":
