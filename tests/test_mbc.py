@@ -664,3 +664,43 @@ def test_lam_float_labels_unchanged_by_the_auto_default():
         assert [zlib.crc32(lab.astype(np.int64).tobytes()) for lab in est.labels_] == crcs
         np.testing.assert_allclose(est.objective_, objective, rtol=1e-9)
         assert est.lam_ == 0.5
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_lam_auto_sweep_rule_is_the_estimators_rule(capsys):
+    """benchmarks/lam_auto_sweep.py scores the adopted rule on stored sweeps; from the same
+    starts its choice is the estimator's lam_ and its stored single-task objectives are the
+    estimator's lam_objectives_ (so the RESULTS tables describe the shipped rule)."""
+    require_data("cluto_docs/tr11.mat")
+    import sys
+    from pathlib import Path
+
+    bench = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        import lam_auto_sweep as sw
+        from mbc_paper import _load
+    finally:
+        sys.path.remove(bench)
+    import argparse
+
+    from bregclust.kmeans import auto_smoothing
+
+    args = argparse.Namespace(representation="tfidf", divergence="sqeuclidean", seed=0, runs=1,
+                              lloyd=1)
+    r = sw.sweep("tr11", args)
+    g = sw.RULES["argmin ownP, scan 0.5"](r, 0)
+    data = _load("tr11", "tfidf")
+    K = [int(np.unique(y).size) for y in data.ys]
+    rs = np.random.RandomState(0)
+    sq = get_divergence("sqeuclidean")
+    init = [bregman_kmeans_plusplus(X, k, sq, random_state=rs,
+                                    smoothing=auto_smoothing(X, sq, k))[0]
+            for X, k in zip(data.Xs, K)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = MultitaskBregmanClustering(K, init=init).fit(data.Xs)
+    assert est.lam_ == sw.GRID[g]
+    for v, obj in est.lam_objectives_.items():
+        np.testing.assert_allclose(obj, r["ownP"][0, sw.GRID.index(v)].sum(), rtol=1e-8)
