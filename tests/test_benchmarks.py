@@ -37,6 +37,10 @@ CASES = [
     ("compile_time.py", None, "<= 5 s"),
     ("dask_kmeans.py --n 20000 --d 10 --k 5 --chunks 4 --iters 2 --skip-daskml "
      "--scaling 5000,10000 --plot-dir {tmp}", None, "identical labels to the in-memory fit: True"),
+    ("lam_auto_sweep.py --datasets tr11 --runs 1", "cluto_docs/tr11.mat",
+     "| argmin own, scan 0.5 |"),
+    ("coupling_auto.py --datasets digits --runs 1 --n-max 60", None,
+     "Spearman(-own, NMI) over the grid"),
     ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits", None,
      "Headline: the best multi-task method beats the best single-task baseline"),
 ]
