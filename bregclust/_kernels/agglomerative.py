@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit, prange
 
 from .generators import JIT, PJIT, phi_of
+from .generators import KL as _GEN_KL
 
 # model kinds
 WARD, SEPARABLE, L1, GAUSS_DIAG, GAUSS_FULL = 0, 1, 2, 3, 4
@@ -496,6 +497,351 @@ def _refresh(kind, x, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau, nthread
     return _cand_build(x, act, lo, na, row, cc, ci, cn, ctau)
 
 
+# ---------------------------------------------------------------------------- pruning bounds
+# Most merge costs evaluated by the generic algorithm cannot change its decisions: a cost to a new
+# cluster matters to a slot below it only if it is below that slot's candidate threshold
+# (``ctau``) or its candidate bound (``mind``), and a candidate list needs only its K cheapest
+# costs. For sparse separable models each such cost is first bounded from below by a cheap,
+# rigorous bound (:func:`_pivot_lower`) and evaluated exactly (by :func:`cost`, unchanged) only
+# when the bound cannot rule it out, so every number the algorithm compares is the same float as
+# before and the merges and heights are bit-identical.
+#
+# The bound. For slots ``x`` and ``b`` with weights ``wx, wb`` (``W = wx + wb``) and statistics
+# ``a, v`` (``c_k``, the statistic of a raw zero, off a sparse support), :func:`cost` evaluates
+#     Q = C[x, 0] + C[b, 0] - W * sum_{k in U} psi_k(m_k),  m_k = (wx a_k + wb v_k) / W,
+# with ``psi_k(t) = phi(t) - phi(c_k)`` and ``U`` the union of the supports (``m_k = c_k``
+# outside it, where ``psi_k`` vanishes). Splitting ``U`` into supp(b) and supp(x) \ supp(b):
+#     sum_U psi(m) = F_b(wx) + sum_{k in supp x} [psi_k(m_k) - [k in supp b] psi_k(m0_k)],
+#     F_b(wx) = sum_{k in supp b} psi_k(m0_k),  m0_k = (wx c_k + wb v_k) / W,
+# where ``F_b`` depends on the other slot only through its weight (memoised per pivot ``b``), so
+# the sum costs O(|supp x|) lookups in a dense copy of ``b`` instead of a walk over both
+# supports. This is the same real number as the exact evaluation summed in another order: the
+# ``m_k`` are computed by the same floating-point expression (``+`` commutes), so the two results
+# differ only by summation rounding, at most ``N u sum |terms|`` each (``N`` terms, ``u = 2^-53``)
+# plus the few-ulp error of ``phi``; :func:`_pivot_lower` subtracts ``EPS_REL`` (1e-8, far above
+# ``N u`` for any ``N`` below 1e6) times the magnitude of every term involved. The exact path's
+# unit-weight shortcut adds and subtracts the cached ``C[., 1]`` sums, whose magnitude is added
+# too. For a dense pivot ``b`` the exact kernel reads ``A[x, k]`` off ``x``'s support, which
+# differs from ``c_k`` by rounding of the repeated weighted means (relative ``3 u`` per merge,
+# below 1e-9 for 1e6 merges); for kl (``m |phi'(m)| = m |log m| <= |phi(m)| + m``) the ``|m|``
+# terms in the magnitude cover it, and other generators are evaluated exactly against dense
+# pivots. Pairs with a dense ``x`` are evaluated exactly (no cheaper form).
+EPS_REL = 1e-8
+N_MEMO = 32
+NO_BOUND = -np.inf
+
+
+@njit(**JIT)
+def _pivot_set(b, st, fc, vb, mark):
+    """Dense copy ``vb`` of slot ``b``'s statistic (``c_k`` off its support) and ``mark[k] = 1``
+    on its support (every ``k`` for a dense slot); ``vb = fc[1]`` and ``mark = 0`` on entry."""
+    A, B, C, w, sup, slen, aux = st
+    lb = slen[b]
+    if lb < 0:
+        for k in range(A.shape[1]):
+            vb[k] = A[b, k]
+            mark[k] = 1
+    else:
+        for p in range(lb):
+            k = sup[b, p]
+            vb[k] = B[b, p]
+            mark[k] = 1
+
+
+@njit(**JIT)
+def _pivot_clear(b, st, fc, vb, mark):
+    """Undo :func:`_pivot_set` (``vb = fc[1]``, ``mark = 0``)."""
+    A, B, C, w, sup, slen, aux = st
+    lb = slen[b]
+    if lb < 0:
+        for k in range(A.shape[1]):
+            vb[k] = fc[1, k]
+            mark[k] = 0
+    else:
+        for p in range(lb):
+            k = sup[b, p]
+            vb[k] = fc[1, k]
+            mark[k] = 0
+
+
+@njit(**JIT)
+def _pivot_F(b, wx, st, fc, gcode, fn, out):
+    """``out = (F_b(wx), magnitude)``: ``sum psi_k((wx c_k + wb v_k) / W)`` over the support of
+    the pivot ``b`` (every coordinate when dense), and the sum of ``|phi| + |phi(c)| + |m|``."""
+    A, B, C, w, sup, slen, aux = st
+    wb = w[b]
+    W = wx + wb
+    s = 0.0
+    mag = 0.0
+    lb = slen[b]
+    nk = A.shape[1] if lb < 0 else lb
+    for p in range(nk):
+        if lb < 0:
+            k = p
+            v = A[b, k]
+        else:
+            k = sup[b, p]
+            v = B[b, p]
+        m = (wx * fc[1, k] + wb * v) / W
+        f = phi_of(gcode, fn, m)
+        s += f - fc[0, k]
+        mag += abs(f) + abs(fc[0, k]) + abs(m)
+    out[0] = s
+    out[1] = mag
+
+
+@njit(**JIT)
+def _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo):
+    """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
+    sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
+    above); :data:`NO_BOUND` where no cheaper form exists. ``memo`` (IN/OUT, shape
+    ``(N_MEMO + 1, 3)``, row 0 column 0 = number of entries) caches ``F_b`` per weight."""
+    A, B, C, w, sup, slen, aux = st
+    lx = slen[x]
+    if lx < 0:
+        return NO_BOUND
+    if slen[b] < 0 and gcode != _GEN_KL:
+        return NO_BOUND
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    nm = np.int64(memo[0, 0])
+    F = 0.0
+    mag = 0.0
+    found = False
+    for r in range(1, nm + 1):
+        if memo[r, 0] == wx:
+            F = memo[r, 1]
+            mag = memo[r, 2]
+            found = True
+            break
+    if not found:
+        tmp = np.empty(2)
+        _pivot_F(b, wx, st, fc, gcode, fn, tmp)
+        F = tmp[0]
+        mag = tmp[1]
+        if nm < N_MEMO:
+            memo[nm + 1, 0] = wx
+            memo[nm + 1, 1] = F
+            memo[nm + 1, 2] = mag
+            memo[0, 0] = nm + 1
+    s = F
+    for p in range(lx):
+        k = sup[x, p]
+        v = vb[k]
+        m = (wx * B[x, p] + wb * v) / W
+        f = phi_of(gcode, fn, m)
+        s += f - fc[0, k]
+        mag += abs(f) + abs(fc[0, k]) + abs(m)
+        if mark[k] != 0:
+            m0 = (wx * fc[1, k] + wb * v) / W
+            f0 = phi_of(gcode, fn, m0)
+            s -= f0 - fc[0, k]
+            mag += abs(f0) + abs(fc[0, k]) + abs(m0)
+    est = C[x, 0] + C[b, 0] - W * s
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
+    lo = est - err
+    if lo != lo:  # NaN statistics: evaluate exactly (the exact cost reports them)
+        return NO_BOUND
+    return lo
+
+
+@njit(**PJIT)
+def _lower_to(b, act, lo, na, st, fc, gcode, fn, vb, mark, out, nthreads):
+    """OUT ``out[t]`` = :func:`_pivot_lower` of the pivot ``b`` and ``x = act[t]``,
+    ``lo <= t < na`` (``x != b``), in parallel blocks (each with its own memo)."""
+    m = na - lo
+    nb = min(m, 8 * nthreads) if m > 512 and nthreads > 1 else 1
+    per = (m + nb - 1) // max(nb, 1)
+    for q in prange(nb):
+        memo = np.zeros((N_MEMO + 1, 3))
+        for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
+            x = act[t]
+            if x != b:
+                out[t] = _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo)
+
+
+@njit(**JIT)
+def _exact_block(kind, b, act, idx, q0, q1, st, fc, gcode, fn, row, work):
+    """``row[t] = cost(min(x, b), max(x, b))`` for ``t = idx[q]``, ``q0 <= q < q1``, ``x = act[t]``."""
+    for q in range(q0, q1):
+        t = idx[q]
+        x = act[t]
+        if x < b:
+            row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
+        else:
+            row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
+
+
+@njit(**PJIT)
+def _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
+    """:func:`_exact_block` over ``q < m`` in parallel blocks (values independent of threads)."""
+    d = st[0].shape[1]
+    nb = min(m, 4 * nthreads) if m > 8 and nthreads > 1 else 1
+    per = (m + nb - 1) // max(nb, 1)
+    for q in prange(nb):
+        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        _exact_block(kind, b, act, idx, q * per, min(m, (q + 1) * per), st, fc, gcode, fn, row,
+                     work)
+
+
+@njit(**JIT)
+def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
+    if nthreads > 1:
+        _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads)
+    else:
+        d = st[0].shape[1]
+        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        _exact_block(kind, b, act, idx, 0, m, st, fc, gcode, fn, row, work)
+
+
+@njit(**JIT)
+def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, lob, row, idx, cc, ci, cn, ctau,
+                  nthreads):
+    """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
+    given lower bounds ``lob[t]`` of their costs: the same list as :func:`_cand_build` on every
+    exact cost (its ``ctau`` possibly lower, still a valid bound). Exact costs are computed for
+    the K slots of least bound first, then only where the bound does not exceed the K-th cost.
+    Returns the status (NaN costs are refused)."""
+    K = cc.shape[1]
+    cn[x] = 0
+    ctau[x] = np.inf
+    m = na - lo
+    if m <= 0:
+        return OK
+    lam = np.inf
+    if m > K:
+        lam = np.partition(lob[lo:na], K - 1)[K - 1]
+    cnt = 0
+    for t in range(lo, na):
+        if not (lob[t] > lam):
+            idx[cnt] = t
+            cnt += 1
+    _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    for q in range(cnt):
+        c = row[idx[q]]
+        if c != c:
+            return NAN_COST
+        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
+    theta = cc[x, K - 1] if cn[x] == K else np.inf
+    cnt = 0
+    low = np.inf
+    for t in range(lo, na):
+        lt = lob[t]
+        if lt > lam:
+            if lt > theta:
+                if lt < low:
+                    low = lt
+            else:
+                idx[cnt] = t
+                cnt += 1
+    _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    for q in range(cnt):
+        c = row[idx[q]]
+        if c != c:
+            return NAN_COST
+        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
+    if low < ctau[x]:
+        ctau[x] = low
+    return OK
+
+
+@njit(**JIT)
+def _scan_row_pruned(kind, x, st, fc, gcode, fn, vb, mark, lob, row, idx, act, cc, ci, cn, ctau):
+    """:func:`_scan_row` with the pruning bounds (serial; ``act`` = every slot)."""
+    n = st[0].shape[0]
+    _pivot_set(x, st, fc, vb, mark)
+    memo = np.zeros((N_MEMO + 1, 3))
+    for y in range(x + 1, n):
+        lob[y] = _pivot_lower(x, y, st, fc, gcode, fn, vb, mark, memo)
+    status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, lob, row, idx, cc, ci, cn,
+                           ctau, 1)
+    _pivot_clear(x, st, fc, vb, mark)
+    return status
+
+
+@njit(**PJIT)
+def _initial_scan_pruned(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status):
+    """:func:`_initial_scan` with the pruning bounds (rows ``q`` and ``n - 2 - q`` per step)."""
+    n = st[0].shape[0]
+    d = st[0].shape[1]
+    for q in prange(n // 2):
+        vb = fc[1].copy()
+        mark = np.zeros(d, dtype=np.int8)
+        lob = np.empty(n)
+        row = np.empty(n)
+        idx = np.empty(n, dtype=np.int64)
+        act = np.arange(n)
+        status[q] = _scan_row_pruned(kind, q, st, fc, gcode, fn, vb, mark, lob, row, idx, act,
+                                     cc, ci, cn, ctau)
+        x = n - 2 - q
+        if x > q:
+            status[x] = _scan_row_pruned(kind, x, st, fc, gcode, fn, vb, mark, lob, row, idx, act,
+                                         cc, ci, cn, ctau)
+
+
+@njit(**JIT)
+def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, row, idx, done,
+                   cc, ci, cn, ctau, nn, mind, stale, heap, where, nthreads):
+    """The merge loop's update after slot ``a`` was merged into ``b`` (``pb`` = position of ``b``
+    in ``act``) with the pruning bounds: the same decisions as the exact update of
+    :func:`generic_linkage`, evaluating a cost to ``b`` only where its bound does not show it
+    is at least the slot's ``ctau`` and above its ``mind`` (then it is neither inserted nor a
+    new minimum, and a candidate ``a`` or ``b`` becomes ``b``, stale). Returns the status."""
+    n = heap.shape[0]
+    _pivot_set(b, st, fc, vb, mark)
+    _lower_to(b, act, 0, na, st, fc, gcode, fn, vb, mark, lob, nthreads)
+    cnt = 0
+    for p in range(pb):
+        x = act[p]
+        lt = lob[p]
+        if lt > mind[x] and lt >= ctau[x]:
+            done[p] = False
+        else:
+            done[p] = True
+            idx[cnt] = p
+            cnt += 1
+    _exact_at(kind, b, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    for p in range(pb):
+        x = act[p]
+        _cand_remove(cc, ci, cn, x, a)
+        _cand_remove(cc, ci, cn, x, b)
+        if not done[p]:
+            if nn[x] == a or nn[x] == b:
+                nn[x] = b
+                stale[x] = True
+            continue
+        c = row[p]
+        if c != c:
+            _pivot_clear(b, st, fc, vb, mark)
+            return NAN_COST
+        if c < ctau[x]:
+            _cand_insert(cc, ci, cn, ctau, x, c, b)
+        if c < mind[x]:
+            mind[x] = c
+            nn[x] = b
+            stale[x] = False
+            _heap_update(heap, where, mind, x, n)
+        elif nn[x] == a or nn[x] == b:
+            nn[x] = b
+            if c != mind[x]:
+                stale[x] = True
+    status = _build_pruned(kind, b, act, pb + 1, na, st, fc, gcode, fn, lob, row, idx, cc, ci, cn,
+                           ctau, nthreads)
+    _pivot_clear(b, st, fc, vb, mark)
+    if status != OK:
+        return status
+    if cn[b] > 0:
+        nn[b] = ci[b, 0]
+        mind[b] = cc[b, 0]
+    else:
+        nn[b] = -1
+        mind[b] = np.inf
+    stale[b] = False
+    _heap_update(heap, where, mind, b, n)
+    return OK
+
+
 @njit(**JIT)
 def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics.
@@ -523,12 +869,22 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     cn = np.zeros(n, dtype=np.int64)
     ctau = np.full(n, np.inf)
     status = np.zeros(n, dtype=np.int64)
-    _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
+    # pruning bounds for sparse separable models (see _pivot_lower); exact costs otherwise
+    use_lb = kind == SEPARABLE and sup.shape[1] > 0
+    if use_lb:
+        _initial_scan_pruned(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
+    else:
+        _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
     if status.max() != OK:
         return status.max()
     act = np.arange(n)  # active slots, ascending
     na = n
     row = np.empty(n)
+    lob = np.empty(n)
+    idx = np.empty(n, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    vb = fc[1].copy() if use_lb else np.zeros(1)
+    mark = np.zeros(d if use_lb else 1, dtype=np.int8)
     nn = np.full(n, -1, dtype=np.int64)
     mind = np.full(n, np.inf)
     stale = np.zeros(n, dtype=np.bool_)
@@ -544,8 +900,18 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
             a = heap[0]
             if not stale[a]:
                 break
-            if _refresh(kind, a, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau,
-                        nthreads) != OK:
+            if use_lb:
+                if not (cn[a] > 0 and cc[a, 0] < ctau[a]):  # list not certified: rescan
+                    lo = np.searchsorted(act[:na], a) + 1
+                    _pivot_set(a, st, fc, vb, mark)
+                    _lower_to(a, act, lo, na, st, fc, gcode, fn, vb, mark, lob, nthreads)
+                    status0 = _build_pruned(kind, a, act, lo, na, st, fc, gcode, fn, lob, row,
+                                            idx, cc, ci, cn, ctau, nthreads)
+                    _pivot_clear(a, st, fc, vb, mark)
+                    if status0 != OK:
+                        return NAN_COST
+            elif _refresh(kind, a, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau,
+                          nthreads) != OK:
                 return NAN_COST
             if cn[a] > 0:
                 nn[a] = ci[a, 0]
@@ -572,8 +938,14 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
         mind[a] = np.inf
         stale[a] = False
         _heap_update(heap, where, mind, a, n)
-        # costs of every active slot to the new cluster b, in parallel
         pb = np.searchsorted(act[:na], b)
+        if use_lb:
+            if _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, row,
+                              idx, done, cc, ci, cn, ctau, nn, mind, stale, heap, where,
+                              nthreads) != OK:
+                return NAN_COST
+            continue
+        # costs of every active slot to the new cluster b, in parallel
         _costs_to(kind, b, act, 0, na, st, fc, gcode, fn, row, nthreads)
         # slots below b: the new cluster may be a better candidate; candidates a and b went stale
         for p in range(pb):
