@@ -591,11 +591,14 @@ def _pivot_F(b, wx, st, fc, gcode, fn, out):
 
 
 @njit(**JIT)
-def _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo):
+def _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo, stamp):
     """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
     sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
-    above); :data:`NO_BOUND` where no cheaper form exists. ``memo`` (IN/OUT, shape
-    ``(N_MEMO + 1, 3)``, row 0 column 0 = number of entries) caches ``F_b`` per weight."""
+    above); :data:`NO_BOUND` where no cheaper form exists. ``memo`` (IN/OUT) caches ``F_b`` per
+    weight: with ``stamp > 0`` row ``int(w)`` holds ``(stamp, F, magnitude)`` for integral
+    weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
+    entries ``(w, F, magnitude)`` from row 1, with row 0 column 0 their number (zeroed by the
+    caller for each pivot)."""
     A, B, C, w, sup, slen, aux = st
     lx = slen[x]
     if lx < 0:
@@ -605,22 +608,35 @@ def _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo):
     wx = w[x]
     wb = w[b]
     W = wx + wb
-    nm = np.int64(memo[0, 0])
     F = 0.0
     mag = 0.0
     found = False
-    for r in range(1, nm + 1):
-        if memo[r, 0] == wx:
-            F = memo[r, 1]
-            mag = memo[r, 2]
+    ri = -1
+    if stamp > 0 and wx == math.floor(wx) and wx < memo.shape[0] and wx >= 1.0:
+        ri = np.int64(wx)
+        if memo[ri, 0] == stamp:
+            F = memo[ri, 1]
+            mag = memo[ri, 2]
             found = True
-            break
+    nm = 0
+    if ri < 0:
+        nm = np.int64(memo[0, 0])
+        for r in range(1, nm + 1):
+            if memo[r, 0] == wx:
+                F = memo[r, 1]
+                mag = memo[r, 2]
+                found = True
+                break
     if not found:
         tmp = np.empty(2)
         _pivot_F(b, wx, st, fc, gcode, fn, tmp)
         F = tmp[0]
         mag = tmp[1]
-        if nm < N_MEMO:
+        if ri >= 0:
+            memo[ri, 0] = stamp
+            memo[ri, 1] = F
+            memo[ri, 2] = mag
+        elif nm < N_MEMO:
             memo[nm + 1, 0] = wx
             memo[nm + 1, 1] = F
             memo[nm + 1, 2] = mag
@@ -647,18 +663,20 @@ def _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo):
 
 
 @njit(**PJIT)
-def _lower_to(b, act, lo, na, st, fc, gcode, fn, vb, mark, out, nthreads):
+def _lower_to(b, act, lo, na, st, fc, gcode, fn, vb, mark, out, memos, stamp, nthreads):
     """OUT ``out[t]`` = :func:`_pivot_lower` of the pivot ``b`` and ``x = act[t]``,
-    ``lo <= t < na`` (``x != b``), in parallel blocks (each with its own memo)."""
+    ``lo <= t < na`` (``x != b``), in parallel blocks, block ``q`` with the memo ``memos[q]``
+    (``stamp``: a number not used before with these memos)."""
     m = na - lo
-    nb = min(m, 8 * nthreads) if m > 512 and nthreads > 1 else 1
+    nb = min(m, memos.shape[0]) if m > 512 and nthreads > 1 else 1
     per = (m + nb - 1) // max(nb, 1)
     for q in prange(nb):
-        memo = np.zeros((N_MEMO + 1, 3))
+        memo = memos[q]
+        memo[0, 0] = 0.0
         for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
             x = act[t]
             if x != b:
-                out[t] = _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo)
+                out[t] = _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo, stamp)
 
 
 @njit(**JIT)
@@ -753,7 +771,7 @@ def _scan_row_pruned(kind, x, st, fc, gcode, fn, vb, mark, lob, row, idx, act, c
     _pivot_set(x, st, fc, vb, mark)
     memo = np.zeros((N_MEMO + 1, 3))
     for y in range(x + 1, n):
-        lob[y] = _pivot_lower(x, y, st, fc, gcode, fn, vb, mark, memo)
+        lob[y] = _pivot_lower(x, y, st, fc, gcode, fn, vb, mark, memo, 0.0)
     status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, lob, row, idx, cc, ci, cn,
                            ctau, 1)
     _pivot_clear(x, st, fc, vb, mark)
@@ -782,7 +800,7 @@ def _initial_scan_pruned(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status):
 
 @njit(**JIT)
 def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, row, idx, done,
-                   cc, ci, cn, ctau, nn, mind, stale, heap, where, nthreads):
+                   cc, ci, cn, ctau, nn, mind, stale, heap, where, memos, stamp, nthreads):
     """The merge loop's update after slot ``a`` was merged into ``b`` (``pb`` = position of ``b``
     in ``act``) with the pruning bounds: the same decisions as the exact update of
     :func:`generic_linkage`, evaluating a cost to ``b`` only where its bound does not show it
@@ -790,7 +808,7 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, ro
     new minimum, and a candidate ``a`` or ``b`` becomes ``b``, stale). Returns the status."""
     n = heap.shape[0]
     _pivot_set(b, st, fc, vb, mark)
-    _lower_to(b, act, 0, na, st, fc, gcode, fn, vb, mark, lob, nthreads)
+    _lower_to(b, act, 0, na, st, fc, gcode, fn, vb, mark, lob, memos, stamp, nthreads)
     cnt = 0
     for p in range(pb):
         x = act[p]
@@ -885,6 +903,16 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     done = np.zeros(n, dtype=np.bool_)
     vb = fc[1].copy() if use_lb else np.zeros(1)
     mark = np.zeros(d if use_lb else 1, dtype=np.int8)
+    # F_b memos of the parallel blocks, indexed by integral weights up to the total weight
+    wtot = w.sum() if use_lb else 0.0
+    integral = use_lb and wtot <= 4.0 * n
+    for x in range(n):
+        if w[x] != math.floor(w[x]):
+            integral = False
+    mlen = np.int64(wtot) + 1 if integral else N_MEMO + 1
+    memos = np.zeros((8 * nthreads if use_lb else 1, max(mlen, N_MEMO + 1), 3))
+    dstamp = 1.0 if integral else 0.0  # stamp 0: the small per-pivot memo
+    stamp = 0.0
     nn = np.full(n, -1, dtype=np.int64)
     mind = np.full(n, np.inf)
     stale = np.zeros(n, dtype=np.bool_)
@@ -904,7 +932,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
                 if not (cn[a] > 0 and cc[a, 0] < ctau[a]):  # list not certified: rescan
                     lo = np.searchsorted(act[:na], a) + 1
                     _pivot_set(a, st, fc, vb, mark)
-                    _lower_to(a, act, lo, na, st, fc, gcode, fn, vb, mark, lob, nthreads)
+                    stamp += dstamp
+                    _lower_to(a, act, lo, na, st, fc, gcode, fn, vb, mark, lob, memos, stamp,
+                              nthreads)
                     status0 = _build_pruned(kind, a, act, lo, na, st, fc, gcode, fn, lob, row,
                                             idx, cc, ci, cn, ctau, nthreads)
                     _pivot_clear(a, st, fc, vb, mark)
@@ -940,9 +970,10 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
         _heap_update(heap, where, mind, a, n)
         pb = np.searchsorted(act[:na], b)
         if use_lb:
+            stamp += dstamp
             if _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, row,
                               idx, done, cc, ci, cn, ctau, nn, mind, stale, heap, where,
-                              nthreads) != OK:
+                              memos, stamp, nthreads) != OK:
                 return NAN_COST
             continue
         # costs of every active slot to the new cluster b, in parallel
