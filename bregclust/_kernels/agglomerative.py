@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .generators import JIT, PJIT, phi_of
+from .generators import JIT, PJIT, kl_phi, phi_of
 from .generators import KL as _GEN_KL
 
 # model kinds
@@ -532,9 +532,11 @@ NO_BOUND = -np.inf
 
 
 @njit(**JIT)
-def _pivot_set(b, st, fc, vb, mark):
+def _pivot_set(b, st, fc, pv):
     """Dense copy ``vb`` of slot ``b``'s statistic (``c_k`` off its support) and ``mark[k] = 1``
-    on its support (every ``k`` for a dense slot); ``vb = fc[1]`` and ``mark = 0`` on entry."""
+    on its support (every ``k`` for a dense slot); ``vb = fc[1]`` and ``mark = 0`` on entry.
+    ``pv = (vb, mark, PV, P)``; the level-1 gathers ``PV`` are set when ``P`` has rows."""
+    vb, mark, PV, P = pv
     A, B, C, w, sup, slen, aux = st
     lb = slen[b]
     if lb < 0:
@@ -546,12 +548,17 @@ def _pivot_set(b, st, fc, vb, mark):
             k = sup[b, p]
             vb[k] = B[b, p]
             mark[k] = 1
+    if P.shape[0] > 0:
+        _pivot_dense(b, st, fc, vb, mark, PV, 1)
 
 
 @njit(**JIT)
-def _pivot_clear(b, st, fc, vb, mark):
-    """Undo :func:`_pivot_set` (``vb = fc[1]``, ``mark = 0``)."""
+def _pivot_clear(b, st, fc, pv):
+    """Undo :func:`_pivot_set` (``vb = fc[1]``, ``mark = 0``, ``PV = 0``)."""
+    vb, mark, PV, P = pv
     A, B, C, w, sup, slen, aux = st
+    if P.shape[0] > 0:
+        _pivot_dense(b, st, fc, vb, mark, PV, 0)
     lb = slen[b]
     if lb < 0:
         for k in range(A.shape[1]):
@@ -591,20 +598,22 @@ def _pivot_F(b, wx, st, fc, gcode, fn, out):
 
 
 @njit(**JIT)
-def _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo, stamp):
+def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
     sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
     above); :data:`NO_BOUND` where no cheaper form exists. ``memo`` (IN/OUT) caches ``F_b`` per
     weight: with ``stamp > 0`` row ``int(w)`` holds ``(stamp, F, magnitude)`` for integral
     weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
     entries ``(w, F, magnitude)`` from row 1, with row 0 column 0 their number (zeroed by the
-    caller for each pivot)."""
+    caller for each pivot). ``pv = (vb, mark, PV, P)`` (see :func:`_level1`); with ``first``
+    the level-1 bound is returned where it applies. Returns ``(bound, level)``."""
+    vb, mark, PV, P = pv
     A, B, C, w, sup, slen, aux = st
     lx = slen[x]
     if lx < 0:
-        return NO_BOUND
+        return NO_BOUND, 2
     if slen[b] < 0 and gcode != _GEN_KL:
-        return NO_BOUND
+        return NO_BOUND, 2
     wx = w[x]
     wb = w[b]
     W = wx + wb
@@ -641,6 +650,10 @@ def _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo, stamp):
             memo[nm + 1, 1] = F
             memo[nm + 1, 2] = mag
             memo[0, 0] = nm + 1
+    if first and gcode == _GEN_KL:
+        lo1 = _level1(b, x, st, fc, PV, P, F, mag)
+        if lo1 != NO_BOUND:
+            return lo1, 1
     s = F
     for p in range(lx):
         k = sup[x, p]
@@ -658,15 +671,129 @@ def _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo, stamp):
     err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
     lo = est - err
     if lo != lo:  # NaN statistics: evaluate exactly (the exact cost reports them)
+        return NO_BOUND, 2
+    return lo, 2
+
+
+# Level-1 bound (kl, ``phi(t) = t log t - t``, every statistic >= ``c_k >= 0`` on a support): no
+# logarithm per coordinate. With ``pi = wx / W``, ``rho = wb / W`` and ``I`` = supp x & supp b,
+#     sum_{k in supp x} psi_k(pi a_k + rho c_k) <= pi P1 + pi log(pi) P2 + rho P3 - P0
+# (convexity: phi(m) <= phi(pi a) + phi'(m) (m - pi a), phi(pi a) = pi phi(a) + pi a log pi,
+# log m <= log max(a, c)), with the per-slot sums P1 = sum phi(a), P2 = sum a,
+# P3 = sum c log max(a, c), P0 = sum phi(c) over supp x; and on I, by Jensen for phi(m) and
+# tangents at pi a and rho v (log a, log v >= lc_k = log c_k - 1e-6) for the two one-sided means,
+#     psi(m) - psi(pi a + rho c) - psi(pi c + rho v)
+#         <= -pi log(pi) a - rho log(rho) v - (rho log(pi) + pi log(rho)) c + phi(c) - c lc,
+# whose sums over I are four gathers from dense copies of the pivot. The bound loses the Jensen
+# gaps of the shared coordinates (and ``rho c log(a / m)`` per coordinate of x), so it is used to
+# rule out pairs first; the pairs it cannot rule out get the level-2 bound (_pivot_lower).
+TOL1 = 0.05  # level 1 when its loss bound W rho log(1/pi) sum_x c is below TOL1 wx wb / W
+N_SUMS = 7
+
+
+@njit(**JIT)
+def _slot_sums(x, st, fc, P):
+    """OUT ``P[x] = (P1, P2, P3, P0, sum c, magnitude, count)`` over the support of slot ``x``
+    (every coordinate when dense) for the level-1 bound."""
+    A, B, C, w, sup, slen, aux = st
+    lx = slen[x]
+    nk = A.shape[1] if lx < 0 else lx
+    p1 = 0.0
+    p2 = 0.0
+    p3 = 0.0
+    p0 = 0.0
+    p4 = 0.0
+    mag = 0.0
+    for p in range(nk):
+        if lx < 0:
+            k = p
+            a = A[x, k]
+        else:
+            k = sup[x, p]
+            a = B[x, p]
+        c = fc[1, k]
+        f = kl_phi(a)
+        t = c * math.log(max(a, c)) if c > 0.0 else 0.0
+        p1 += f
+        p2 += a
+        p3 += t
+        p0 += fc[0, k]
+        p4 += c
+        mag += abs(f) + abs(a) + abs(t) + abs(fc[0, k])
+    P[x, 0] = p1
+    P[x, 1] = p2
+    P[x, 2] = p3
+    P[x, 3] = p0
+    P[x, 4] = p4
+    P[x, 5] = mag
+    P[x, 6] = nk
+
+
+@njit(**JIT)
+def _pivot_dense(b, st, fc, vb, mark, PV, sign):
+    """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
+    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc))`` (zero off the pivot's support)."""
+    A, B, C, w, sup, slen, aux = st
+    lb = slen[b]
+    nk = A.shape[1] if lb < 0 else lb
+    for p in range(nk):
+        k = p if lb < 0 else sup[b, p]
+        if sign == 1:
+            c = fc[1, k]
+            PV[0, k] = 1.0
+            PV[1, k] = vb[k]
+            PV[2, k] = c
+            PV[3, k] = fc[0, k] - c * (math.log(c) - 1e-6) if c > 0.0 else 0.0
+        else:
+            PV[0, k] = 0.0
+            PV[1, k] = 0.0
+            PV[2, k] = 0.0
+            PV[3, k] = 0.0
+
+
+@njit(**JIT)
+def _level1(b, x, st, fc, PV, P, F, Fmag):
+    """Level-1 lower bound of the cost of ``x`` (sparse) and the pivot ``b`` (kl), given
+    ``F = F_b(w_x)`` and its magnitude (see the comment above); ``NO_BOUND`` when its loss bound
+    exceeds ``TOL1``."""
+    A, B, C, w, sup, slen, aux = st
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    pi = wx / W
+    rho = wb / W
+    lp = math.log(pi)
+    lr = math.log(rho)
+    if W * rho * (-lp) * P[x, 4] > TOL1 * wx * rho:
+        return NO_BOUND
+    sa = 0.0
+    sv = 0.0
+    sc = 0.0
+    sq = 0.0
+    for p in range(slen[x]):
+        k = sup[x, p]
+        sa += PV[0, k] * B[x, p]
+        sv += PV[1, k]
+        sc += PV[2, k]
+        sq += PV[3, k]
+    g = pi * P[x, 0] + pi * lp * P[x, 1] + rho * P[x, 2] - P[x, 3]
+    ci = rho * lp + pi * lr
+    iu = -pi * lp * sa - rho * lr * sv - ci * sc + sq
+    est = C[x, 0] + C[b, 0] - W * (F + g + iu)
+    mag = (Fmag + P[x, 5] + P[b, 5] + P[x, 6] + P[b, 6] + abs(pi * lp) * sa + abs(rho * lr) * sv
+           + abs(ci) * sc + abs(sq))
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
+    lo = est - err
+    if lo != lo:
         return NO_BOUND
     return lo
 
 
 @njit(**PJIT)
-def _lower_to(b, act, lo, na, st, fc, gcode, fn, vb, mark, out, memos, stamp, nthreads):
-    """OUT ``out[t]`` = :func:`_pivot_lower` of the pivot ``b`` and ``x = act[t]``,
-    ``lo <= t < na`` (``x != b``), in parallel blocks, block ``q`` with the memo ``memos[q]``
-    (``stamp``: a number not used before with these memos)."""
+def _lower_to(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
+    """OUT ``out[t], lvl[t]`` = :func:`_pivot_lower` (first level) of the pivot ``b`` and
+    ``x = act[t]``, ``lo <= t < na`` (``x != b``), in parallel blocks, block ``q`` with the memo
+    ``memos[q]`` (``stamp``: a number not used before with these memos)."""
     m = na - lo
     nb = min(m, memos.shape[0]) if m > 512 and nthreads > 1 else 1
     per = (m + nb - 1) // max(nb, 1)
@@ -676,7 +803,25 @@ def _lower_to(b, act, lo, na, st, fc, gcode, fn, vb, mark, out, memos, stamp, nt
         for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
             x = act[t]
             if x != b:
-                out[t] = _pivot_lower(b, x, st, fc, gcode, fn, vb, mark, memo, stamp)
+                out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, True)
+
+
+@njit(**PJIT)
+def _refine(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
+    """Level-2 bounds for the entries ``t = idx[q]``, ``q < m``, holding a level-1 bound
+    (``out[t]`` becomes the larger of the two), in parallel blocks."""
+    nb = min(m, memos.shape[0]) if m > 64 and nthreads > 1 else 1
+    per = (m + nb - 1) // max(nb, 1)
+    for q in prange(nb):
+        memo = memos[q]
+        memo[0, 0] = 0.0
+        for r in range(q * per, min(m, (q + 1) * per)):
+            t = idx[r]
+            if lvl[t] == 1:
+                v, _ = _pivot_lower(b, act[t], st, fc, gcode, fn, pv, memo, stamp, False)
+                if v > out[t]:
+                    out[t] = v
+                lvl[t] = 2
 
 
 @njit(**JIT)
@@ -714,13 +859,13 @@ def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
 
 
 @njit(**JIT)
-def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, lob, row, idx, cc, ci, cn, ctau,
-                  nthreads):
+def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci, cn,
+                  ctau, memos, stamp, nthreads):
     """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
-    given lower bounds ``lob[t]`` of their costs: the same list as :func:`_cand_build` on every
-    exact cost (its ``ctau`` possibly lower, still a valid bound). Exact costs are computed for
-    the K slots of least bound first, then only where the bound does not exceed the K-th cost.
-    Returns the status (NaN costs are refused)."""
+    given lower bounds ``lob[t]`` (level ``lvl[t]``) of their costs: the same list as
+    :func:`_cand_build` on every exact cost (its ``ctau`` possibly lower, still a valid bound).
+    Exact costs are computed for the K slots of least bound first, then only where the (refined)
+    bound does not exceed the K-th cost. Returns the status (NaN costs are refused)."""
     K = cc.shape[1]
     cn[x] = 0
     ctau[x] = np.inf
@@ -753,8 +898,18 @@ def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, lob, row, idx, cc, ci
             else:
                 idx[cnt] = t
                 cnt += 1
-    _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    _refine(x, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    c2 = 0
     for q in range(cnt):
+        t = idx[q]
+        if lob[t] > theta:
+            if lob[t] < low:
+                low = lob[t]
+        else:
+            idx[c2] = t
+            c2 += 1
+    _exact_at(kind, x, act, idx, c2, st, fc, gcode, fn, row, nthreads)
+    for q in range(c2):
         c = row[idx[q]]
         if c != c:
             return NAN_COST
@@ -765,41 +920,45 @@ def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, lob, row, idx, cc, ci
 
 
 @njit(**JIT)
-def _scan_row_pruned(kind, x, st, fc, gcode, fn, vb, mark, lob, row, idx, act, cc, ci, cn, ctau):
+def _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cc, ci, cn, ctau,
+                     memos):
     """:func:`_scan_row` with the pruning bounds (serial; ``act`` = every slot)."""
     n = st[0].shape[0]
-    _pivot_set(x, st, fc, vb, mark)
-    memo = np.zeros((N_MEMO + 1, 3))
+    _pivot_set(x, st, fc, pv)
+    memo = memos[0]
+    memo[0, 0] = 0.0
     for y in range(x + 1, n):
-        lob[y] = _pivot_lower(x, y, st, fc, gcode, fn, vb, mark, memo, 0.0)
-    status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, lob, row, idx, cc, ci, cn,
-                           ctau, 1)
-    _pivot_clear(x, st, fc, vb, mark)
+        lob[y], lvl[y] = _pivot_lower(x, y, st, fc, gcode, fn, pv, memo, 0.0, True)
+    status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc,
+                           ci, cn, ctau, memos, 0.0, 1)
+    _pivot_clear(x, st, fc, pv)
     return status
 
 
 @njit(**PJIT)
-def _initial_scan_pruned(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status):
+def _initial_scan_pruned(kind, st, fc, gcode, fn, P, cc, ci, cn, ctau, status):
     """:func:`_initial_scan` with the pruning bounds (rows ``q`` and ``n - 2 - q`` per step)."""
     n = st[0].shape[0]
     d = st[0].shape[1]
     for q in prange(n // 2):
-        vb = fc[1].copy()
-        mark = np.zeros(d, dtype=np.int8)
+        pv = (fc[1].copy(), np.zeros(d, dtype=np.int8), np.zeros((4, d) if P.shape[0] else (4, 0)),
+              P)
         lob = np.empty(n)
+        lvl = np.empty(n, dtype=np.int8)
         row = np.empty(n)
         idx = np.empty(n, dtype=np.int64)
         act = np.arange(n)
-        status[q] = _scan_row_pruned(kind, q, st, fc, gcode, fn, vb, mark, lob, row, idx, act,
-                                     cc, ci, cn, ctau)
+        memos = np.zeros((1, N_MEMO + 1, 3))
+        status[q] = _scan_row_pruned(kind, q, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cc,
+                                     ci, cn, ctau, memos)
         x = n - 2 - q
         if x > q:
-            status[x] = _scan_row_pruned(kind, x, st, fc, gcode, fn, vb, mark, lob, row, idx, act,
-                                         cc, ci, cn, ctau)
+            status[x] = _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act,
+                                         cc, ci, cn, ctau, memos)
 
 
 @njit(**JIT)
-def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, row, idx, done,
+def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, done,
                    cc, ci, cn, ctau, nn, mind, stale, heap, where, memos, stamp, nthreads):
     """The merge loop's update after slot ``a`` was merged into ``b`` (``pb`` = position of ``b``
     in ``act``) with the pruning bounds: the same decisions as the exact update of
@@ -807,19 +966,28 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, ro
     is at least the slot's ``ctau`` and above its ``mind`` (then it is neither inserted nor a
     new minimum, and a candidate ``a`` or ``b`` becomes ``b``, stale). Returns the status."""
     n = heap.shape[0]
-    _pivot_set(b, st, fc, vb, mark)
-    _lower_to(b, act, 0, na, st, fc, gcode, fn, vb, mark, lob, memos, stamp, nthreads)
+    _pivot_set(b, st, fc, pv)
+    _lower_to(b, act, 0, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
     cnt = 0
     for p in range(pb):
         x = act[p]
         lt = lob[p]
-        if lt > mind[x] and lt >= ctau[x]:
-            done[p] = False
-        else:
-            done[p] = True
+        if not (lt > mind[x] and lt >= ctau[x]):
             idx[cnt] = p
             cnt += 1
-    _exact_at(kind, b, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    _refine(b, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    for p in range(pb):
+        done[p] = False
+    c2 = 0
+    for q in range(cnt):
+        p = idx[q]
+        x = act[p]
+        lt = lob[p]
+        if not (lt > mind[x] and lt >= ctau[x]):
+            done[p] = True
+            idx[c2] = p
+            c2 += 1
+    _exact_at(kind, b, act, idx, c2, st, fc, gcode, fn, row, nthreads)
     for p in range(pb):
         x = act[p]
         _cand_remove(cc, ci, cn, x, a)
@@ -831,7 +999,7 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, ro
             continue
         c = row[p]
         if c != c:
-            _pivot_clear(b, st, fc, vb, mark)
+            _pivot_clear(b, st, fc, pv)
             return NAN_COST
         if c < ctau[x]:
             _cand_insert(cc, ci, cn, ctau, x, c, b)
@@ -844,9 +1012,9 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, ro
             nn[x] = b
             if c != mind[x]:
                 stale[x] = True
-    status = _build_pruned(kind, b, act, pb + 1, na, st, fc, gcode, fn, lob, row, idx, cc, ci, cn,
-                           ctau, nthreads)
-    _pivot_clear(b, st, fc, vb, mark)
+    status = _build_pruned(kind, b, act, pb + 1, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
+                           cc, ci, cn, ctau, memos, stamp, nthreads)
+    _pivot_clear(b, st, fc, pv)
     if status != OK:
         return status
     if cn[b] > 0:
@@ -889,8 +1057,12 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     status = np.zeros(n, dtype=np.int64)
     # pruning bounds for sparse separable models (see _pivot_lower); exact costs otherwise
     use_lb = kind == SEPARABLE and sup.shape[1] > 0
+    # per-slot sums of the level-1 bound (kl only)
+    P = np.zeros((n if use_lb and gcode == _GEN_KL else 0, N_SUMS))
+    for x in range(P.shape[0]):
+        _slot_sums(x, st, fc, P)
     if use_lb:
-        _initial_scan_pruned(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
+        _initial_scan_pruned(kind, st, fc, gcode, fn, P, cc, ci, cn, ctau, status)
     else:
         _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
     if status.max() != OK:
@@ -901,8 +1073,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     lob = np.empty(n)
     idx = np.empty(n, dtype=np.int64)
     done = np.zeros(n, dtype=np.bool_)
-    vb = fc[1].copy() if use_lb else np.zeros(1)
-    mark = np.zeros(d if use_lb else 1, dtype=np.int8)
+    lvl = np.empty(n, dtype=np.int8)
+    pv = (fc[1].copy() if use_lb else np.zeros(1), np.zeros(d if use_lb else 1, dtype=np.int8),
+          np.zeros((4, d if P.shape[0] > 0 else 0)), P)
     # F_b memos of the parallel blocks, indexed by integral weights up to the total weight
     wtot = w.sum() if use_lb else 0.0
     integral = use_lb and wtot <= 4.0 * n
@@ -931,13 +1104,13 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
             if use_lb:
                 if not (cn[a] > 0 and cc[a, 0] < ctau[a]):  # list not certified: rescan
                     lo = np.searchsorted(act[:na], a) + 1
-                    _pivot_set(a, st, fc, vb, mark)
+                    _pivot_set(a, st, fc, pv)
                     stamp += dstamp
-                    _lower_to(a, act, lo, na, st, fc, gcode, fn, vb, mark, lob, memos, stamp,
+                    _lower_to(a, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp,
                               nthreads)
-                    status0 = _build_pruned(kind, a, act, lo, na, st, fc, gcode, fn, lob, row,
-                                            idx, cc, ci, cn, ctau, nthreads)
-                    _pivot_clear(a, st, fc, vb, mark)
+                    status0 = _build_pruned(kind, a, act, lo, na, st, fc, gcode, fn, pv, lob, lvl,
+                                            row, idx, cc, ci, cn, ctau, memos, stamp, nthreads)
+                    _pivot_clear(a, st, fc, pv)
                     if status0 != OK:
                         return NAN_COST
             elif _refresh(kind, a, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau,
@@ -971,7 +1144,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
         pb = np.searchsorted(act[:na], b)
         if use_lb:
             stamp += dstamp
-            if _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, vb, mark, lob, row,
+            if P.shape[0] > 0:
+                _slot_sums(b, st, fc, P)
+            if _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
                               idx, done, cc, ci, cn, ctau, nn, mind, stale, heap, where,
                               memos, stamp, nthreads) != OK:
                 return NAN_COST
