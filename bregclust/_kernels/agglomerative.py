@@ -535,8 +535,8 @@ NO_BOUND = -np.inf
 def _pivot_set(b, st, fc, pv):
     """Dense copy ``vb`` of slot ``b``'s statistic (``c_k`` off its support) and ``mark[k] = 1``
     on its support (every ``k`` for a dense slot); ``vb = fc[1]`` and ``mark = 0`` on entry.
-    ``pv = (vb, mark, PV, P)``; the level-1 gathers ``PV`` are set when ``P`` has rows."""
-    vb, mark, PV, P = pv
+    ``pv`` from :func:`_make_pv`; the level-1 gathers ``PV`` are set when ``P`` has rows."""
+    vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
     lb = slen[b]
     if lb < 0:
@@ -549,16 +549,16 @@ def _pivot_set(b, st, fc, pv):
             vb[k] = B[b, p]
             mark[k] = 1
     if P.shape[0] > 0:
-        _pivot_dense(b, st, fc, vb, mark, PV, 1)
+        _pivot_dense(b, st, fc, vb, mark, PV, Qs, 1)
 
 
 @njit(**JIT)
 def _pivot_clear(b, st, fc, pv):
     """Undo :func:`_pivot_set` (``vb = fc[1]``, ``mark = 0``, ``PV = 0``)."""
-    vb, mark, PV, P = pv
+    vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
     if P.shape[0] > 0:
-        _pivot_dense(b, st, fc, vb, mark, PV, 0)
+        _pivot_dense(b, st, fc, vb, mark, PV, Qs, 0)
     lb = slen[b]
     if lb < 0:
         for k in range(A.shape[1]):
@@ -605,9 +605,9 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     weight: with ``stamp > 0`` row ``int(w)`` holds ``(stamp, F, magnitude)`` for integral
     weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
     entries ``(w, F, magnitude)`` from row 1, with row 0 column 0 their number (zeroed by the
-    caller for each pivot). ``pv = (vb, mark, PV, P)`` (see :func:`_level1`); with ``first``
+    caller for each pivot). ``pv`` from :func:`_make_pv` (see :func:`_level1`); with ``first``
     the level-1 bound is returned where it applies. Returns ``(bound, level)``."""
-    vb, mark, PV, P = pv
+    vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
     lx = slen[x]
     if lx < 0:
@@ -651,7 +651,10 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
             memo[nm + 1, 2] = mag
             memo[0, 0] = nm + 1
     if first and gcode == _GEN_KL:
-        lo1 = _level1(b, x, st, fc, PV, P, F, mag)
+        if wx < 0.25 * W and Qs[3] > 0.0:  # light x, heavy pivot
+            lo1 = _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs)
+        else:
+            lo1 = _level1(b, x, st, fc, PV, P, F, mag)
         if lo1 != NO_BOUND:
             return lo1, 1
     s = F
@@ -692,10 +695,14 @@ N_SUMS = 7
 
 
 @njit(**JIT)
-def _slot_sums(x, st, fc, P):
+def _slot_sums(x, st, fc, P, LG):
     """OUT ``P[x] = (P1, P2, P3, P0, sum c, magnitude, count)`` over the support of slot ``x``
-    (every coordinate when dense) for the level-1 bound."""
+    (every coordinate when dense) for the level-1 bounds, and ``LG[x, p] = log B[x, p]`` on a
+    sparse support."""
     A, B, C, w, sup, slen, aux = st
+    if slen[x] >= 0 and LG.shape[0] > 0:
+        for p in range(slen[x]):
+            LG[x, p] = math.log(B[x, p])
     lx = slen[x]
     nk = A.shape[1] if lx < 0 else lx
     p1 = 0.0
@@ -730,25 +737,89 @@ def _slot_sums(x, st, fc, P):
 
 
 @njit(**JIT)
-def _pivot_dense(b, st, fc, vb, mark, PV, sign):
+def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
     """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
-    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc))`` (zero off the pivot's support)."""
+    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc), log v, 1 / v)`` (the first four zero
+    and the last two ``log c``, ``1 / c`` off the pivot's support) and the level-1b sums
+    ``Qs = (sum D(c, v), sum (c - v)^2 / v, magnitude, [every c > 0])`` over its support."""
     A, B, C, w, sup, slen, aux = st
     lb = slen[b]
     nk = A.shape[1] if lb < 0 else lb
+    q1 = 0.0
+    q2 = 0.0
+    qm = 0.0
     for p in range(nk):
         k = p if lb < 0 else sup[b, p]
+        c = fc[1, k]
         if sign == 1:
-            c = fc[1, k]
+            v = vb[k]
             PV[0, k] = 1.0
-            PV[1, k] = vb[k]
+            PV[1, k] = v
             PV[2, k] = c
             PV[3, k] = fc[0, k] - c * (math.log(c) - 1e-6) if c > 0.0 else 0.0
+            if Qs[3] > 0.0:
+                lv = math.log(v)
+                iv = 1.0 / v
+                PV[4, k] = lv
+                PV[5, k] = iv
+                lc = PV[6, k]
+                q1 += c * (lc - lv) - c + v
+                q2 += (c - v) * (c - v) * iv
+                qm += abs(c * lc) + abs(c * lv) + c + abs(v) + (c - v) * (c - v) * iv
         else:
             PV[0, k] = 0.0
             PV[1, k] = 0.0
             PV[2, k] = 0.0
             PV[3, k] = 0.0
+            if Qs[3] > 0.0:
+                PV[4, k] = PV[6, k]
+                PV[5, k] = 1.0 / c
+    Qs[0] = q1
+    Qs[1] = q2
+    Qs[2] = qm
+
+
+@njit(**JIT)
+def _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs):
+    """Level-1b lower bound (kl, every ``c_k > 0``) for a light sparse ``x`` and a heavy pivot
+    ``b``: the cost is ``sum_k wx D(a_k, m_k) + wb D(v_k, m_k)`` (``D`` the scalar kl divergence,
+    ``m = pi a + rho v``); dropping the second term and bounding the convex ``m -> D(a, m)`` by
+    its tangent at ``v``, ``D(a, m) >= D(a, v) - pi (a - v)^2 / v``, gives per coordinate
+    ``max(0, D(a, v) - pi (a - v)^2 / v)``, computed from stored logarithms (``LG`` of ``x``,
+    ``log v`` of the pivot): no logarithm per pair. Off supp x ``a = c``, summed once per pivot
+    (``Qs``) and corrected on the shared coordinates. Tight when ``pi`` is small."""
+    A, B, C, w, sup, slen, aux = st
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    pi = wx / W
+    s = Qs[0] - pi * Qs[1]
+    mag = Qs[2]
+    for p in range(slen[x]):
+        k = sup[x, p]
+        a = B[x, p]
+        v = vb[k]
+        lv = PV[4, k]
+        iv = PV[5, k]
+        la = LG[x, p]
+        t = (a - v) * (a - v) * iv
+        f = a * (la - lv) - a + v - pi * t
+        if f > 0.0:
+            s += f
+        mag += abs(a * la) + abs(a * lv) + abs(a) + abs(v) + t
+        if mark[k] != 0:
+            c = fc[1, k]
+            lc = PV[6, k]
+            t0 = (c - v) * (c - v) * iv
+            s -= c * (lc - lv) - c + v - pi * t0
+            mag += abs(c * lc) + abs(c * lv) + c + abs(v) + t0
+    lo = wx * s
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + P[x, 5] + P[b, 5] + P[x, 6] + P[b, 6]
+                                                       + abs(C[x, 1]) + abs(C[b, 1])))
+    lo -= err
+    if lo != lo:
+        return NO_BOUND
+    return lo
 
 
 @njit(**JIT)
@@ -787,6 +858,23 @@ def _level1(b, x, st, fc, PV, P, F, Fmag):
     if lo != lo:
         return NO_BOUND
     return lo
+
+
+@njit(**JIT)
+def _make_pv(fc, d, P, LG):
+    """Pivot scratch ``pv = (vb, mark, PV, P, LG, Qs)`` for the pruning bounds (see
+    :func:`_pivot_set`, :func:`_pivot_dense`); ``P`` and ``LG`` hold the per-slot level-1 data
+    (no rows: level 2 only)."""
+    on = P.shape[0] > 0
+    PV = np.zeros((7, d if on else 0))
+    Qs = np.zeros(4)
+    if on and fc.shape[1] > 0 and fc[1].min() > 0.0:
+        Qs[3] = 1.0
+        for k in range(d):
+            PV[4, k] = math.log(fc[1, k])
+            PV[5, k] = 1.0 / fc[1, k]
+            PV[6, k] = PV[4, k]
+    return (fc[1].copy(), np.zeros(d, dtype=np.int8), PV, P, LG, Qs)
 
 
 @njit(**PJIT)
@@ -936,13 +1024,12 @@ def _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cc
 
 
 @njit(**PJIT)
-def _initial_scan_pruned(kind, st, fc, gcode, fn, P, cc, ci, cn, ctau, status):
+def _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cc, ci, cn, ctau, status):
     """:func:`_initial_scan` with the pruning bounds (rows ``q`` and ``n - 2 - q`` per step)."""
     n = st[0].shape[0]
     d = st[0].shape[1]
     for q in prange(n // 2):
-        pv = (fc[1].copy(), np.zeros(d, dtype=np.int8), np.zeros((4, d) if P.shape[0] else (4, 0)),
-              P)
+        pv = _make_pv(fc, d, P, LG)
         lob = np.empty(n)
         lvl = np.empty(n, dtype=np.int8)
         row = np.empty(n)
@@ -1059,10 +1146,11 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     use_lb = kind == SEPARABLE and sup.shape[1] > 0
     # per-slot sums of the level-1 bound (kl only)
     P = np.zeros((n if use_lb and gcode == _GEN_KL else 0, N_SUMS))
+    LG = np.zeros((P.shape[0], sup.shape[1] if P.shape[0] > 0 else 0))
     for x in range(P.shape[0]):
-        _slot_sums(x, st, fc, P)
+        _slot_sums(x, st, fc, P, LG)
     if use_lb:
-        _initial_scan_pruned(kind, st, fc, gcode, fn, P, cc, ci, cn, ctau, status)
+        _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cc, ci, cn, ctau, status)
     else:
         _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
     if status.max() != OK:
@@ -1074,8 +1162,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     idx = np.empty(n, dtype=np.int64)
     done = np.zeros(n, dtype=np.bool_)
     lvl = np.empty(n, dtype=np.int8)
-    pv = (fc[1].copy() if use_lb else np.zeros(1), np.zeros(d if use_lb else 1, dtype=np.int8),
-          np.zeros((4, d if P.shape[0] > 0 else 0)), P)
+    pv = _make_pv(fc, d, P, LG)
     # F_b memos of the parallel blocks, indexed by integral weights up to the total weight
     wtot = w.sum() if use_lb else 0.0
     integral = use_lb and wtot <= 4.0 * n
@@ -1145,7 +1232,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
         if use_lb:
             stamp += dstamp
             if P.shape[0] > 0:
-                _slot_sums(b, st, fc, P)
+                _slot_sums(b, st, fc, P, LG)
             if _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
                               idx, done, cc, ci, cn, ctau, nn, mind, stale, heap, where,
                               memos, stamp, nthreads) != OK:
