@@ -960,9 +960,22 @@ def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, id
     m = na - lo
     if m <= 0:
         return OK
+    ninf = 0  # slots without a bound (NO_BOUND) are evaluated exactly, beside the K least bounds
+    for t in range(lo, na):
+        if lob[t] == NO_BOUND:
+            ninf += 1
     lam = np.inf
-    if m > K:
-        lam = np.partition(lob[lo:na], K - 1)[K - 1]
+    while True:  # the K least bounds, refined to level 2 until they are all tight
+        if m > K + ninf:
+            lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
+        cnt = 0
+        for t in range(lo, na):
+            if not (lob[t] > lam) and lvl[t] == 1:
+                idx[cnt] = t
+                cnt += 1
+        if cnt == 0:
+            break
+        _refine(x, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
     cnt = 0
     for t in range(lo, na):
         if not (lob[t] > lam):
