@@ -1138,7 +1138,10 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     A refresh takes the exact candidate from a short list of the cheapest slots above ``x``
     (see :func:`_cand_insert`) and rescans only when that list cannot certify it; the costs to a
     new cluster and the rescans are evaluated in parallel and consumed in slot order, so the
-    merges do not depend on the number of threads.
+    merges do not depend on the number of threads. For sparse separable models a cost is first
+    bounded from below (:func:`_pivot_lower`, :func:`_level1`, :func:`_level1b`) and evaluated
+    only when the bound cannot show that it changes no candidate list and no candidate, so the
+    merges and heights are those of the exhaustive evaluation, bit for bit.
     IN/OUT the state ``st = (A, B, C, w, sup, slen, aux)`` (overwritten by the merges); OUT merge
     ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``; ``nthreads`` sizes the
     parallel blocks (the results do not depend on it). Returns :data:`OK`, or
