@@ -596,7 +596,7 @@ def test_pruning_bounds_never_exceed_the_exact_cost(seed, model, weighted, smoot
     r = _bounds_and_costs(plan, st, alive)
     lo, level, exact = r[:, 0], r[:, 1], r[:, 2]
     assert np.all(lo <= exact), float(np.max(lo - exact))
-    assert np.isfinite(lo).mean() > 0.5  # the bounds apply to these sparse clusters
+    assert np.isfinite(lo).any()  # the bounds apply to the sparse clusters (not to dense ones)
     if smoothing != (0.3, 1.0, "cone"):  # a large pseudo-count makes level 1 too loose to use
         assert (level == 1).any()
 
