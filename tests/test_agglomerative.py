@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import require_data
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 from naive_agglomerative import (
     Reference,
     check_greedy,
@@ -528,3 +530,118 @@ def test_issue12_row12_transform_refuses_rows_fit_refuses():
     with pytest.raises(ValueError, match="row 1 sums to 0 in X"):
         AgglomerativeBregman(model="multinomial").fit(np.vstack([X[:1], np.zeros((1, 3)), X]))
     assert np.isfinite(est.transform(X)).all()
+
+
+# ---------------------------------------------------------------------------- issue 15: pruning bounds
+def _clustered_state(X, model, sample_weight, merges, seed, smoothing="auto"):
+    """Singleton state of ``X`` after ``merges`` random merges (clusters of mixed weights)."""
+    from bregclust._kernels import agglomerative as KA
+
+    Xv, w = AG._validate(X, model, None, sample_weight)
+    plan = AG._build_plan(Xv, w, model, None, smoothing)
+    st = plan.state(Xv, w)
+    n, d = st[0].shape
+    work = np.zeros((1, 1))
+    ibuf = np.empty(2 * st[4].shape[1] + 1, dtype=st[4].dtype)
+    rng = np.random.default_rng(seed)
+    alive = list(range(n))
+    for _ in range(merges):
+        i, j = sorted(rng.choice(len(alive), size=2, replace=False))
+        KA.merge(plan.kind, alive[i], alive[j], st, plan.fc, plan.gcode, plan.fn, work, ibuf)
+        del alive[i]
+    return plan, st, alive
+
+
+def _bounds_and_costs(plan, st, alive):
+    """Level-1 (where it applies) and level-2 bounds of every pair of live slots, with the exact
+    costs the engine would compute."""
+    from bregclust._kernels import agglomerative as KA
+
+    n, d = st[0].shape
+    fc = plan.fc
+    P = np.zeros((n if plan.gcode == KA._GEN_KL else 0, KA.N_SUMS))
+    LG = np.zeros((P.shape[0], st[4].shape[1]))
+    for x in alive if P.shape[0] else []:
+        KA._slot_sums(x, st, fc, P, LG)
+    pv = KA._make_pv(fc, d, P, LG)
+    work = np.zeros((1, 1))
+    out = []
+    for b in alive:
+        KA._pivot_set(b, st, fc, pv)
+        for first in (True, False):
+            memo = np.zeros((KA.N_MEMO + 1, 3))
+            for x in alive:
+                if x == b:
+                    continue
+                lo, level = KA._pivot_lower(b, x, st, fc, plan.gcode, plan.fn, pv, memo, 0.0, first)
+                exact = KA.cost(plan.kind, min(x, b), max(x, b), st, fc, plan.gcode, plan.fn, work)
+                out.append((lo, level, exact))
+        KA._pivot_clear(b, st, fc, pv)
+    return np.array(out)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=hst.integers(0, 2**31 - 1), model=hst.sampled_from(["multinomial", "kl"]),
+       weighted=hst.booleans(), smoothing=hst.sampled_from(["auto", "none", (0.3, 1.0, "cone")]))
+def test_pruning_bounds_never_exceed_the_exact_cost(seed, model, weighted, smoothing):
+    """Both pruning bounds are below the merge cost the engine computes, for every pair of
+    clusters of mixed weights (integral sizes or real sample weights), and level 1 is used."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    X = _sparse_counts(rng, n, 40, density=0.2)
+    sw = rng.uniform(0.2, 5.0, size=n) if weighted else None
+    if model == "multinomial" and smoothing != "auto":
+        smoothing = "auto"
+    plan, st, alive = _clustered_state(X, model, sw, int(rng.integers(0, 30)), seed, smoothing)
+    r = _bounds_and_costs(plan, st, alive)
+    lo, level, exact = r[:, 0], r[:, 1], r[:, 2]
+    assert np.all(lo <= exact), float(np.max(lo - exact))
+    assert np.isfinite(lo).any()  # the bounds apply to the sparse clusters (not to dense ones)
+    if smoothing != (0.3, 1.0, "cone"):  # a large pseudo-count makes level 1 too loose to use
+        assert (level == 1).any()
+
+
+def test_pruning_bound_is_tight_and_falls_back_for_other_generators():
+    """Level 2 is the cost itself up to the rounding margin; a custom generator on sparse data
+    gets level 2 only (no level-1 form), still below the exact cost."""
+    rng = np.random.default_rng(3)
+    X = _sparse_counts(rng, 30, 40, density=0.2)
+    plan, st, alive = _clustered_state(X, "multinomial", None, 10, 3)
+    r = _bounds_and_costs(plan, st, alive)
+    l2 = r[r[:, 1] == 2]
+    assert np.all(l2[:, 0] <= l2[:, 2])
+    np.testing.assert_allclose(l2[:, 0], l2[:, 2], rtol=1e-5)
+    name = "agglo_test_kl_copy"
+    register_divergence(name, phi=lambda x: x * math.log(x) - x if x > 0 else 0.0,
+                        dphi=lambda x: math.log(x), domain="nonnegative")
+    try:
+        plan, st, alive = _clustered_state(X, name, None, 10, 3, smoothing=(0.2, 1.0, "cone"))
+        assert plan.smax > 0  # sparse supports
+        r = _bounds_and_costs(plan, st, alive)
+        assert set(np.unique(r[:, 1])) == {2.0}
+        assert np.all(r[:, 0] <= r[:, 2])
+        assert np.isfinite(r[:, 0]).all()
+    finally:
+        unregister_divergence(name)
+
+
+@pytest.mark.parametrize("weights", ["none", "integral", "real"])
+@pytest.mark.parametrize("model,smoothing", [("multinomial", "auto"), ("kl", "none"),
+                                             ("kl", (0.3, 1.0, "cone"))])
+def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights):
+    """With the pruning bounds active (sparse kl data, clusters of mixed weights) the merges and
+    heights are the plain generic algorithm's, bit for bit."""
+    rng = np.random.default_rng(11)
+    n = 120
+    X = _sparse_counts(rng, n, 60, density=0.12)
+    X[n // 3: n // 3 + 10] = X[:10]  # exact ties
+    sw = {"none": None, "integral": rng.integers(1, 4, size=n).astype(float),
+          "real": rng.uniform(0.5, 3.0, size=n)}[weights]
+    Xv, w = AG._validate(X, model, None, sw)
+    plan = AG._build_plan(Xv, w, model, None, smoothing)
+    assert plan.smax > 0
+    si, sj, h = AG._run(Xv, w, plan, "generic")
+    ri, rj, rh = plain_generic_linkage(plan, Xv, w)
+    np.testing.assert_array_equal(si, ri)
+    np.testing.assert_array_equal(sj, rj)
+    np.testing.assert_array_equal(h, rh)

@@ -28,7 +28,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .generators import JIT, PJIT, phi_of
+from .generators import JIT, PJIT, kl_phi, phi_of
+from .generators import KL as _GEN_KL
 
 # model kinds
 WARD, SEPARABLE, L1, GAUSS_DIAG, GAUSS_FULL = 0, 1, 2, 3, 4
@@ -496,6 +497,637 @@ def _refresh(kind, x, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau, nthread
     return _cand_build(x, act, lo, na, row, cc, ci, cn, ctau)
 
 
+# ---------------------------------------------------------------------------- pruning bounds
+# Most merge costs evaluated by the generic algorithm cannot change its decisions: a cost to a new
+# cluster matters to a slot below it only if it is below that slot's candidate threshold
+# (``ctau``) or its candidate bound (``mind``), and a candidate list needs only its K cheapest
+# costs. For sparse separable models each such cost is first bounded from below by a cheap,
+# rigorous bound (:func:`_pivot_lower`) and evaluated exactly (by :func:`cost`, unchanged) only
+# when the bound cannot rule it out, so every number the algorithm compares is the same float as
+# before and the merges and heights are bit-identical.
+#
+# The bound. For slots ``x`` and ``b`` with weights ``wx, wb`` (``W = wx + wb``) and statistics
+# ``a, v`` (``c_k``, the statistic of a raw zero, off a sparse support), :func:`cost` evaluates
+#     Q = C[x, 0] + C[b, 0] - W * sum_{k in U} psi_k(m_k),  m_k = (wx a_k + wb v_k) / W,
+# with ``psi_k(t) = phi(t) - phi(c_k)`` and ``U`` the union of the supports (``m_k = c_k``
+# outside it, where ``psi_k`` vanishes). Splitting ``U`` into supp(b) and supp(x) \ supp(b):
+#     sum_U psi(m) = F_b(wx) + sum_{k in supp x} [psi_k(m_k) - [k in supp b] psi_k(m0_k)],
+#     F_b(wx) = sum_{k in supp b} psi_k(m0_k),  m0_k = (wx c_k + wb v_k) / W,
+# where ``F_b`` depends on the other slot only through its weight (memoised per pivot ``b``), so
+# the sum costs O(|supp x|) lookups in a dense copy of ``b`` instead of a walk over both
+# supports. This is the same real number as the exact evaluation summed in another order: the
+# ``m_k`` are computed by the same floating-point expression (``+`` commutes), so the two results
+# differ only by summation rounding, at most ``N u sum |terms|`` each (``N`` terms, ``u = 2^-53``)
+# plus the few-ulp error of ``phi``; :func:`_pivot_lower` subtracts ``EPS_REL`` (1e-8, far above
+# ``N u`` for any ``N`` below 1e6) times the magnitude of every term involved. The exact path's
+# unit-weight shortcut adds and subtracts the cached ``C[., 1]`` sums, whose magnitude is added
+# too. For a dense pivot ``b`` the exact kernel reads ``A[x, k]`` off ``x``'s support, which
+# differs from ``c_k`` by rounding of the repeated weighted means (relative ``3 u`` per merge,
+# below 1e-9 for 1e6 merges); for kl (``m |phi'(m)| = m |log m| <= |phi(m)| + m``) the ``|m|``
+# terms in the magnitude cover it, and other generators are evaluated exactly against dense
+# pivots. Pairs with a dense ``x`` are evaluated exactly (no cheaper form).
+EPS_REL = 1e-8
+N_MEMO = 32
+NO_BOUND = -np.inf
+
+
+@njit(**JIT)
+def _pivot_set(b, st, fc, pv):
+    """Dense copy ``vb`` of slot ``b``'s statistic (``c_k`` off its support) and ``mark[k] = 1``
+    on its support (every ``k`` for a dense slot); ``vb = fc[1]`` and ``mark = 0`` on entry.
+    ``pv`` from :func:`_make_pv`; the level-1 gathers ``PV`` are set when ``P`` has rows."""
+    vb, mark, PV, P, LG, Qs = pv
+    A, B, C, w, sup, slen, aux = st
+    lb = slen[b]
+    if lb < 0:
+        for k in range(A.shape[1]):
+            vb[k] = A[b, k]
+            mark[k] = 1
+    else:
+        for p in range(lb):
+            k = sup[b, p]
+            vb[k] = B[b, p]
+            mark[k] = 1
+    if P.shape[0] > 0:
+        _pivot_dense(b, st, fc, vb, mark, PV, Qs, 1)
+
+
+@njit(**JIT)
+def _pivot_clear(b, st, fc, pv):
+    """Undo :func:`_pivot_set` (``vb = fc[1]``, ``mark = 0``, ``PV = 0``)."""
+    vb, mark, PV, P, LG, Qs = pv
+    A, B, C, w, sup, slen, aux = st
+    if P.shape[0] > 0:
+        _pivot_dense(b, st, fc, vb, mark, PV, Qs, 0)
+    lb = slen[b]
+    if lb < 0:
+        for k in range(A.shape[1]):
+            vb[k] = fc[1, k]
+            mark[k] = 0
+    else:
+        for p in range(lb):
+            k = sup[b, p]
+            vb[k] = fc[1, k]
+            mark[k] = 0
+
+
+@njit(**JIT)
+def _pivot_F(b, wx, st, fc, gcode, fn, out):
+    """``out = (F_b(wx), magnitude)``: ``sum psi_k((wx c_k + wb v_k) / W)`` over the support of
+    the pivot ``b`` (every coordinate when dense), and the sum of ``|phi| + |phi(c)| + |m|``."""
+    A, B, C, w, sup, slen, aux = st
+    wb = w[b]
+    W = wx + wb
+    s = 0.0
+    mag = 0.0
+    lb = slen[b]
+    nk = A.shape[1] if lb < 0 else lb
+    for p in range(nk):
+        if lb < 0:
+            k = p
+            v = A[b, k]
+        else:
+            k = sup[b, p]
+            v = B[b, p]
+        m = (wx * fc[1, k] + wb * v) / W
+        f = phi_of(gcode, fn, m)
+        s += f - fc[0, k]
+        mag += abs(f) + abs(fc[0, k]) + abs(m)
+    out[0] = s
+    out[1] = mag
+
+
+@njit(**JIT)
+def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
+    """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
+    sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
+    above); :data:`NO_BOUND` where no cheaper form exists. ``memo`` (IN/OUT) caches ``F_b`` per
+    weight: with ``stamp > 0`` row ``int(w)`` holds ``(stamp, F, magnitude)`` for integral
+    weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
+    entries ``(w, F, magnitude)`` from row 1, with row 0 column 0 their number (zeroed by the
+    caller for each pivot). ``pv`` from :func:`_make_pv` (see :func:`_level1`); with ``first``
+    the level-1 bound is returned where it applies. Returns ``(bound, level)``."""
+    vb, mark, PV, P, LG, Qs = pv
+    A, B, C, w, sup, slen, aux = st
+    lx = slen[x]
+    if lx < 0:
+        return NO_BOUND, 2
+    if slen[b] < 0 and gcode != _GEN_KL:
+        return NO_BOUND, 2
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    F = 0.0
+    mag = 0.0
+    found = False
+    ri = -1
+    if stamp > 0 and wx == math.floor(wx) and wx < memo.shape[0] and wx >= 1.0:
+        ri = np.int64(wx)
+        if memo[ri, 0] == stamp:
+            F = memo[ri, 1]
+            mag = memo[ri, 2]
+            found = True
+    nm = 0
+    if ri < 0:
+        nm = np.int64(memo[0, 0])
+        for r in range(1, nm + 1):
+            if memo[r, 0] == wx:
+                F = memo[r, 1]
+                mag = memo[r, 2]
+                found = True
+                break
+    if not found:
+        tmp = np.empty(2)
+        _pivot_F(b, wx, st, fc, gcode, fn, tmp)
+        F = tmp[0]
+        mag = tmp[1]
+        if ri >= 0:
+            memo[ri, 0] = stamp
+            memo[ri, 1] = F
+            memo[ri, 2] = mag
+        elif nm < N_MEMO:
+            memo[nm + 1, 0] = wx
+            memo[nm + 1, 1] = F
+            memo[nm + 1, 2] = mag
+            memo[0, 0] = nm + 1
+    if first and gcode == _GEN_KL:
+        if wx < 0.25 * W and Qs[3] > 0.0:  # light x, heavy pivot
+            lo1 = _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs)
+        else:
+            lo1 = _level1(b, x, st, fc, PV, P, F, mag)
+        if lo1 != NO_BOUND:
+            return lo1, 1
+    s = F
+    for p in range(lx):
+        k = sup[x, p]
+        v = vb[k]
+        m = (wx * B[x, p] + wb * v) / W
+        f = phi_of(gcode, fn, m)
+        s += f - fc[0, k]
+        mag += abs(f) + abs(fc[0, k]) + abs(m)
+        if mark[k] != 0:
+            m0 = (wx * fc[1, k] + wb * v) / W
+            f0 = phi_of(gcode, fn, m0)
+            s -= f0 - fc[0, k]
+            mag += abs(f0) + abs(fc[0, k]) + abs(m0)
+    est = C[x, 0] + C[b, 0] - W * s
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
+    lo = est - err
+    if lo != lo:  # NaN statistics: evaluate exactly (the exact cost reports them)
+        return NO_BOUND, 2
+    return lo, 2
+
+
+# Level-1 bound (kl, ``phi(t) = t log t - t``, every statistic >= ``c_k >= 0`` on a support): no
+# logarithm per coordinate. With ``pi = wx / W``, ``rho = wb / W`` and ``I`` = supp x & supp b,
+#     sum_{k in supp x} psi_k(pi a_k + rho c_k) <= pi P1 + pi log(pi) P2 + rho P3 - P0
+# (convexity: phi(m) <= phi(pi a) + phi'(m) (m - pi a), phi(pi a) = pi phi(a) + pi a log pi,
+# log m <= log max(a, c)), with the per-slot sums P1 = sum phi(a), P2 = sum a,
+# P3 = sum c log max(a, c), P0 = sum phi(c) over supp x; and on I, by Jensen for phi(m) and
+# tangents at pi a and rho v (log a, log v >= lc_k = log c_k - 1e-6) for the two one-sided means,
+#     psi(m) - psi(pi a + rho c) - psi(pi c + rho v)
+#         <= -pi log(pi) a - rho log(rho) v - (rho log(pi) + pi log(rho)) c + phi(c) - c lc,
+# whose sums over I are four gathers from dense copies of the pivot. The bound loses the Jensen
+# gaps of the shared coordinates (and ``rho c log(a / m)`` per coordinate of x), so it is used to
+# rule out pairs first; the pairs it cannot rule out get the level-2 bound (_pivot_lower).
+TOL1 = 0.05  # level 1 when its loss bound W rho log(1/pi) sum_x c is below TOL1 wx wb / W
+N_SUMS = 7
+
+
+@njit(**JIT)
+def _slot_sums(x, st, fc, P, LG):
+    """OUT ``P[x] = (P1, P2, P3, P0, sum c, magnitude, count)`` over the support of slot ``x``
+    (every coordinate when dense) for the level-1 bounds, and ``LG[x, p] = log B[x, p]`` on a
+    sparse support."""
+    A, B, C, w, sup, slen, aux = st
+    if slen[x] >= 0 and LG.shape[0] > 0:
+        for p in range(slen[x]):
+            LG[x, p] = math.log(B[x, p])
+    lx = slen[x]
+    nk = A.shape[1] if lx < 0 else lx
+    p1 = 0.0
+    p2 = 0.0
+    p3 = 0.0
+    p0 = 0.0
+    p4 = 0.0
+    mag = 0.0
+    for p in range(nk):
+        if lx < 0:
+            k = p
+            a = A[x, k]
+        else:
+            k = sup[x, p]
+            a = B[x, p]
+        c = fc[1, k]
+        f = kl_phi(a)
+        t = c * math.log(max(a, c)) if c > 0.0 else 0.0
+        p1 += f
+        p2 += a
+        p3 += t
+        p0 += fc[0, k]
+        p4 += c
+        mag += abs(f) + abs(a) + abs(t) + abs(fc[0, k])
+    P[x, 0] = p1
+    P[x, 1] = p2
+    P[x, 2] = p3
+    P[x, 3] = p0
+    P[x, 4] = p4
+    P[x, 5] = mag
+    P[x, 6] = nk
+
+
+@njit(**JIT)
+def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
+    """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
+    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc), log v, 1 / v)`` (the first four zero
+    and the last two ``log c``, ``1 / c`` off the pivot's support) and the level-1b sums
+    ``Qs = (sum D(c, v), sum (c - v)^2 / v, magnitude, [every c > 0])`` over its support."""
+    A, B, C, w, sup, slen, aux = st
+    lb = slen[b]
+    nk = A.shape[1] if lb < 0 else lb
+    q1 = 0.0
+    q2 = 0.0
+    qm = 0.0
+    for p in range(nk):
+        k = p if lb < 0 else sup[b, p]
+        c = fc[1, k]
+        if sign == 1:
+            v = vb[k]
+            PV[0, k] = 1.0
+            PV[1, k] = v
+            PV[2, k] = c
+            PV[3, k] = fc[0, k] - c * (math.log(c) - 1e-6) if c > 0.0 else 0.0
+            if Qs[3] > 0.0:
+                lv = math.log(v)
+                iv = 1.0 / v
+                PV[4, k] = lv
+                PV[5, k] = iv
+                lc = PV[6, k]
+                q1 += c * (lc - lv) - c + v
+                q2 += (c - v) * (c - v) * iv
+                qm += abs(c * lc) + abs(c * lv) + c + abs(v) + (c - v) * (c - v) * iv
+        else:
+            PV[0, k] = 0.0
+            PV[1, k] = 0.0
+            PV[2, k] = 0.0
+            PV[3, k] = 0.0
+            if Qs[3] > 0.0:
+                PV[4, k] = PV[6, k]
+                PV[5, k] = 1.0 / c
+    Qs[0] = q1
+    Qs[1] = q2
+    Qs[2] = qm
+
+
+@njit(**JIT)
+def _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs):
+    """Level-1b lower bound (kl, every ``c_k > 0``) for a light sparse ``x`` and a heavy pivot
+    ``b``: the cost is ``sum_k wx D(a_k, m_k) + wb D(v_k, m_k)`` (``D`` the scalar kl divergence,
+    ``m = pi a + rho v``); dropping the second term and bounding the convex ``m -> D(a, m)`` by
+    its tangent at ``v``, ``D(a, m) >= D(a, v) - pi (a - v)^2 / v``, gives per coordinate
+    ``max(0, D(a, v) - pi (a - v)^2 / v)``, computed from stored logarithms (``LG`` of ``x``,
+    ``log v`` of the pivot): no logarithm per pair. Off supp x ``a = c``, summed once per pivot
+    (``Qs``) and corrected on the shared coordinates. Tight when ``pi`` is small."""
+    A, B, C, w, sup, slen, aux = st
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    pi = wx / W
+    s = Qs[0] - pi * Qs[1]
+    mag = Qs[2]
+    for p in range(slen[x]):
+        k = sup[x, p]
+        a = B[x, p]
+        v = vb[k]
+        lv = PV[4, k]
+        iv = PV[5, k]
+        la = LG[x, p]
+        t = (a - v) * (a - v) * iv
+        f = a * (la - lv) - a + v - pi * t
+        if f > 0.0:
+            s += f
+        mag += abs(a * la) + abs(a * lv) + abs(a) + abs(v) + t
+        if mark[k] != 0:
+            c = fc[1, k]
+            lc = PV[6, k]
+            t0 = (c - v) * (c - v) * iv
+            s -= c * (lc - lv) - c + v - pi * t0
+            mag += abs(c * lc) + abs(c * lv) + c + abs(v) + t0
+    lo = wx * s
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + P[x, 5] + P[b, 5] + P[x, 6] + P[b, 6]
+                                                       + abs(C[x, 1]) + abs(C[b, 1])))
+    lo -= err
+    if lo != lo:
+        return NO_BOUND
+    return lo
+
+
+@njit(**JIT)
+def _level1(b, x, st, fc, PV, P, F, Fmag):
+    """Level-1 lower bound of the cost of ``x`` (sparse) and the pivot ``b`` (kl), given
+    ``F = F_b(w_x)`` and its magnitude (see the comment above); ``NO_BOUND`` when its loss bound
+    exceeds ``TOL1``."""
+    A, B, C, w, sup, slen, aux = st
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    pi = wx / W
+    rho = wb / W
+    lp = math.log(pi)
+    lr = math.log(rho)
+    if W * rho * (-lp) * P[x, 4] > TOL1 * wx * rho:
+        return NO_BOUND
+    sa = 0.0
+    sv = 0.0
+    sc = 0.0
+    sq = 0.0
+    for p in range(slen[x]):
+        k = sup[x, p]
+        sa += PV[0, k] * B[x, p]
+        sv += PV[1, k]
+        sc += PV[2, k]
+        sq += PV[3, k]
+    g = pi * P[x, 0] + pi * lp * P[x, 1] + rho * P[x, 2] - P[x, 3]
+    ci = rho * lp + pi * lr
+    iu = -pi * lp * sa - rho * lr * sv - ci * sc + sq
+    est = C[x, 0] + C[b, 0] - W * (F + g + iu)
+    mag = (Fmag + P[x, 5] + P[b, 5] + P[x, 6] + P[b, 6] + abs(pi * lp) * sa + abs(rho * lr) * sv
+           + abs(ci) * sc + abs(sq))
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
+    lo = est - err
+    if lo != lo:
+        return NO_BOUND
+    return lo
+
+
+@njit(**JIT)
+def _make_pv(fc, d, P, LG):
+    """Pivot scratch ``pv = (vb, mark, PV, P, LG, Qs)`` for the pruning bounds (see
+    :func:`_pivot_set`, :func:`_pivot_dense`); ``P`` and ``LG`` hold the per-slot level-1 data
+    (no rows: level 2 only)."""
+    on = P.shape[0] > 0
+    PV = np.zeros((7, d if on else 0))
+    Qs = np.zeros(4)
+    if on and fc.shape[1] > 0 and fc[1].min() > 0.0:
+        Qs[3] = 1.0
+        for k in range(d):
+            PV[4, k] = math.log(fc[1, k])
+            PV[5, k] = 1.0 / fc[1, k]
+            PV[6, k] = PV[4, k]
+    return (fc[1].copy(), np.zeros(d, dtype=np.int8), PV, P, LG, Qs)
+
+
+@njit(**PJIT)
+def _lower_to(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
+    """OUT ``out[t], lvl[t]`` = :func:`_pivot_lower` (first level) of the pivot ``b`` and
+    ``x = act[t]``, ``lo <= t < na`` (``x != b``), in parallel blocks, block ``q`` with the memo
+    ``memos[q]`` (``stamp``: a number not used before with these memos)."""
+    m = na - lo
+    nb = min(m, memos.shape[0]) if m > 512 and nthreads > 1 else 1
+    per = (m + nb - 1) // max(nb, 1)
+    for q in prange(nb):
+        memo = memos[q]
+        memo[0, 0] = 0.0
+        for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
+            x = act[t]
+            if x != b:
+                out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, True)
+
+
+@njit(**PJIT)
+def _refine(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
+    """Level-2 bounds for the entries ``t = idx[q]``, ``q < m``, holding a level-1 bound
+    (``out[t]`` becomes the larger of the two), in parallel blocks."""
+    nb = min(m, memos.shape[0]) if m > 64 and nthreads > 1 else 1
+    per = (m + nb - 1) // max(nb, 1)
+    for q in prange(nb):
+        memo = memos[q]
+        memo[0, 0] = 0.0
+        for r in range(q * per, min(m, (q + 1) * per)):
+            t = idx[r]
+            if lvl[t] == 1:
+                v, _ = _pivot_lower(b, act[t], st, fc, gcode, fn, pv, memo, stamp, False)
+                if v > out[t]:
+                    out[t] = v
+                lvl[t] = 2
+
+
+@njit(**JIT)
+def _exact_block(kind, b, act, idx, q0, q1, st, fc, gcode, fn, row, work):
+    """``row[t] = cost(min(x, b), max(x, b))`` for ``t = idx[q]``, ``q0 <= q < q1``, ``x = act[t]``."""
+    for q in range(q0, q1):
+        t = idx[q]
+        x = act[t]
+        if x < b:
+            row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
+        else:
+            row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
+
+
+@njit(**PJIT)
+def _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
+    """:func:`_exact_block` over ``q < m`` in parallel blocks (values independent of threads)."""
+    d = st[0].shape[1]
+    nb = min(m, 4 * nthreads) if m > 8 and nthreads > 1 else 1
+    per = (m + nb - 1) // max(nb, 1)
+    for q in prange(nb):
+        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        _exact_block(kind, b, act, idx, q * per, min(m, (q + 1) * per), st, fc, gcode, fn, row,
+                     work)
+
+
+@njit(**JIT)
+def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
+    if nthreads > 1:
+        _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads)
+    else:
+        d = st[0].shape[1]
+        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        _exact_block(kind, b, act, idx, 0, m, st, fc, gcode, fn, row, work)
+
+
+@njit(**JIT)
+def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci, cn,
+                  ctau, memos, stamp, nthreads):
+    """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
+    given lower bounds ``lob[t]`` (level ``lvl[t]``) of their costs: the same list as
+    :func:`_cand_build` on every exact cost (its ``ctau`` possibly lower, still a valid bound).
+    Exact costs are computed for the K slots of least bound first, then only where the (refined)
+    bound does not exceed the K-th cost. Returns the status (NaN costs are refused)."""
+    K = cc.shape[1]
+    cn[x] = 0
+    ctau[x] = np.inf
+    m = na - lo
+    if m <= 0:
+        return OK
+    ninf = 0  # slots without a bound (NO_BOUND) are evaluated exactly, beside the K least bounds
+    for t in range(lo, na):
+        if lob[t] == NO_BOUND:
+            ninf += 1
+    lam = np.inf
+    while True:  # the K least bounds, refined to level 2 until they are all tight
+        if m > K + ninf:
+            lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
+        cnt = 0
+        for t in range(lo, na):
+            if not (lob[t] > lam) and lvl[t] == 1:
+                idx[cnt] = t
+                cnt += 1
+        if cnt == 0:
+            break
+        _refine(x, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    cnt = 0
+    for t in range(lo, na):
+        if not (lob[t] > lam):
+            idx[cnt] = t
+            cnt += 1
+    _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    for q in range(cnt):
+        c = row[idx[q]]
+        if c != c:
+            return NAN_COST
+        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
+    theta = cc[x, K - 1] if cn[x] == K else np.inf
+    cnt = 0
+    low = np.inf
+    for t in range(lo, na):
+        lt = lob[t]
+        if lt > lam:
+            if lt > theta:
+                if lt < low:
+                    low = lt
+            else:
+                idx[cnt] = t
+                cnt += 1
+    _refine(x, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    c2 = 0
+    for q in range(cnt):
+        t = idx[q]
+        if lob[t] > theta:
+            if lob[t] < low:
+                low = lob[t]
+        else:
+            idx[c2] = t
+            c2 += 1
+    _exact_at(kind, x, act, idx, c2, st, fc, gcode, fn, row, nthreads)
+    for q in range(c2):
+        c = row[idx[q]]
+        if c != c:
+            return NAN_COST
+        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
+    if low < ctau[x]:
+        ctau[x] = low
+    return OK
+
+
+@njit(**JIT)
+def _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cc, ci, cn, ctau,
+                     memos):
+    """:func:`_scan_row` with the pruning bounds (serial; ``act`` = every slot)."""
+    n = st[0].shape[0]
+    _pivot_set(x, st, fc, pv)
+    memo = memos[0]
+    memo[0, 0] = 0.0
+    for y in range(x + 1, n):
+        lob[y], lvl[y] = _pivot_lower(x, y, st, fc, gcode, fn, pv, memo, 0.0, True)
+    status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc,
+                           ci, cn, ctau, memos, 0.0, 1)
+    _pivot_clear(x, st, fc, pv)
+    return status
+
+
+@njit(**PJIT)
+def _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cc, ci, cn, ctau, status):
+    """:func:`_initial_scan` with the pruning bounds (rows ``q`` and ``n - 2 - q`` per step)."""
+    n = st[0].shape[0]
+    d = st[0].shape[1]
+    for q in prange(n // 2):
+        pv = _make_pv(fc, d, P, LG)
+        lob = np.empty(n)
+        lvl = np.empty(n, dtype=np.int8)
+        row = np.empty(n)
+        idx = np.empty(n, dtype=np.int64)
+        act = np.arange(n)
+        memos = np.zeros((1, N_MEMO + 1, 3))
+        status[q] = _scan_row_pruned(kind, q, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cc,
+                                     ci, cn, ctau, memos)
+        x = n - 2 - q
+        if x > q:
+            status[x] = _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act,
+                                         cc, ci, cn, ctau, memos)
+
+
+@njit(**JIT)
+def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, done,
+                   cc, ci, cn, ctau, nn, mind, stale, heap, where, memos, stamp, nthreads):
+    """The merge loop's update after slot ``a`` was merged into ``b`` (``pb`` = position of ``b``
+    in ``act``) with the pruning bounds: the same decisions as the exact update of
+    :func:`generic_linkage`, evaluating a cost to ``b`` only where its bound does not show it
+    is at least the slot's ``ctau`` and above its ``mind`` (then it is neither inserted nor a
+    new minimum, and a candidate ``a`` or ``b`` becomes ``b``, stale). Returns the status."""
+    n = heap.shape[0]
+    _pivot_set(b, st, fc, pv)
+    _lower_to(b, act, 0, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    cnt = 0
+    for p in range(pb):
+        x = act[p]
+        lt = lob[p]
+        if not (lt > mind[x] and lt >= ctau[x]):
+            idx[cnt] = p
+            cnt += 1
+    _refine(b, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    for p in range(pb):
+        done[p] = False
+    c2 = 0
+    for q in range(cnt):
+        p = idx[q]
+        x = act[p]
+        lt = lob[p]
+        if not (lt > mind[x] and lt >= ctau[x]):
+            done[p] = True
+            idx[c2] = p
+            c2 += 1
+    _exact_at(kind, b, act, idx, c2, st, fc, gcode, fn, row, nthreads)
+    for p in range(pb):
+        x = act[p]
+        _cand_remove(cc, ci, cn, x, a)
+        _cand_remove(cc, ci, cn, x, b)
+        if not done[p]:
+            if nn[x] == a or nn[x] == b:
+                nn[x] = b
+                stale[x] = True
+            continue
+        c = row[p]
+        if c != c:
+            _pivot_clear(b, st, fc, pv)
+            return NAN_COST
+        if c < ctau[x]:
+            _cand_insert(cc, ci, cn, ctau, x, c, b)
+        if c < mind[x]:
+            mind[x] = c
+            nn[x] = b
+            stale[x] = False
+            _heap_update(heap, where, mind, x, n)
+        elif nn[x] == a or nn[x] == b:
+            nn[x] = b
+            if c != mind[x]:
+                stale[x] = True
+    status = _build_pruned(kind, b, act, pb + 1, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
+                           cc, ci, cn, ctau, memos, stamp, nthreads)
+    _pivot_clear(b, st, fc, pv)
+    if status != OK:
+        return status
+    if cn[b] > 0:
+        nn[b] = ci[b, 0]
+        mind[b] = cc[b, 0]
+    else:
+        nn[b] = -1
+        mind[b] = np.inf
+    stale[b] = False
+    _heap_update(heap, where, mind, b, n)
+    return OK
+
+
 @njit(**JIT)
 def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics.
@@ -506,7 +1138,10 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     A refresh takes the exact candidate from a short list of the cheapest slots above ``x``
     (see :func:`_cand_insert`) and rescans only when that list cannot certify it; the costs to a
     new cluster and the rescans are evaluated in parallel and consumed in slot order, so the
-    merges do not depend on the number of threads.
+    merges do not depend on the number of threads. For sparse separable models a cost is first
+    bounded from below (:func:`_pivot_lower`, :func:`_level1`, :func:`_level1b`) and evaluated
+    only when the bound cannot show that it changes no candidate list and no candidate, so the
+    merges and heights are those of the exhaustive evaluation, bit for bit.
     IN/OUT the state ``st = (A, B, C, w, sup, slen, aux)`` (overwritten by the merges); OUT merge
     ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``; ``nthreads`` sizes the
     parallel blocks (the results do not depend on it). Returns :data:`OK`, or
@@ -523,12 +1158,37 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     cn = np.zeros(n, dtype=np.int64)
     ctau = np.full(n, np.inf)
     status = np.zeros(n, dtype=np.int64)
-    _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
+    # pruning bounds for sparse separable models (see _pivot_lower); exact costs otherwise
+    use_lb = kind == SEPARABLE and sup.shape[1] > 0
+    # per-slot sums of the level-1 bound (kl only)
+    P = np.zeros((n if use_lb and gcode == _GEN_KL else 0, N_SUMS))
+    LG = np.zeros((P.shape[0], sup.shape[1] if P.shape[0] > 0 else 0))
+    for x in range(P.shape[0]):
+        _slot_sums(x, st, fc, P, LG)
+    if use_lb:
+        _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cc, ci, cn, ctau, status)
+    else:
+        _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
     if status.max() != OK:
         return status.max()
     act = np.arange(n)  # active slots, ascending
     na = n
     row = np.empty(n)
+    lob = np.empty(n)
+    idx = np.empty(n, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    lvl = np.empty(n, dtype=np.int8)
+    pv = _make_pv(fc, d, P, LG)
+    # F_b memos of the parallel blocks, indexed by integral weights up to the total weight
+    wtot = w.sum() if use_lb else 0.0
+    integral = use_lb and wtot <= 4.0 * n
+    for x in range(n):
+        if w[x] != math.floor(w[x]):
+            integral = False
+    mlen = np.int64(wtot) + 1 if integral else N_MEMO + 1
+    memos = np.zeros((8 * nthreads if use_lb else 1, max(mlen, N_MEMO + 1), 3))
+    dstamp = 1.0 if integral else 0.0  # stamp 0: the small per-pivot memo
+    stamp = 0.0
     nn = np.full(n, -1, dtype=np.int64)
     mind = np.full(n, np.inf)
     stale = np.zeros(n, dtype=np.bool_)
@@ -544,8 +1204,20 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
             a = heap[0]
             if not stale[a]:
                 break
-            if _refresh(kind, a, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau,
-                        nthreads) != OK:
+            if use_lb:
+                if not (cn[a] > 0 and cc[a, 0] < ctau[a]):  # list not certified: rescan
+                    lo = np.searchsorted(act[:na], a) + 1
+                    _pivot_set(a, st, fc, pv)
+                    stamp += dstamp
+                    _lower_to(a, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp,
+                              nthreads)
+                    status0 = _build_pruned(kind, a, act, lo, na, st, fc, gcode, fn, pv, lob, lvl,
+                                            row, idx, cc, ci, cn, ctau, memos, stamp, nthreads)
+                    _pivot_clear(a, st, fc, pv)
+                    if status0 != OK:
+                        return NAN_COST
+            elif _refresh(kind, a, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau,
+                          nthreads) != OK:
                 return NAN_COST
             if cn[a] > 0:
                 nn[a] = ci[a, 0]
@@ -572,8 +1244,17 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
         mind[a] = np.inf
         stale[a] = False
         _heap_update(heap, where, mind, a, n)
-        # costs of every active slot to the new cluster b, in parallel
         pb = np.searchsorted(act[:na], b)
+        if use_lb:
+            stamp += dstamp
+            if P.shape[0] > 0:
+                _slot_sums(b, st, fc, P, LG)
+            if _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
+                              idx, done, cc, ci, cn, ctau, nn, mind, stale, heap, where,
+                              memos, stamp, nthreads) != OK:
+                return NAN_COST
+            continue
+        # costs of every active slot to the new cluster b, in parallel
         _costs_to(kind, b, act, 0, na, st, fc, gcode, fn, row, nthreads)
         # slots below b: the new cluster may be a better candidate; candidates a and b went stale
         for p in range(pb):
