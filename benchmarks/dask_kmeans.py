@@ -38,6 +38,55 @@ def blobs(n, d, k, seed=0):
     return X
 
 
+def _blob_block(block_info=None, centres=None, seed=0):
+    """Rows of chunk ``i`` of :func:`blobs_dask` (made on the worker, from ``(seed, i)``)."""
+    loc = block_info[None]
+    i = loc["chunk-location"][0]
+    n, d = loc["chunk-shape"]
+    rng = np.random.default_rng([seed, i])
+    X = centres[rng.integers(0, centres.shape[0], size=n)]
+    X += rng.normal(size=(n, d))
+    return X
+
+
+def blobs_dask(n, d, k, nchunks, seed=0):
+    """Blobs as a dask array whose chunks are generated on the workers (a small graph)."""
+    import dask.array as da
+
+    centres = np.random.default_rng(seed).normal(0.0, 4.0, size=(k, d))
+    step = -(-n // nchunks)
+    chunks = (tuple(min(step, n - s) for s in range(0, n, step)), (d,))
+    return da.map_blocks(_blob_block, chunks=chunks, dtype=np.float64, centres=centres, seed=seed,
+                         meta=np.empty((0, 0)))
+
+
+def _warm():
+    """Compile (or load from numba's cache) every kernel a fit uses, in this process."""
+    import warnings
+
+    from bregclust import get_divergence
+    from bregclust import _dask as D
+
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.normal(size=(2000, 50))) + 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ("sqeuclidean", "kl", "itakura_saito"):
+            div = get_divergence(name)
+            meta = (0, 0, X.shape[0])
+            D._stats_chunk(X, None, div, meta)
+            D._lloyd_chunk(X, None, X[:20], div, meta)
+            D._cost_chunk(X, None, X[:20], div)
+            D._predict_chunk(X, X[:20], div)
+    return True
+
+
+def warm_workers(client):
+    """Run :func:`_warm` on every worker, so no fit pays for a compilation."""
+    client.wait_for_workers(2)
+    client.run(_warm)
+
+
 def timed(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -56,11 +105,12 @@ def fit_ours(X, C0, divergence="sqeuclidean", iters=10):
 def peers(client, n, d, k, nchunks, iters, skip_daskml):
     import dask.array as da
 
-    X = blobs(n, d, k)
+    # The chunks are made on the workers (a small graph); the in-memory peers get a copy.
+    dX = blobs_dask(n, d, k, nchunks).persist()
+    X = dX.compute()
     C0 = X[np.random.default_rng(1).choice(n, size=k, replace=False)].copy()
-    dX = da.from_array(X, chunks=(-(-n // nchunks), d)).persist()
-    client.wait_for_workers(2)
-    fit_ours(dX[:20000], C0, iters=1)  # warm the numba caches on the workers
+    warm_workers(client)
+    fit_ours(X[:20000], C0, iters=1)  # and in this process
     ours, t_ours = timed(lambda: fit_ours(dX, C0, iters=iters))
     labels = ours.labels_.compute()
     mem, t_mem = timed(lambda: fit_ours(X, C0, iters=iters))

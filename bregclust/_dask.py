@@ -13,11 +13,13 @@ import functools
 import hashlib
 import sys
 import threading
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
 
+from . import _execution as E
 from ._execution import register_array_backend
 from ._validation import DomainError, check_finite
 
@@ -180,28 +182,70 @@ _KERNEL_LOCK = threading.RLock()
 
 
 def _one_at_a_time(fn):
-    """Run chunk tasks of one process one after another.
+    """Run chunk tasks of one process one after another, each on its own thread alone.
 
-    The kernels are already parallel inside (numba threads, the BLAS-limited thread pool), and
-    numba's default threading layer must not be entered from several threads at once; a dask
-    worker with several threads, or the local threaded scheduler, would do exactly that.
+    The dask workers (and their threads) are the parallelism: inside a task the kernels run
+    serially (:func:`bregclust._execution.serial`; the same results as with threads), since
+    nested kernel threads would oversubscribe the cores and a parallel launch per chunk costs
+    more than the chunk. numba's default threading layer must not be entered from several
+    threads at once, which a dask worker with several threads, or the local threaded
+    scheduler, would do: hence the lock.
     """
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        with _KERNEL_LOCK:
+        with _KERNEL_LOCK, E.serial():
             return fn(*args, **kwargs)
 
     return run
+
+
+# phi(x) of the chunks a worker keeps in memory (a persisted dask array), keyed by the chunk
+# object: a Lloyd pass over such a chunk then reads it once (the fused kernel) instead of
+# also recomputing phi(x). An entry lives as long as its chunk (a weak reference removes it)
+# and holds only phi(x) (n floats), never the chunk. Chunks made afresh by each pass (read
+# from disk, converted to float64) simply miss.
+_PHI_CACHE = {}
+
+
+def _prepared(Xb, div):
+    """:func:`bregclust._execution.prepare_data` of a chunk, with phi(x) reused when the
+    same chunk object comes back (see ``_PHI_CACHE``)."""
+    if sp.issparse(Xb):
+        return E.prepare_data(div, Xb)
+    key = id(Xb)
+    hit = _PHI_CACHE.get(key)
+    if hit is not None and hit[0]() is Xb and hit[1] is div:
+        return Xb, (Xb, hit[2]), None
+    data = E.prepare_data(div, Xb)
+    Xc, (Xg, phi_x), m = data
+    if m is None and Xc is Xb and Xg is Xb:  # nothing but phi(x) to keep
+        try:
+            ref = weakref.ref(Xb, lambda _, key=key: _PHI_CACHE.pop(key, None))
+        except TypeError:  # pragma: no cover - ndarrays take weak references
+            return data
+        _PHI_CACHE[key] = (ref, div, phi_x)
+    return data
+
+
+def _pass(Xb, wb, U, div):
+    """The in-memory Lloyd pass on one validated chunk: ``(labels, mins, S, W)``."""
+    w = np.ones(Xb.shape[0]) if wb is None else np.ascontiguousarray(wb, dtype=np.float64)
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    return E.assign_and_sum(div, Xb, U, w, data=_prepared(Xb, div))
 
 
 def _as_chunk(Xb):
     """A chunk as float64 C-contiguous ndarray or canonical CSR."""
     if sp.issparse(Xb):
         Xb = sp.csr_matrix(Xb, dtype=np.float64)
-        if not Xb.has_sorted_indices:
+        if not Xb.has_canonical_format:
             Xb = Xb.copy()
-            Xb.sort_indices()
+            Xb.sum_duplicates()
+        return Xb
+    if type(Xb) is np.ndarray and Xb.dtype == np.float64 and Xb.flags.c_contiguous:
+        # the chunk object itself (np.ascontiguousarray returns a new view when the dtype is
+        # an equal but distinct descriptor, e.g. unpickled): keeps _PHI_CACHE hits
         return Xb
     return np.ascontiguousarray(Xb, dtype=np.float64)
 
@@ -283,11 +327,15 @@ def _digest(labels):
 
 
 @_one_at_a_time
-def _lloyd_chunk(Xb, wb, U, div, meta):
-    """One Lloyd step on one chunk: partial centre sums, weights, objective, label digest."""
+def _lloyd_chunk(Xb, wb, U, div, meta, check=False):
+    """One Lloyd step on one chunk: partial centre sums, weights, objective, label digest.
+
+    ``check``: validate the chunk first (a pass over data that no earlier pass validated)."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    labels, mins, S, W = div.assign_and_sum(Xb, U, wb)
+    if check:
+        _check_chunk(Xb, wb, div, meta)
+    labels, mins, S, W = _pass(Xb, wb, U, div)
     obj = float(np.sum(mins)) if wb is None else float(np.sum(np.asarray(wb) * mins))
     return {"S": S, "W": W, "obj": obj, "digest": {meta[0]: _digest(labels)}}
 
@@ -297,7 +345,7 @@ def _top_chunk(Xb, wb, U, div, meta, m):
     """The ``m`` rows with the largest ``w_i d(x_i, u_label)`` (ties: lower row first)."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    labels, mins, _, _ = div.assign_and_sum(Xb, U, wb)
+    labels, mins, _, _ = _pass(Xb, wb, U, div)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
     order = np.argsort(-(w * mins), kind="stable")[:m]
     rows = Xb[order]
@@ -352,7 +400,7 @@ def _predict_chunk(Xb, U, div, block_info=None):
         a, b = loc["array-location"][0]
         _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
     # The fused Lloyd kernel, so labels_ equals the labels of the in-memory fit bit for bit.
-    return div.assign_and_sum(Xb, U)[0]
+    return _pass(Xb, None, U, div)[0]
 
 
 @_one_at_a_time
@@ -474,6 +522,7 @@ def dask_fit(est, X, sample_weight=None):
 
     div = est._get_divergence()
     X = check_dask_array(X)
+    div.check_n_features(int(X.shape[1]))
     data = _Chunked(X, sample_weight)
     k = check_n_clusters(est.n_clusters, data.n)
     check_scalar(est.max_iter, "max_iter", kind=numbers.Integral, lo=1)
@@ -670,7 +719,7 @@ def dask_score(est, X, sample_weight=None):
     """Opposite of the weighted sum of divergences to the nearest centre (computed)."""
     X = check_dask_array(X, n_features=est.n_features_in_)
     data = _Chunked(X, sample_weight)
-    r = data.run(_lloyd_chunk, est.cluster_centers_, est.divergence_)
+    r = data.run(_lloyd_chunk, est.cluster_centers_, est.divergence_, extra=lambda i: (True,))
     return -float(r["obj"])
 
 
