@@ -62,10 +62,9 @@ def blobs_dask(n, d, k, nchunks, seed=0):
 
 def _warm():
     """Compile (or load from numba's cache) every kernel a fit uses, in this process."""
-    import warnings
 
-    from bregclust import get_divergence
     from bregclust import _dask as D
+    from bregclust import get_divergence
 
     rng = np.random.default_rng(0)
     X = np.abs(rng.normal(size=(2000, 50))) + 0.1
@@ -103,7 +102,6 @@ def fit_ours(X, C0, divergence="sqeuclidean", iters=10):
 
 
 def peers(client, n, d, k, nchunks, iters, skip_daskml):
-    import dask.array as da
 
     # The chunks are made on the workers (a small graph); the in-memory peers get a copy.
     dX = blobs_dask(n, d, k, nchunks).persist()

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import sys
 import threading
+import uuid
 import weakref
 from types import SimpleNamespace
 
@@ -25,7 +26,7 @@ from ._validation import DomainError, check_finite
 
 __all__ = ["is_dask_array", "check_dask_array"]
 
-_SPLIT_EVERY = 8  # fan-in of the tree reduction
+_SPLIT_EVERY = 16  # fan-in of the tree reduction
 
 
 def is_dask_array(X):
@@ -484,18 +485,49 @@ class _Chunked:
             self.wblocks = list(self.w.to_delayed().ravel())
 
     def run(self, fn, *args, reduce=_combine, with_meta=True, extra=None):
-        """Map ``fn(block, weights, *args[, meta])`` over the chunks and tree-reduce."""
+        """Map ``fn(block, weights, *args[, meta][, *extra(i)])`` over the chunks and reduce
+        the results with a tree of ``reduce`` tasks (fan-in ``_SPLIT_EVERY``); computed.
+
+        The pass is one graph layer written out directly (one task per chunk, ``args``
+        stored once): a pass is repeated every Lloyd iteration, and building it from
+        ``dask.delayed`` calls cost more client time than the chunk tasks' arithmetic.
+        """
         dask, _ = _dask()
+        from dask.delayed import Delayed
+        from dask.highlevelgraph import HighLevelGraph
+
         from .divergences import Divergence
 
-        args = [dask.delayed(a, pure=True) if isinstance(a, np.ndarray)
-                else _Portable(a) if isinstance(a, Divergence) else a for a in args]
+        name = f"bregclust-{fn.__name__.strip('_')}-{uuid.uuid4().hex}"
+        layer = {}
+        refs = []
+        for j, a in enumerate(args):
+            if isinstance(a, Divergence):
+                a = _Portable(a)
+            if isinstance(a, (np.ndarray, _Portable)):  # sent once, not once per chunk
+                layer[(name + "-arg", j)] = a
+                a = (name + "-arg", j)
+            refs.append(a)
+        xkeys = [key[0] for key in self.X.__dask_keys__()]
+        wkeys = (self.w.__dask_keys__() if self.w is not None else [None] * self.nchunks)
         parts = []
-        for i, (b, wb) in enumerate(zip(self.blocks, self.wblocks)):
+        for i in range(self.nchunks):
             more = (self.meta[i],) if with_meta else ()
             more += tuple(extra(i)) if extra is not None else ()
-            parts.append(dask.delayed(fn, pure=True)(b, wb, *args, *more))
-        (out,) = dask.compute(_tree(parts, reduce))
+            layer[(name, i)] = (fn, xkeys[i], wkeys[i], *refs, *more)
+            parts.append((name, i))
+        level = 0
+        while len(parts) > 1:
+            level += 1
+            nxt = []
+            for j in range(0, len(parts), _SPLIT_EVERY):
+                key = (f"{name}-r{level}", j)
+                layer[key] = (reduce, *parts[j:j + _SPLIT_EVERY])
+                nxt.append(key)
+            parts = nxt
+        deps = [self.X] if self.w is None else [self.X, self.w]
+        graph = HighLevelGraph.from_collections(name, layer, dependencies=deps)
+        (out,) = dask.compute(Delayed(parts[0], graph, layer=name))
         return out
 
 
