@@ -1,10 +1,10 @@
 """BregmanKMeans on dask arrays: dask-ml peer, in-memory peer, kl/IS, scaling, out of core, k-means||.
 
-Run from the repository root (needs ``pip install .[dask] dask-ml``; zarr for --out-of-core)::
+Run from the repository root (needs ``pip install .[dask] dask-ml``)::
 
     python benchmarks/dask_kmeans.py                       # 2,000,000 x 50, 100 chunks, k=20
     python benchmarks/dask_kmeans.py --n 400000 --scaling 100000,400000,1600000
-    python benchmarks/dask_kmeans.py --out-of-core 10000000 --memory-limit 500MB
+    python benchmarks/dask_kmeans.py --skip-peers --out-of-core 40000000 --memory-limit 2GB
     python benchmarks/dask_kmeans.py --quality             # k-means|| vs k-means++ (real data)
 
 Every peer runs in the same process and on the same ``LocalCluster`` (2 workers x 1 thread),
@@ -149,6 +149,7 @@ def peers(client, n, d, k, nchunks, iters, skip_daskml):
 def scaling(client, sizes, d, k, rows_per_chunk, iters, png):
     import dask.array as da
 
+    warm_workers(client)
     rows = []
     for n in sizes:
         X = da.random.RandomState(0).normal(size=(n, d), chunks=(rows_per_chunk, d)).persist()
@@ -194,28 +195,75 @@ def _peak_rss(client, stop, peak):
         time.sleep(0.25)
 
 
+def _npy_offset(path):
+    """Byte offset of the data in a ``.npy`` file."""
+    with open(path, "rb") as f:
+        major, _ = np.lib.format.read_magic(f)
+        read = (np.lib.format.read_array_header_1_0 if major == 1 else
+                np.lib.format.read_array_header_2_0)
+        read(f)
+        return f.tell()
+
+
+def _write_rows(path, offset, start, stop, d, centres, seed):
+    """Write blob rows ``start..stop-1`` (float32) into the ``.npy`` file (on a worker)."""
+    rng = np.random.default_rng([seed, start])
+    X = centres[rng.integers(0, centres.shape[0], size=stop - start)].astype(np.float32)
+    X += rng.standard_normal(size=X.shape, dtype=np.float32)
+    with open(path, "r+b") as f:
+        f.seek(offset + start * d * 4)
+        f.write(X.tobytes())
+    return stop - start
+
+
+def _read_rows(block_info=None, path=None, offset=0):
+    """One chunk read from the ``.npy`` file with a plain read (no memory map, so the worker's
+    memory holds only the chunks it is working on)."""
+    (a, b), (_, d) = block_info[None]["array-location"]
+    return np.fromfile(path, dtype=np.float32, count=(b - a) * d,
+                       offset=offset + a * d * 4).reshape(b - a, d)
+
+
 def out_of_core(client, n, d, k, rows_per_chunk, iters, memory_limit, path):
+    """Cluster an ``n x d`` float32 ``.npy`` file chunk by chunk from disk."""
+    import dask
     import dask.array as da
 
-    store = os.path.join(path, "X.zarr")
+    warm_workers(client)
+    store = os.path.join(path, "X.npy")
     t0 = time.perf_counter()
-    da.random.RandomState(0).normal(size=(n, d), chunks=(rows_per_chunk, d)).astype(
-        np.float32).to_zarr(store, overwrite=True)
+    np.lib.format.open_memmap(store, mode="w+", dtype=np.float32, shape=(n, d)).flush()
+    offset = _npy_offset(store)
+    centres = np.random.default_rng(0).normal(0.0, 4.0, size=(k, d))
+    starts = range(0, n, rows_per_chunk)
+    dask.compute(*[dask.delayed(_write_rows)(store, offset, s, min(n, s + rows_per_chunk), d,
+                                             centres, 0) for s in starts])
     print(f"wrote {n} x {d} float32 ({n * d * 4 / 2**30:.2f} GiB) to {store} in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
-    X = da.from_zarr(store)
-    C0 = np.random.default_rng(2).normal(size=(k, d))
+    chunks = (tuple(min(rows_per_chunk, n - s) for s in starts), (d,))
+    X = da.map_blocks(_read_rows, chunks=chunks, dtype=np.float32, path=store, offset=offset,
+                      meta=np.empty((0, 0), dtype=np.float32))
+    C0 = np.asarray(X[:k].compute(), dtype=np.float64)
     stop, peak = threading.Event(), {}
     th = threading.Thread(target=_peak_rss, args=(client, stop, peak), daemon=True)
     th.start()
     km, t = timed(lambda: fit_ours(X, C0, iters=iters))
     stop.set()
     th.join()
-    print(f"\n### out of core: {n} x {d} float32 zarr ({n * d * 4 / 2**30:.2f} GiB), workers "
-          f"limited to {memory_limit} each\n")
-    table(["iterations", "s / iteration", "rows / s per iteration", "peak worker RSS (MiB)"],
-          [[km.n_iter_, f"{t / iters:.2f}", f"{n * iters / t:.3g}",
-            ", ".join(f"{v / 2**20:.0f}" for v in peak.values())]])
+    limit = next(iter(client.run(_memory_limit).values()))
+    print(f"\n### out of core: {n} x {d} float32 .npy on disk ({n * d * 4 / 2**30:.2f} GiB), "
+          f"{len(chunks[0])} chunks, 2 workers limited to {limit / 2**30:.2f} GiB each "
+          f"({2 * limit / 2**30:.2f} GiB together)\n")
+    table(["iterations", "fit s", "s / iteration", "rows / s per iteration",
+           "peak worker RSS (MiB)", "limit (MiB)"],
+          [[km.n_iter_, f"{t:.1f}", f"{t / iters:.2f}", f"{n * iters / t:.3g}",
+            ", ".join(f"{v / 2**20:.0f}" for v in peak.values()), f"{limit / 2**20:.0f}"]])
+    print(f"\npeak worker memory / limit: {max(peak.values()) / limit:.2f}; data / total "
+          f"limit: {n * d * 4 / (2 * limit):.2f}")
+
+
+def _memory_limit(dask_worker):
+    return dask_worker.memory_manager.memory_limit
 
 
 def quality(seeds):
@@ -263,8 +311,10 @@ def main(argv=None):
     p.add_argument("--plot-dir", default=None,
                    help="directory for the scaling PNG (dask_scaling.png); no plot without it")
     p.add_argument("--out-of-core", type=int, default=0, metavar="N",
-                   help="rows of an on-disk zarr array to cluster (0: skip)")
-    p.add_argument("--memory-limit", default="2GB", help="per worker, for --out-of-core")
+                   help="rows of an on-disk float32 .npy file to cluster (0: skip)")
+    p.add_argument("--memory-limit", default="2GB",
+                   help="per worker, for --out-of-core (a worker process with the kernels "
+                        "loaded uses about 0.3 GB before any data)")
     p.add_argument("--quality", action="store_true")
     p.add_argument("--seeds", type=int, default=5)
     args = p.parse_args(argv)
