@@ -498,6 +498,13 @@ class _Chunked:
 
         from .divergences import Divergence
 
+        refs = [_Portable(a) if isinstance(a, Divergence) else a for a in args]
+        extras = [((self.meta[i],) if with_meta else ()) + (tuple(extra(i)) if extra else ())
+                  for i in range(self.nchunks)]
+        local = self._local_groups()
+        if local is not None:
+            return self._run_local(local, fn, refs, extras, reduce)
+        args = refs
         name = f"bregclust-{fn.__name__.strip('_')}-{uuid.uuid4().hex}"
         layer = {}
         refs = []
@@ -512,9 +519,7 @@ class _Chunked:
         wkeys = (self.w.__dask_keys__() if self.w is not None else [None] * self.nchunks)
         parts = []
         for i in range(self.nchunks):
-            more = (self.meta[i],) if with_meta else ()
-            more += tuple(extra(i)) if extra is not None else ()
-            layer[(name, i)] = (fn, xkeys[i], wkeys[i], *refs, *more)
+            layer[(name, i)] = (fn, xkeys[i], wkeys[i], *refs, *extras[i])
             parts.append((name, i))
         level = 0
         while len(parts) > 1:
@@ -529,6 +534,91 @@ class _Chunked:
         graph = HighLevelGraph.from_collections(name, layer, dependencies=deps)
         (out,) = dask.compute(Delayed(parts[0], graph, layer=name))
         return out
+
+    def _local_groups(self):
+        """``(client, chunk futures, weight futures, owner of every chunk)`` when the active
+        scheduler is a ``distributed`` client holding every chunk in worker memory (a
+        persisted array), else None."""
+        try:
+            import dask
+            from distributed import futures_of, get_client
+        except ImportError:  # pragma: no cover - distributed is part of the dask extra
+            return None
+        try:
+            client = get_client()
+        except ValueError:
+            return None
+        if dask.base.get_scheduler() != client.get:
+            return None
+        found = {}
+        for f in futures_of(self.X) + (futures_of(self.w) if self.w is not None else []):
+            found[f.key] = f
+        xkeys = [key[0] for key in self.X.__dask_keys__()]
+        wkeys = self.w.__dask_keys__() if self.w is not None else []
+        if any(k not in found for k in xkeys) or any(k not in found for k in wkeys):
+            return None
+        futs = [found[k] for k in xkeys]
+        who = client.who_has(futs)
+        owner = [(who.get(f.key) or [None])[0] for f in futs]
+        if any(o is None for o in owner):
+            return None
+        wfuts = [found[k] for k in wkeys] if wkeys else [None] * self.nchunks
+        return client, futs, wfuts, owner
+
+    def _run_local(self, local, fn, refs, extras, reduce):
+        """:meth:`run` on persisted chunks: one task per worker runs ``fn`` on the chunks
+        that worker holds (a pass is then a few tasks, not one per chunk). Each task reduces
+        the complete first-level blocks of the tree among its chunks; the client finishes the
+        same tree in the same order, so the result does not depend on where chunks live."""
+        client, futs, wfuts, owner = local
+        groups = {}
+        for i, addr in enumerate(owner):
+            groups.setdefault(addr, []).append(i)
+        tasks = [client.submit(_group_task, fn, reduce, idx, [futs[i] for i in idx],
+                               [wfuts[i] for i in idx], refs, [extras[i] for i in idx],
+                               self.nchunks, workers=[addr], allow_other_workers=True,
+                               pure=False)
+                 for addr, idx in groups.items()]
+        blocks, singles = {}, {}
+        for out in client.gather(tasks):
+            for j, i, r in out:
+                if i is None:
+                    blocks[j] = r
+                else:
+                    singles[i] = r
+        if self.nchunks == 1:
+            return blocks[0] if 0 in blocks else singles[0]
+        parts = []
+        for j in range(0, -(-self.nchunks // _SPLIT_EVERY)):
+            if j in blocks:
+                parts.append(blocks[j])
+            else:
+                members = range(j * _SPLIT_EVERY, min(self.nchunks, (j + 1) * _SPLIT_EVERY))
+                parts.append(reduce(*[singles[i] for i in members]))
+        while len(parts) > 1:
+            parts = [reduce(*parts[j:j + _SPLIT_EVERY]) for j in range(0, len(parts),
+                                                                        _SPLIT_EVERY)]
+        return parts[0]
+
+
+def _group_task(fn, reduce, idx, blocks, wblocks, refs, extras, nchunks):
+    """The chunks ``idx`` of one worker (see :meth:`_Chunked._run_local`): a list of
+    ``(block, None, reduced result)`` for every first-level block of the tree whose chunks
+    are all here, and ``(block, chunk, result)`` for the others."""
+    out = []
+    by_block = {}
+    for pos, i in enumerate(idx):
+        by_block.setdefault(i // _SPLIT_EVERY, []).append(pos)
+    for j, members in by_block.items():
+        res = [fn(blocks[p], wblocks[p], *refs, *extras[p]) for p in members]
+        size = min(_SPLIT_EVERY, nchunks - j * _SPLIT_EVERY)
+        if len(members) == size and nchunks > 1:
+            out.append((j, None, reduce(*res)))
+        elif len(members) == size:  # a single chunk: the graph path does not reduce it
+            out.append((j, None, res[0]))
+        else:
+            out.extend((j, idx[p], r) for p, r in zip(members, res))
+    return out
 
 
 # ----------------------------------------------------------------------------- the fit
