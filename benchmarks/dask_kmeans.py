@@ -146,18 +146,17 @@ def peers(client, n, d, k, nchunks, iters, skip_daskml):
     table(["divergence", "fit s", "s / iteration", "objective"], rows)
 
 
-def scaling(client, sizes, d, k, rows_per_chunk, iters, png):
-    import dask.array as da
-
-    warm_workers(client)
+def scaling(client, sizes, d, k, rows_per_chunk, iters, png, path):
+    """Seconds per iteration for growing prefixes of one float32 ``.npy`` file on disk
+    (every size read from disk the same way, so the curve shows the cost in n alone)."""
+    X, _ = npy_blobs(client, os.path.join(path, "X.npy"), max(sizes), d, k, rows_per_chunk)
     rows = []
     for n in sizes:
-        X = da.random.RandomState(0).normal(size=(n, d), chunks=(rows_per_chunk, d)).persist()
-        C0 = np.random.default_rng(2).normal(size=(k, d))
-        _, t = timed(lambda X=X, C0=C0: fit_ours(X, C0, iters=iters))
+        Xn = X[:n]
+        C0 = np.asarray(X[:k].compute(), dtype=np.float64)
+        _, t = timed(lambda Xn=Xn, C0=C0: fit_ours(Xn, C0, iters=iters))
         rows.append((n, t / iters))
         print(f"  n={n}: {t / iters:.3f} s/iteration", flush=True)
-        del X
     ns, ts = np.array(rows).T
     slope = np.polyfit(np.log(ns), np.log(ts), 1)[0] if len(ns) > 1 else float("nan")
     print(f"\n### scaling, {d} features, k={k}, {rows_per_chunk} rows per chunk\n")
@@ -224,13 +223,13 @@ def _read_rows(block_info=None, path=None, offset=0):
                        offset=offset + a * d * 4).reshape(b - a, d)
 
 
-def out_of_core(client, n, d, k, rows_per_chunk, iters, memory_limit, path):
-    """Cluster an ``n x d`` float32 ``.npy`` file chunk by chunk from disk."""
+def npy_blobs(client, store, n, d, k, rows_per_chunk):
+    """Write ``n x d`` float32 blobs to the ``.npy`` file ``store`` (on the workers, chunk by
+    chunk) and return ``(X, seconds)``, ``X`` a dask array reading it back chunk by chunk."""
     import dask
     import dask.array as da
 
     warm_workers(client)
-    store = os.path.join(path, "X.npy")
     t0 = time.perf_counter()
     np.lib.format.open_memmap(store, mode="w+", dtype=np.float32, shape=(n, d)).flush()
     offset = _npy_offset(store)
@@ -238,11 +237,19 @@ def out_of_core(client, n, d, k, rows_per_chunk, iters, memory_limit, path):
     starts = range(0, n, rows_per_chunk)
     dask.compute(*[dask.delayed(_write_rows)(store, offset, s, min(n, s + rows_per_chunk), d,
                                              centres, 0) for s in starts])
-    print(f"wrote {n} x {d} float32 ({n * d * 4 / 2**30:.2f} GiB) to {store} in "
-          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    t = time.perf_counter() - t0
+    print(f"wrote {n} x {d} float32 ({n * d * 4 / 2**30:.2f} GiB) to {store} in {t:.1f} s",
+          flush=True)
     chunks = (tuple(min(rows_per_chunk, n - s) for s in starts), (d,))
     X = da.map_blocks(_read_rows, chunks=chunks, dtype=np.float32, path=store, offset=offset,
                       meta=np.empty((0, 0), dtype=np.float32))
+    return X, t
+
+
+def out_of_core(client, n, d, k, rows_per_chunk, iters, memory_limit, path):
+    """Cluster an ``n x d`` float32 ``.npy`` file chunk by chunk from disk."""
+    X, _ = npy_blobs(client, os.path.join(path, "X.npy"), n, d, k, rows_per_chunk)
+    chunks = X.chunks
     C0 = np.asarray(X[:k].compute(), dtype=np.float64)
     stop, peak = threading.Event(), {}
     th = threading.Thread(target=_peak_rss, args=(client, stop, peak), daemon=True)
@@ -307,7 +314,13 @@ def main(argv=None):
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--skip-peers", action="store_true")
     p.add_argument("--skip-daskml", action="store_true")
-    p.add_argument("--scaling", default="", help="comma-separated n values for the curve")
+    p.add_argument("--scaling", default="",
+                   help="comma-separated n values for the curve (prefixes of one float32 .npy "
+                        "file written under the temporary directory)")
+    p.add_argument("--scaling-iters", type=int, default=3,
+                   help="Lloyd iterations per size (s / iteration = fit time / this)")
+    p.add_argument("--rows-per-chunk", type=int, default=100_000,
+                   help="chunk rows of the on-disk arrays (--scaling, --out-of-core)")
     p.add_argument("--plot-dir", default=None,
                    help="directory for the scaling PNG (dask_scaling.png); no plot without it")
     p.add_argument("--out-of-core", type=int, default=0, metavar="N",
@@ -334,12 +347,17 @@ def main(argv=None):
             sizes = [int(float(v)) for v in args.scaling.split(",")]
             png = (os.path.join(args.plot_dir, "dask_scaling.png") if args.plot_dir
                    else None)
-            scaling(client, sizes, args.d, args.k, -(-args.n // args.chunks), 3, png)
+            tmp = tempfile.mkdtemp(prefix="bregclust_scaling_")
+            try:
+                scaling(client, sizes, args.d, args.k, args.rows_per_chunk, args.scaling_iters,
+                        png, tmp)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
         if args.out_of_core:
             tmp = tempfile.mkdtemp(prefix="bregclust_ooc_")
             try:
-                out_of_core(client, args.out_of_core, args.d, args.k, 100_000, args.iters,
-                            args.memory_limit, tmp)
+                out_of_core(client, args.out_of_core, args.d, args.k, args.rows_per_chunk,
+                            args.iters, args.memory_limit, tmp)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     if args.quality:
