@@ -186,7 +186,7 @@ def _one_at_a_time(fn):
     """Run chunk tasks of one process one after another, each on its own thread alone.
 
     The dask workers (and their threads) are the parallelism: inside a task the kernels run
-    serially (:func:`bregclust._execution.serial`; the same results as with threads), since
+    serially (:func:`bregclust._execution.serial`; the same labels as with threads), since
     nested kernel threads would oversubscribe the cores and a parallel launch per chunk costs
     more than the chunk. numba's default threading layer must not be entered from several
     threads at once, which a dask worker with several threads, or the local threaded

@@ -91,9 +91,9 @@ def serial():
 
     For callers that are already one of several parallel workers (a dask task on a worker
     thread): nested kernel threads would oversubscribe the cores, and a parallel launch per
-    small block costs more than the block. The arithmetic, and hence every result, is the
-    same as with threads (the kernels split work by fixed blocks, see
-    :func:`bregclust._kernels.lloyd.lloyd_step_dense`).
+    small block costs more than the block. Labels and minima are those of the threaded
+    kernels bit for bit; centre sums add the rows in one block instead of one block per
+    thread (see :func:`bregclust._kernels.lloyd.lloyd_step_dense`), so they agree to rounding.
     """
     prev = getattr(_LOCAL, "serial", False)
     _LOCAL.serial = True
