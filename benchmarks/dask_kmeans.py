@@ -273,7 +273,7 @@ def _memory_limit(dask_worker):
     return dask_worker.memory_manager.memory_limit
 
 
-def quality(seeds):
+def quality(seeds, sets=("mnist", "ng20")):
     import dask.array as da
     import scipy.sparse as sp
 
@@ -281,12 +281,14 @@ def quality(seeds):
     from bregclust.datasets import load_20newsgroups, load_mnist_test
 
     cases = []
-    m = load_mnist_test()
-    cases.append(("MNIST test, sqeuclidean, k=10", np.asarray(m.X, dtype=np.float64),
-                  "sqeuclidean", 10))
-    ng = load_20newsgroups(vectorizer="tfidf")
-    cases.append(("20 Newsgroups tf-idf, sqeuclidean, k=20", sp.csr_matrix(ng.X),
-                  "sqeuclidean", 20))
+    if "mnist" in sets:
+        m = load_mnist_test()
+        cases.append(("MNIST test, sqeuclidean, k=10", np.asarray(m.X, dtype=np.float64),
+                      "sqeuclidean", 10))
+    if "ng20" in sets:
+        ng = load_20newsgroups(vectorizer="tfidf")
+        cases.append(("20 Newsgroups tf-idf, sqeuclidean, k=20", sp.csr_matrix(ng.X),
+                      "sqeuclidean", 20))
     rows = []
     for label, X, div, k in cases:
         dX = da.from_array(X, chunks=(-(-X.shape[0] // 20), X.shape[1]), asarray=False)
@@ -330,6 +332,8 @@ def main(argv=None):
                         "loaded uses about 0.3 GB before any data)")
     p.add_argument("--quality", action="store_true")
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--quality-sets", default="mnist,ng20",
+                   help="comma-separated data sets for --quality: mnist, ng20")
     args = p.parse_args(argv)
 
     os.environ.update({"OPENBLAS_NUM_THREADS": "1"})
@@ -361,7 +365,7 @@ def main(argv=None):
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     if args.quality:
-        quality(args.seeds)
+        quality(args.seeds, args.quality_sets.split(","))
 
 
 if __name__ == "__main__":

@@ -230,10 +230,34 @@ def _prepared(Xb, div):
 
 
 def _pass(Xb, wb, U, div):
-    """The in-memory Lloyd pass on one validated chunk: ``(labels, mins, S, W)``."""
+    """The in-memory Lloyd pass on one validated chunk: ``(labels, mins, S, W)``.
+
+    ``U``: centres, or their :class:`~bregclust._execution.PreparedCentres` made once on the
+    client (:func:`_with_parts`), used when the chunk needs no centring (the same parts the
+    chunk would compute, without ``k x d`` work per chunk)."""
     w = np.ones(Xb.shape[0]) if wb is None else np.ascontiguousarray(wb, dtype=np.float64)
+    data = _prepared(Xb, div)
+    if isinstance(U, E.PreparedCentres):
+        if data[2] is None:
+            return E.assign_and_sum(div, Xb, U.U, w, prepared=data[1], centres=U)
+        U = U.U
     U = np.ascontiguousarray(U, dtype=np.float64)
-    return E.assign_and_sum(div, Xb, U, w, data=_prepared(Xb, div))
+    return E.assign_and_sum(div, Xb, U, w, data=data)
+
+
+def _assign(Xb, C, div):
+    """:meth:`Divergence.assign` of a validated chunk (``C`` as in :func:`_pass`)."""
+    data = _prepared(Xb, div)
+    if isinstance(C, E.PreparedCentres):
+        if data[2] is None:
+            return E.assign(div, Xb, C.U, prepared=data[1], centres=C)
+        C = C.U
+    return E.assign(div, Xb, np.ascontiguousarray(C, dtype=np.float64))
+
+
+def _with_parts(div, U):
+    """Centres with their GEMM parts, computed once for a whole pass (see :func:`_pass`)."""
+    return div.prepare_centres(U)
 
 
 def _as_chunk(Xb):
@@ -360,7 +384,7 @@ def _cost_chunk(Xb, wb, C, div):
     """``sum_i w_i min_c d(x_i, c)`` over the finite minima, and the weight at infinity."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    _, mins = div.assign(Xb, C)
+    _, mins = _assign(Xb, C, div)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
     inf = ~np.isfinite(mins)
     return {"cost": float(np.sum(w[~inf] * mins[~inf])), "ninf": int(np.count_nonzero(inf & (w > 0)))}
@@ -371,7 +395,7 @@ def _sample_chunk(Xb, wb, C, div, ell, cost, ninf, meta, seed):
     """k-means|| sampling: row ``i`` kept with probability ``min(1, ell w_i d_i / cost)``."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    _, mins = div.assign(Xb, C)
+    _, mins = _assign(Xb, C, div)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
     rng = np.random.default_rng(seed)
     if ninf > 0:  # points at infinite divergence first (centres on the domain boundary)
@@ -511,7 +535,7 @@ class _Chunked:
         for j, a in enumerate(args):
             if isinstance(a, Divergence):
                 a = _Portable(a)
-            if isinstance(a, (np.ndarray, _Portable)):  # sent once, not once per chunk
+            if isinstance(a, (np.ndarray, _Portable, E.PreparedCentres)):  # sent once
                 layer[(name + "-arg", j)] = a
                 a = (name + "-arg", j)
             refs.append(a)
@@ -696,7 +720,7 @@ def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run):
     """
     from .kmeans import _lloyd_converged, _objective_from, _update_from_sums, _warn_max_iter
 
-    r = data.run(_lloyd_chunk, centers, div)
+    r = data.run(_lloyd_chunk, _with_parts(div, centers), div)
     history = [_objective_from(r["obj"], centers, div, beta, z)]
     n_iter = 0
     converged = False
@@ -705,7 +729,7 @@ def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run):
         provider = _CandidateProvider(data, prev, div)
         centers = _update_from_sums(r["S"].copy(), r["W"].copy(), provider, div, beta, z, run,
                                     previous=prev)
-        new = data.run(_lloyd_chunk, centers, div)
+        new = data.run(_lloyd_chunk, _with_parts(div, centers), div)
         history.append(_objective_from(new["obj"], centers, div, beta, z))
         n_iter = it + 1
         changed = new["digest"] != r["digest"]
@@ -801,11 +825,12 @@ def _kmeans_parallel(data, k, div, rng, beta, z, factor, rounds):
     C = _smoothed(_take(data, [first]), wfirst, beta, z)
     seen = {first}
     for _ in range(int(rounds)):
-        cost = data.run(_cost_chunk, C, div, with_meta=False)
+        parts = _with_parts(div, C)
+        cost = data.run(_cost_chunk, parts, div, with_meta=False)
         if cost["cost"] <= 0 and cost["ninf"] == 0:
             break
         seeds = rng.randint(0, 2**31 - 1, size=data.nchunks)
-        new = data.run(_sample_chunk, C, div, ell, cost["cost"], cost["ninf"], reduce=_concat,
+        new = data.run(_sample_chunk, parts, div, ell, cost["cost"], cost["ninf"], reduce=_concat,
                        extra=lambda i: (int(seeds[i]),))
         keep = np.array([i not in seen for i in new["idx"].tolist()], dtype=bool)
         if keep.any():
@@ -814,7 +839,7 @@ def _kmeans_parallel(data, k, div, rng, beta, z, factor, rounds):
     if C.shape[0] < k:  # too few candidates (tiny or degenerate data): add random rows
         extra = _random_init(data, k, rng, beta, z, data.n)
         C = np.vstack([C, extra[: k - C.shape[0]]])
-    cand_w = data.run(_lloyd_chunk, C, div)["W"]
+    cand_w = data.run(_lloyd_chunk, _with_parts(div, C), div)["W"]
     if cand_w.sum() <= 0:
         cand_w = np.ones(C.shape[0])
     centers, _ = bregman_kmeans_plusplus(C, k, div, random_state=rng, sample_weight=cand_w)
