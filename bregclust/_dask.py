@@ -13,17 +13,20 @@ import functools
 import hashlib
 import sys
 import threading
+import uuid
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
 
+from . import _execution as E
 from ._execution import register_array_backend
 from ._validation import DomainError, check_finite
 
 __all__ = ["is_dask_array", "check_dask_array"]
 
-_SPLIT_EVERY = 8  # fan-in of the tree reduction
+_SPLIT_EVERY = 16  # fan-in of the tree reduction
 
 
 def is_dask_array(X):
@@ -180,28 +183,94 @@ _KERNEL_LOCK = threading.RLock()
 
 
 def _one_at_a_time(fn):
-    """Run chunk tasks of one process one after another.
+    """Run chunk tasks of one process one after another, each on its own thread alone.
 
-    The kernels are already parallel inside (numba threads, the BLAS-limited thread pool), and
-    numba's default threading layer must not be entered from several threads at once; a dask
-    worker with several threads, or the local threaded scheduler, would do exactly that.
+    The dask workers (and their threads) are the parallelism: inside a task the kernels run
+    serially (:func:`bregclust._execution.serial`; the same labels as with threads), since
+    nested kernel threads would oversubscribe the cores and a parallel launch per chunk costs
+    more than the chunk. numba's default threading layer must not be entered from several
+    threads at once, which a dask worker with several threads, or the local threaded
+    scheduler, would do: hence the lock.
     """
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        with _KERNEL_LOCK:
+        with _KERNEL_LOCK, E.serial():
             return fn(*args, **kwargs)
 
     return run
+
+
+# phi(x) of the chunks a worker keeps in memory (a persisted dask array), keyed by the chunk
+# object: a Lloyd pass over such a chunk then reads it once (the fused kernel) instead of
+# also recomputing phi(x). An entry lives as long as its chunk (a weak reference removes it)
+# and holds only phi(x) (n floats), never the chunk. Chunks made afresh by each pass (read
+# from disk, converted to float64) simply miss.
+_PHI_CACHE = {}
+
+
+def _prepared(Xb, div):
+    """:func:`bregclust._execution.prepare_data` of a chunk, with phi(x) reused when the
+    same chunk object comes back (see ``_PHI_CACHE``)."""
+    if sp.issparse(Xb):
+        return E.prepare_data(div, Xb)
+    key = id(Xb)
+    hit = _PHI_CACHE.get(key)
+    if hit is not None and hit[0]() is Xb and hit[1] is div:
+        return Xb, (Xb, hit[2]), None
+    data = E.prepare_data(div, Xb)
+    Xc, (Xg, phi_x), m = data
+    if m is None and Xc is Xb and Xg is Xb:  # nothing but phi(x) to keep
+        try:
+            ref = weakref.ref(Xb, lambda _, key=key: _PHI_CACHE.pop(key, None))
+        except TypeError:  # pragma: no cover - ndarrays take weak references
+            return data
+        _PHI_CACHE[key] = (ref, div, phi_x)
+    return data
+
+
+def _pass(Xb, wb, U, div):
+    """The in-memory Lloyd pass on one validated chunk: ``(labels, mins, S, W)``.
+
+    ``U``: centres, or their :class:`~bregclust._execution.PreparedCentres` made once on the
+    client (:func:`_with_parts`), used when the chunk needs no centring (the same parts the
+    chunk would compute, without ``k x d`` work per chunk)."""
+    w = np.ones(Xb.shape[0]) if wb is None else np.ascontiguousarray(wb, dtype=np.float64)
+    data = _prepared(Xb, div)
+    if isinstance(U, E.PreparedCentres):
+        if data[2] is None:
+            return E.assign_and_sum(div, Xb, U.U, w, prepared=data[1], centres=U)
+        U = U.U
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    return E.assign_and_sum(div, Xb, U, w, data=data)
+
+
+def _assign(Xb, C, div):
+    """:meth:`Divergence.assign` of a validated chunk (``C`` as in :func:`_pass`)."""
+    data = _prepared(Xb, div)
+    if isinstance(C, E.PreparedCentres):
+        if data[2] is None:
+            return E.assign(div, Xb, C.U, prepared=data[1], centres=C)
+        C = C.U
+    return E.assign(div, Xb, np.ascontiguousarray(C, dtype=np.float64))
+
+
+def _with_parts(div, U):
+    """Centres with their GEMM parts, computed once for a whole pass (see :func:`_pass`)."""
+    return div.prepare_centres(U)
 
 
 def _as_chunk(Xb):
     """A chunk as float64 C-contiguous ndarray or canonical CSR."""
     if sp.issparse(Xb):
         Xb = sp.csr_matrix(Xb, dtype=np.float64)
-        if not Xb.has_sorted_indices:
+        if not Xb.has_canonical_format:
             Xb = Xb.copy()
-            Xb.sort_indices()
+            Xb.sum_duplicates()
+        return Xb
+    if type(Xb) is np.ndarray and Xb.dtype == np.float64 and Xb.flags.c_contiguous:
+        # the chunk object itself (np.ascontiguousarray returns a new view when the dtype is
+        # an equal but distinct descriptor, e.g. unpickled): keeps _PHI_CACHE hits
         return Xb
     return np.ascontiguousarray(Xb, dtype=np.float64)
 
@@ -283,11 +352,15 @@ def _digest(labels):
 
 
 @_one_at_a_time
-def _lloyd_chunk(Xb, wb, U, div, meta):
-    """One Lloyd step on one chunk: partial centre sums, weights, objective, label digest."""
+def _lloyd_chunk(Xb, wb, U, div, meta, check=False):
+    """One Lloyd step on one chunk: partial centre sums, weights, objective, label digest.
+
+    ``check``: validate the chunk first (a pass over data that no earlier pass validated)."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    labels, mins, S, W = div.assign_and_sum(Xb, U, wb)
+    if check:
+        _check_chunk(Xb, wb, div, meta)
+    labels, mins, S, W = _pass(Xb, wb, U, div)
     obj = float(np.sum(mins)) if wb is None else float(np.sum(np.asarray(wb) * mins))
     return {"S": S, "W": W, "obj": obj, "digest": {meta[0]: _digest(labels)}}
 
@@ -297,7 +370,7 @@ def _top_chunk(Xb, wb, U, div, meta, m):
     """The ``m`` rows with the largest ``w_i d(x_i, u_label)`` (ties: lower row first)."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    labels, mins, _, _ = div.assign_and_sum(Xb, U, wb)
+    labels, mins, _, _ = _pass(Xb, wb, U, div)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
     order = np.argsort(-(w * mins), kind="stable")[:m]
     rows = Xb[order]
@@ -311,7 +384,7 @@ def _cost_chunk(Xb, wb, C, div):
     """``sum_i w_i min_c d(x_i, c)`` over the finite minima, and the weight at infinity."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    _, mins = div.assign(Xb, C)
+    _, mins = _assign(Xb, C, div)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
     inf = ~np.isfinite(mins)
     return {"cost": float(np.sum(w[~inf] * mins[~inf])), "ninf": int(np.count_nonzero(inf & (w > 0)))}
@@ -322,7 +395,7 @@ def _sample_chunk(Xb, wb, C, div, ell, cost, ninf, meta, seed):
     """k-means|| sampling: row ``i`` kept with probability ``min(1, ell w_i d_i / cost)``."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    _, mins = div.assign(Xb, C)
+    _, mins = _assign(Xb, C, div)
     w = np.ones(Xb.shape[0]) if wb is None else np.asarray(wb, dtype=np.float64)
     rng = np.random.default_rng(seed)
     if ninf > 0:  # points at infinite divergence first (centres on the domain boundary)
@@ -352,7 +425,7 @@ def _predict_chunk(Xb, U, div, block_info=None):
         a, b = loc["array-location"][0]
         _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
     # The fused Lloyd kernel, so labels_ equals the labels of the in-memory fit bit for bit.
-    return div.assign_and_sum(Xb, U)[0]
+    return _pass(Xb, None, U, div)[0]
 
 
 @_one_at_a_time
@@ -436,19 +509,140 @@ class _Chunked:
             self.wblocks = list(self.w.to_delayed().ravel())
 
     def run(self, fn, *args, reduce=_combine, with_meta=True, extra=None):
-        """Map ``fn(block, weights, *args[, meta])`` over the chunks and tree-reduce."""
+        """Map ``fn(block, weights, *args[, meta][, *extra(i)])`` over the chunks and reduce
+        the results with a tree of ``reduce`` tasks (fan-in ``_SPLIT_EVERY``); computed.
+
+        The pass is one graph layer written out directly (one task per chunk, ``args``
+        stored once): a pass is repeated every Lloyd iteration, and building it from
+        ``dask.delayed`` calls cost more client time than the chunk tasks' arithmetic.
+        """
         dask, _ = _dask()
+        from dask.delayed import Delayed
+        from dask.highlevelgraph import HighLevelGraph
+
         from .divergences import Divergence
 
-        args = [dask.delayed(a, pure=True) if isinstance(a, np.ndarray)
-                else _Portable(a) if isinstance(a, Divergence) else a for a in args]
+        refs = [_Portable(a) if isinstance(a, Divergence) else a for a in args]
+        extras = [((self.meta[i],) if with_meta else ()) + (tuple(extra(i)) if extra else ())
+                  for i in range(self.nchunks)]
+        local = self._local_groups()
+        if local is not None:
+            return self._run_local(local, fn, refs, extras, reduce)
+        args = refs
+        name = f"bregclust-{fn.__name__.strip('_')}-{uuid.uuid4().hex}"
+        layer = {}
+        refs = []
+        for j, a in enumerate(args):
+            if isinstance(a, Divergence):
+                a = _Portable(a)
+            if isinstance(a, (np.ndarray, _Portable, E.PreparedCentres)):  # sent once
+                layer[(name + "-arg", j)] = a
+                a = (name + "-arg", j)
+            refs.append(a)
+        xkeys = [key[0] for key in self.X.__dask_keys__()]
+        wkeys = (self.w.__dask_keys__() if self.w is not None else [None] * self.nchunks)
         parts = []
-        for i, (b, wb) in enumerate(zip(self.blocks, self.wblocks)):
-            more = (self.meta[i],) if with_meta else ()
-            more += tuple(extra(i)) if extra is not None else ()
-            parts.append(dask.delayed(fn, pure=True)(b, wb, *args, *more))
-        (out,) = dask.compute(_tree(parts, reduce))
+        for i in range(self.nchunks):
+            layer[(name, i)] = (fn, xkeys[i], wkeys[i], *refs, *extras[i])
+            parts.append((name, i))
+        level = 0
+        while len(parts) > 1:
+            level += 1
+            nxt = []
+            for j in range(0, len(parts), _SPLIT_EVERY):
+                key = (f"{name}-r{level}", j)
+                layer[key] = (reduce, *parts[j:j + _SPLIT_EVERY])
+                nxt.append(key)
+            parts = nxt
+        deps = [self.X] if self.w is None else [self.X, self.w]
+        graph = HighLevelGraph.from_collections(name, layer, dependencies=deps)
+        (out,) = dask.compute(Delayed(parts[0], graph, layer=name))
         return out
+
+    def _local_groups(self):
+        """``(client, chunk futures, weight futures, owner of every chunk)`` when the active
+        scheduler is a ``distributed`` client holding every chunk in worker memory (a
+        persisted array), else None."""
+        try:
+            import dask
+            from distributed import futures_of, get_client
+        except ImportError:  # pragma: no cover - distributed is part of the dask extra
+            return None
+        try:
+            client = get_client()
+        except ValueError:
+            return None
+        if dask.base.get_scheduler() != client.get:
+            return None
+        found = {}
+        for f in futures_of(self.X) + (futures_of(self.w) if self.w is not None else []):
+            found[f.key] = f
+        xkeys = [key[0] for key in self.X.__dask_keys__()]
+        wkeys = self.w.__dask_keys__() if self.w is not None else []
+        if any(k not in found for k in xkeys) or any(k not in found for k in wkeys):
+            return None
+        futs = [found[k] for k in xkeys]
+        who = client.who_has(futs)
+        owner = [(who.get(f.key) or [None])[0] for f in futs]
+        if any(o is None for o in owner):
+            return None
+        wfuts = [found[k] for k in wkeys] if wkeys else [None] * self.nchunks
+        return client, futs, wfuts, owner
+
+    def _run_local(self, local, fn, refs, extras, reduce):
+        """:meth:`run` on persisted chunks: one task per worker runs ``fn`` on the chunks
+        that worker holds (a pass is then a few tasks, not one per chunk). Each task reduces
+        the complete first-level blocks of the tree among its chunks; the client finishes the
+        same tree in the same order, so the result does not depend on where chunks live."""
+        client, futs, wfuts, owner = local
+        groups = {}
+        for i, addr in enumerate(owner):
+            groups.setdefault(addr, []).append(i)
+        tasks = [client.submit(_group_task, fn, reduce, idx, [futs[i] for i in idx],
+                               [wfuts[i] for i in idx], refs, [extras[i] for i in idx],
+                               self.nchunks, workers=[addr], allow_other_workers=True,
+                               pure=False)
+                 for addr, idx in groups.items()]
+        blocks, singles = {}, {}
+        for out in client.gather(tasks):
+            for j, i, r in out:
+                if i is None:
+                    blocks[j] = r
+                else:
+                    singles[i] = r
+        if self.nchunks == 1:
+            return blocks[0] if 0 in blocks else singles[0]
+        parts = []
+        for j in range(0, -(-self.nchunks // _SPLIT_EVERY)):
+            if j in blocks:
+                parts.append(blocks[j])
+            else:
+                members = range(j * _SPLIT_EVERY, min(self.nchunks, (j + 1) * _SPLIT_EVERY))
+                parts.append(reduce(*[singles[i] for i in members]))
+        while len(parts) > 1:
+            parts = [reduce(*parts[j:j + _SPLIT_EVERY]) for j in range(0, len(parts),
+                                                                        _SPLIT_EVERY)]
+        return parts[0]
+
+
+def _group_task(fn, reduce, idx, blocks, wblocks, refs, extras, nchunks):
+    """The chunks ``idx`` of one worker (see :meth:`_Chunked._run_local`): a list of
+    ``(block, None, reduced result)`` for every first-level block of the tree whose chunks
+    are all here, and ``(block, chunk, result)`` for the others."""
+    out = []
+    by_block = {}
+    for pos, i in enumerate(idx):
+        by_block.setdefault(i // _SPLIT_EVERY, []).append(pos)
+    for j, members in by_block.items():
+        res = [fn(blocks[p], wblocks[p], *refs, *extras[p]) for p in members]
+        size = min(_SPLIT_EVERY, nchunks - j * _SPLIT_EVERY)
+        if len(members) == size and nchunks > 1:
+            out.append((j, None, reduce(*res)))
+        elif len(members) == size:  # a single chunk: the graph path does not reduce it
+            out.append((j, None, res[0]))
+        else:
+            out.extend((j, idx[p], r) for p, r in zip(members, res))
+    return out
 
 
 # ----------------------------------------------------------------------------- the fit
@@ -474,6 +668,7 @@ def dask_fit(est, X, sample_weight=None):
 
     div = est._get_divergence()
     X = check_dask_array(X)
+    div.check_n_features(int(X.shape[1]))
     data = _Chunked(X, sample_weight)
     k = check_n_clusters(est.n_clusters, data.n)
     check_scalar(est.max_iter, "max_iter", kind=numbers.Integral, lo=1)
@@ -525,7 +720,7 @@ def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run):
     """
     from .kmeans import _lloyd_converged, _objective_from, _update_from_sums, _warn_max_iter
 
-    r = data.run(_lloyd_chunk, centers, div)
+    r = data.run(_lloyd_chunk, _with_parts(div, centers), div)
     history = [_objective_from(r["obj"], centers, div, beta, z)]
     n_iter = 0
     converged = False
@@ -534,7 +729,7 @@ def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run):
         provider = _CandidateProvider(data, prev, div)
         centers = _update_from_sums(r["S"].copy(), r["W"].copy(), provider, div, beta, z, run,
                                     previous=prev)
-        new = data.run(_lloyd_chunk, centers, div)
+        new = data.run(_lloyd_chunk, _with_parts(div, centers), div)
         history.append(_objective_from(new["obj"], centers, div, beta, z))
         n_iter = it + 1
         changed = new["digest"] != r["digest"]
@@ -630,11 +825,12 @@ def _kmeans_parallel(data, k, div, rng, beta, z, factor, rounds):
     C = _smoothed(_take(data, [first]), wfirst, beta, z)
     seen = {first}
     for _ in range(int(rounds)):
-        cost = data.run(_cost_chunk, C, div, with_meta=False)
+        parts = _with_parts(div, C)
+        cost = data.run(_cost_chunk, parts, div, with_meta=False)
         if cost["cost"] <= 0 and cost["ninf"] == 0:
             break
         seeds = rng.randint(0, 2**31 - 1, size=data.nchunks)
-        new = data.run(_sample_chunk, C, div, ell, cost["cost"], cost["ninf"], reduce=_concat,
+        new = data.run(_sample_chunk, parts, div, ell, cost["cost"], cost["ninf"], reduce=_concat,
                        extra=lambda i: (int(seeds[i]),))
         keep = np.array([i not in seen for i in new["idx"].tolist()], dtype=bool)
         if keep.any():
@@ -643,7 +839,7 @@ def _kmeans_parallel(data, k, div, rng, beta, z, factor, rounds):
     if C.shape[0] < k:  # too few candidates (tiny or degenerate data): add random rows
         extra = _random_init(data, k, rng, beta, z, data.n)
         C = np.vstack([C, extra[: k - C.shape[0]]])
-    cand_w = data.run(_lloyd_chunk, C, div)["W"]
+    cand_w = data.run(_lloyd_chunk, _with_parts(div, C), div)["W"]
     if cand_w.sum() <= 0:
         cand_w = np.ones(C.shape[0])
     centers, _ = bregman_kmeans_plusplus(C, k, div, random_state=rng, sample_weight=cand_w)
@@ -670,7 +866,7 @@ def dask_score(est, X, sample_weight=None):
     """Opposite of the weighted sum of divergences to the nearest centre (computed)."""
     X = check_dask_array(X, n_features=est.n_features_in_)
     data = _Chunked(X, sample_weight)
-    r = data.run(_lloyd_chunk, est.cluster_centers_, est.divergence_)
+    r = data.run(_lloyd_chunk, est.cluster_centers_, est.divergence_, extra=lambda i: (True,))
     return -float(r["obj"])
 
 

@@ -13,7 +13,9 @@ generator, GEMM form, centroids); this module decides *how* the ``n x k`` work r
 """
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numba
 import numpy as np
@@ -21,8 +23,10 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from . import _kernels as K
+from ._kernels import lloyd as KL
 
-__all__ = ["PreparedCentres", "pairwise", "assign", "assign_and_sum", "weighted_sums"]
+__all__ = ["PreparedCentres", "pairwise", "assign", "assign_and_sum", "weighted_sums",
+           "serial", "prepare_data"]
 
 PARALLEL_MIN = 1 << 18  # elements below which elementwise kernels run serially
 _CHUNK_ELEMENTS = 1 << 17  # rows per chunk = this / k  (1 MB of float64 per block)
@@ -30,6 +34,7 @@ _LLOYD_CHUNK = 256  # rows per BLAS call in the fused Lloyd pass (as scikit-lear
 
 _POOL = None
 _CONTROLLER = None
+_LOCAL = threading.local()  # per-thread: inside serial()
 
 
 class PreparedCentres:
@@ -70,11 +75,44 @@ class PreparedCentres:
 
 
 def n_workers():
-    """Worker threads: ``BREGCLUST_NUM_THREADS`` or the number of cores (at most 8)."""
+    """Worker threads: 1 inside :func:`serial`, else ``BREGCLUST_NUM_THREADS`` or the number of
+    cores (at most 8)."""
+    if getattr(_LOCAL, "serial", False):
+        return 1
     env = os.environ.get("BREGCLUST_NUM_THREADS")
     if env:
         return max(1, int(env))
     return max(1, min(os.cpu_count() or 1, 8))
+
+
+@contextmanager
+def serial():
+    """Run the calling thread's kernels on that thread alone: no pool, no parallel launch.
+
+    For callers that are already one of several parallel workers (a dask task on a worker
+    thread): nested kernel threads would oversubscribe the cores, and a parallel launch per
+    small block costs more than the block. Labels and minima are those of the threaded
+    kernels bit for bit; centre sums add the rows in one block instead of one block per
+    thread (see :func:`bregclust._kernels.lloyd.lloyd_step_dense`), so they agree to rounding.
+    """
+    prev = getattr(_LOCAL, "serial", False)
+    _LOCAL.serial = True
+    try:
+        yield
+    finally:
+        _LOCAL.serial = prev
+
+
+def parallel(size):
+    """Whether an elementwise kernel over ``size`` elements takes its parallel version."""
+    return size > PARALLEL_MIN and not getattr(_LOCAL, "serial", False)
+
+
+def rowsum_kernels(size):
+    """``(dense, csr)`` row-sum kernels of phi for ``size`` elements (see :func:`parallel`)."""
+    if parallel(size):
+        return K.rowsum_par, K.rowsum_csr
+    return K.rowsum, KL.rowsum_csr_serial
 
 
 def blas_one_thread():
@@ -130,16 +168,28 @@ def _reference(div, X, phi_x):
     return m if pm > 1e4 * max(s2, 0.0) else None
 
 
-def _centred(div, X, U, prepared):
-    """``(X, U, prepared)``, centred by :func:`_reference` when ``prepared`` is not given."""
-    if prepared is not None:
-        return X, U, prepared, None
+def prepare_data(div, X):
+    """What a pass derives from ``X`` alone: ``(Xc, prepared, m)``.
+
+    ``m`` is the offset of :func:`_reference` (or ``None``), ``Xc = X - m`` and ``prepared``
+    is :meth:`Divergence.prepare` of ``Xc``. A caller that passes over the same block again
+    (a dask chunk kept in worker memory) can keep it and hand it to :func:`assign_and_sum`.
+    """
     prepared = div._prepare(X)
     m = _reference(div, X, prepared[1])
     if m is None:
-        return X, U, prepared, None
+        return X, prepared, None
     X = X - m
-    return X, U - m, div._prepare(X), m
+    return X, div._prepare(X), m
+
+
+def _centred(div, X, U, prepared, data=None):
+    """``(X, U, prepared, m)``, centred by :func:`_reference` when ``prepared`` is not given
+    (``data``: :func:`prepare_data` of ``X``, when already computed)."""
+    if prepared is not None:
+        return X, U, prepared, None
+    Xc, prepared, m = data if data is not None else prepare_data(div, X)
+    return Xc, (U if m is None else U - m), prepared, m
 
 
 def _exact_rows(div, X, rows, U):
@@ -245,20 +295,22 @@ def fused_pass(prepared, GT, c, w):
     S = np.zeros((T, k, d))
     W = np.zeros((T, k))
     if sp.issparse(Xg):
-        K.lloyd_step_csr(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
+        kern = K.lloyd_step_csr if T > 1 else KL.lloyd_step_csr_serial
+        kern(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
     else:
         Xg = np.ascontiguousarray(Xg, dtype=np.float64)
+        kern = K.lloyd_step_dense if T > 1 else KL.lloyd_step_dense_serial
         with blas_one_thread():
-            K.lloyd_step_dense(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W)
+            kern(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W)
     return labels, mins, S.sum(axis=0) if T > 1 else S[0], W.sum(axis=0)
 
 
-def assign_and_sum(div, X, U, w, prepared=None, centres=None):
+def assign_and_sum(div, X, U, w, prepared=None, centres=None, data=None):
     """One Lloyd pass ``(labels, mins, S, W)``: fused when the centres allow it, else
-    :func:`assign` then :func:`weighted_sums`."""
+    :func:`assign` then :func:`weighted_sums` (``data``: :func:`prepare_data` of ``X``)."""
     m = None
     if centres is None:
-        Xc, U, prepared, m = _centred(div, X, U, prepared)
+        Xc, U, prepared, m = _centred(div, X, U, prepared, data)
     if m is not None:  # far from the origin: assign on centred data, sum the original rows
         labels, mins = assign(div, Xc, U, prepared=prepared)
         S, W = weighted_sums(X, labels, U.shape[0], w)

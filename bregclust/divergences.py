@@ -122,12 +122,12 @@ class _SeparableForm:
         g = self.gen
         n, d = X.shape
         out = np.empty(n)
+        # Parallel launches cost more than they save on small arrays (centres).
+        dense, csr = E.rowsum_kernels(n * d)
         if sp.issparse(X):
-            K.rowsum_csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
+            csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
         else:
-            # Parallel launches cost more than they save on small arrays (centres).
-            kern = K.rowsum_par if n * d > E.PARALLEL_MIN else K.rowsum
-            kern(g.code, g.fn_phi, np.ascontiguousarray(X), out)
+            dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
         return out
 
     def grad(self, div, U2):

@@ -210,6 +210,14 @@ def test_local_cluster_two_processes():
         for name in ["kl", "itakura_saito"]:
             a, b = _fit_both(dict(divergence=name, init=C0, max_iter=20, tol=0.0), X, dX)
             _assert_same(a, b)
+        # persisted chunks run as one task per worker; chunks read by the graph (not
+        # persisted) one task each: the same tree of sums, so bit-for-bit the same fit
+        c = BregmanKMeans(4, divergence="itakura_saito", init=C0, max_iter=20, tol=0.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            c.fit(da.from_array(X, chunks=(60, 6)))
+        np.testing.assert_array_equal(c.cluster_centers_, b.cluster_centers_)
+        assert c.objective_history_ == b.objective_history_
         Xn = X.copy()
         Xn[130, 1] = np.inf
         with pytest.raises(ValueError, match=r"chunk 2 .* infinity at global row 130"):
@@ -371,3 +379,70 @@ def test_mbc_lam_auto_equals_in_memory(name):
     for v in a.lam_objectives_:
         assert b.lam_objectives_[v] == pytest.approx(a.lam_objectives_[v], rel=1e-9)
     _assert_same_mbc(a, b)
+
+
+# ----------------------------------------------------------------------------- the chunk pass
+def test_serial_pass_equals_threaded_pass():
+    """Inside a dask task the kernels run serially: the same labels and minima bit for bit;
+    the centre sums add the same rows in one block instead of one per thread (rounding)."""
+    from bregclust import _execution as E
+    from bregclust import get_divergence
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(6000, 50))  # above the size where the kernels go parallel
+    U = X[:7] + 0.1
+    w = rng.uniform(0.5, 2.0, size=X.shape[0])
+    for name, Xi, Ui in [("sqeuclidean", X, U), ("kl", np.abs(X) + 0.1, np.abs(U) + 0.1)]:
+        div = get_divergence(name)
+        threaded = E.assign_and_sum(div, Xi, Ui, w)
+        with E.serial():
+            assert E.n_workers() == 1 and not E.parallel(Xi.size)
+            alone = E.assign_and_sum(div, Xi, Ui, w)
+        _same_pass(threaded, alone)
+    Xs = sp.random(3000, 200, density=0.05, random_state=1, format="csr")
+    div = get_divergence("sqeuclidean")
+    threaded = E.assign_and_sum(div, Xs, Xs[:5].toarray() + 0.01, np.ones(3000))
+    with E.serial():
+        alone = E.assign_and_sum(div, Xs, Xs[:5].toarray() + 0.01, np.ones(3000))
+    _same_pass(threaded, alone)
+
+
+def _same_pass(a, b):
+    np.testing.assert_array_equal(a[0], b[0])  # labels
+    np.testing.assert_array_equal(a[1], b[1])  # minima
+    np.testing.assert_allclose(a[2], b[2], rtol=1e-12, atol=1e-12 * np.abs(a[2]).max())
+    np.testing.assert_allclose(a[3], b[3], rtol=1e-12)
+
+
+def test_squared_euclidean_row_sums_equal_the_generic_loop():
+    """The written-out squared Euclidean loop adds the same terms in the same order."""
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+
+    X = np.random.default_rng(2).normal(size=(300, 37)) * 1e3
+    fast, generic = np.empty(300), np.empty(300)
+    K.rowsum(KG.SQ, KG.placeholder(), X, fast)
+    K.rowsum(KG.CUSTOM, KG.function_pointer(KG.sq_phi), X, generic)
+    np.testing.assert_array_equal(fast, generic)
+
+
+def test_phi_of_a_kept_chunk_is_reused_and_released():
+    import gc
+
+    from bregclust import _dask as D
+    from bregclust import get_divergence
+
+    div = get_divergence("sqeuclidean")
+    X = _data(n=500)
+    U = X[:4] + 0.1
+    first = D._pass(X, None, U, div)
+    assert id(X) in D._PHI_CACHE
+    phi = D._PHI_CACHE[id(X)][2]
+    again = D._pass(X, None, U, div)
+    assert D._PHI_CACHE[id(X)][2] is phi  # reused, not recomputed
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
+    key = id(X)
+    del X
+    gc.collect()
+    assert key not in D._PHI_CACHE  # the entry lives as long as its chunk

@@ -107,6 +107,24 @@ def weighted_sums_csr(data, indices, indptr, labels, w, S, W):
             S[j, indices[p]] += wi * data[p]
 
 
+@njit(**JIT)
+def _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, St, Wt, s0, e0, P):
+    """Rows ``s0..e0-1`` of :func:`lloyd_step_dense`, ``chunk`` rows per BLAS call into ``P``,
+    summing into ``St``/``Wt``."""
+    d = X.shape[1]
+    for s in range(s0, e0, chunk):
+        e = min(e0, s + chunk)
+        Pc = P[:e - s]
+        np.dot(X[s:e], GT, Pc)
+        for i in range(e - s):
+            r = s + i
+            bj = _nearest(Pc[i], c, phi_x[r], r, labels, mins)
+            wi = w[r]
+            Wt[bj] += wi
+            for l in range(d):
+                St[bj, l] += wi * X[r, l]
+
+
 @njit(**PJIT)
 def lloyd_step_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W):
     """One Lloyd pass in one read of ``X``: nearest centre of every row and the per-cluster
@@ -123,27 +141,39 @@ def lloyd_step_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W):
     (scikit-learn does the same fusion in Cython for the squared Euclidean case only); BLAS is
     called through numba's ``np.dot(a, b, out)``, so the caller must limit BLAS to one thread.
     """
-    n, d = X.shape
+    n = X.shape[0]
     k = GT.shape[1]
     T = S.shape[0]
     per = (n + T - 1) // T
     for t in prange(T):
-        P = np.empty((chunk, k))
-        St = S[t]
-        Wt = W[t]
-        s0 = t * per
-        e0 = min(n, s0 + per)
-        for s in range(s0, e0, chunk):
-            e = min(e0, s + chunk)
-            Pc = P[:e - s]
-            np.dot(X[s:e], GT, Pc)
-            for i in range(e - s):
-                r = s + i
-                bj = _nearest(Pc[i], c, phi_x[r], r, labels, mins)
-                wi = w[r]
-                Wt[bj] += wi
-                for l in range(d):
-                    St[bj, l] += wi * X[r, l]
+        _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, S[t], W[t], t * per,
+                     min(n, (t + 1) * per), np.empty((chunk, k)))
+
+
+@njit(**JIT)
+def lloyd_step_dense_serial(X, phi_x, GT, c, w, chunk, labels, mins, S, W):
+    """:func:`lloyd_step_dense` with ``T = 1`` on the calling thread (no parallel launch);
+    the same arithmetic, so the same results."""
+    _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, S[0], W[0], 0, X.shape[0],
+                 np.empty((chunk, GT.shape[1])))
+
+
+@njit(**JIT)
+def _lloyd_rows_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, St, Wt, r0, r1, acc):
+    """Rows ``r0..r1-1`` of :func:`lloyd_step_csr`."""
+    k = GT.shape[1]
+    for r in range(r0, r1):
+        acc[:] = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            v = data[p]
+            g = GT[indices[p]]
+            for j in range(k):
+                acc[j] += v * g[j]
+        bj = _nearest(acc, c, phi_x[r], r, labels, mins)
+        wi = w[r]
+        Wt[bj] += wi
+        for p in range(indptr[r], indptr[r + 1]):
+            St[bj, indices[p]] += wi * data[p]
 
 
 @njit(**PJIT)
@@ -155,22 +185,15 @@ def lloyd_step_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S, W):
     T = S.shape[0]
     per = (n + T - 1) // T
     for t in prange(T):
-        acc = np.empty(k)
-        St = S[t]
-        Wt = W[t]
-        for r in range(t * per, min(n, (t + 1) * per)):
-            acc[:] = 0.0
-            for p in range(indptr[r], indptr[r + 1]):
-                v = data[p]
-                g = GT[indices[p]]
-                for j in range(k):
-                    acc[j] += v * g[j]
-            bj = _nearest(acc, c, phi_x[r], r, labels, mins)
-            wi = w[r]
-            Wt[bj] += wi
-            for p in range(indptr[r], indptr[r + 1]):
-                St[bj, indices[p]] += wi * data[p]
+        _lloyd_rows_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S[t], W[t],
+                        t * per, min(n, (t + 1) * per), np.empty(k))
 
+
+@njit(**JIT)
+def lloyd_step_csr_serial(data, indices, indptr, phi_x, GT, c, w, labels, mins, S, W):
+    """:func:`lloyd_step_csr` with ``T = 1`` on the calling thread (no parallel launch)."""
+    _lloyd_rows_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S[0], W[0], 0,
+                    indptr.shape[0] - 1, np.empty(GT.shape[1]))
 
 
 # --------------------------------------------------------------------------- generator kernels
@@ -193,25 +216,49 @@ def map_scalar_par(code, which, fn, X, out):
 
 
 @njit(**JIT)
-def rowsum(code, fn, X, out):
-    """OUT ``out[i] = sum_l phi(X[i, l])`` for a dense 2-D array."""
-    n, d = X.shape
-    for i in range(n):
-        s = 0.0
+def _phi_row(code, fn, X, i):
+    """``sum_l phi(X[i, l])``, added left to right. The squared Euclidean loop is written out:
+    the generator dispatch inside the loop kept it from vectorising (5x slower), and a data
+    pass over dask chunks evaluates it on every pass."""
+    d = X.shape[1]
+    s = 0.0
+    if code == SQ:
+        for l in range(d):
+            x = X[i, l]
+            s += x * x
+    else:
         for l in range(d):
             s += phi_of(code, fn, X[i, l])
-        out[i] = s
+    return s
+
+
+@njit(**JIT)
+def rowsum(code, fn, X, out):
+    """OUT ``out[i] = sum_l phi(X[i, l])`` for a dense 2-D array."""
+    for i in range(X.shape[0]):
+        out[i] = _phi_row(code, fn, X, i)
 
 
 @njit(**PJIT)
 def rowsum_par(code, fn, X, out):
     """:func:`rowsum`, parallel over rows."""
-    n, d = X.shape
-    for i in prange(n):
-        s = 0.0
-        for l in range(d):
-            s += phi_of(code, fn, X[i, l])
-        out[i] = s
+    for i in prange(X.shape[0]):
+        out[i] = _phi_row(code, fn, X, i)
+
+
+@njit(**JIT)
+def _phi0(code, fn):
+    """``f(0)``, or 0 when 0 is outside the domain (only stored entries exist then)."""
+    f0 = phi_of(code, fn, 0.0)
+    return f0 if abs(f0) < np.inf else 0.0
+
+
+@njit(**JIT)
+def _phi_row_csr(code, fn, data, indptr, n_features, f0, i):
+    s = 0.0
+    for p in range(indptr[i], indptr[i + 1]):
+        s += phi_of(code, fn, data[p]) - f0
+    return s + n_features * f0
 
 
 @njit(**PJIT)
@@ -220,15 +267,17 @@ def rowsum_csr(code, fn, data, indptr, n_features, out):
 
     When ``f(0) = 0`` (sqeuclidean, kl) this touches stored entries only.
     """
-    f0 = phi_of(code, fn, 0.0)
-    if not (abs(f0) < np.inf):
-        f0 = 0.0  # 0 is outside the domain (validated before); only stored entries exist
-    n = indptr.shape[0] - 1
-    for i in prange(n):
-        s = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            s += phi_of(code, fn, data[p]) - f0
-        out[i] = s + n_features * f0
+    f0 = _phi0(code, fn)
+    for i in prange(indptr.shape[0] - 1):
+        out[i] = _phi_row_csr(code, fn, data, indptr, n_features, f0, i)
+
+
+@njit(**JIT)
+def rowsum_csr_serial(code, fn, data, indptr, n_features, out):
+    """:func:`rowsum_csr` on the calling thread (no parallel launch)."""
+    f0 = _phi0(code, fn)
+    for i in range(indptr.shape[0] - 1):
+        out[i] = _phi_row_csr(code, fn, data, indptr, n_features, f0, i)
 
 
 @njit(**JIT)
