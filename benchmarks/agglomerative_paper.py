@@ -19,6 +19,8 @@ Data (see ../shared/data/DATA.md):
     four): the bydate *training* documents (1,195 / 857 / 2,052; the paper: 1,192 / 856 / -),
     term counts (CountVectorizer fitted on those documents, the ``--max-terms`` most frequent
     terms; the paper used the full 61,188-word vocabulary), documents without terms dropped.
+  * tr11, tr23, tr45 (not in the paper; ``--datasets tr11,tr23,tr45``): CLUTO term counts, all
+    terms, empty documents dropped; text trees as for 20 Newsgroups.
 
 Sec. 7.2 - tree features: a tree is built on training data; the features of a point ``x`` are
 ``Delta(C_i, {x})`` for the top ``k`` clusters (``AgglomerativeBregman.transform``); a
@@ -57,6 +59,14 @@ NG = {
 }
 
 
+#: Text sets beyond the paper's (no paper numbers): CLUTO term counts, all terms.
+CLUTO = ("tr11", "tr23", "tr45")
+
+
+def _is_text(name):
+    return name.startswith("20n") or name in CLUTO
+
+
 def load(name, max_terms, seed=0):
     from bregclust import datasets as ds
 
@@ -67,6 +77,11 @@ def load(name, max_terms, seed=0):
         d = ds.load_spambase()
         idx = np.sort(np.random.default_rng(seed).permutation(d.X.shape[0])[:2301])
         return d.X[idx], d.y[idx], d.description + f" Random half: 2301 points (seed {seed})."
+    if name in CLUTO:
+        d = ds.load_cluto(name)
+        X = d.X.tocsr()
+        keep = np.asarray(X.sum(axis=1)).ravel() > 0
+        return X[keep], d.y[keep], d.description + f" {int((~keep).sum())} empty rows dropped."
     if name == "mnist35":
         d = ds.load_mnist35()
         return d.X, d.y, d.description
@@ -117,7 +132,7 @@ def table1(names, max_terms, weighted, smoothings=("auto",)):
     rows = []
     for name in names:
         X, y, desc = load(name, max_terms)
-        text = name.startswith("20n")
+        text = _is_text(name)
         trees = text_trees(X, weighted, smoothings) if text else euclid_trees(X)
         print(f"\n{name}: {X.shape[0]} x {X.shape[1]}, {np.unique(y).size} classes. {desc}",
               flush=True)
@@ -126,13 +141,13 @@ def table1(names, max_terms, weighted, smoothings=("auto",)):
             Z = build()
             dt = time.perf_counter() - t
             p = dendrogram_purity(Z, y)
-            ref = PAPER[name].get(method)
+            ref = PAPER.get(name, {}).get(method)
             rows.append((name, method, p, ref, dt))
             print(f"  {method:24s} purity {p:.3f}   paper {ref if ref is not None else '-'}   "
                   f"({dt:.1f} s)", flush=True)
     print("\n### Table 1: dendrogram purity, ours (paper)\n")
     for group, methods in (("Euclidean", EUCLID), ("text", text_columns(weighted, smoothings))):
-        sel = [r for r in rows if r[0].startswith("20n") == (group == "text")]
+        sel = [r for r in rows if _is_text(r[0]) == (group == "text")]
         if not sel:
             continue
         print("| " + group + " | " + " | ".join(methods) + " |")

@@ -548,8 +548,7 @@ def bregman_linkage(X, model="sqeuclidean", *, model_params=None, smoothing="aut
         ``"nd"``/``"n"``: normal-reference bandwidths per coordinate / one for all directions,
         added to every covariance. ``"multinomial"``: ``1/m + sqrt(p (1 - p) / m)`` added to every
         coordinate (``m`` = total mass of ``X``, e.g. the number of tokens; ``p = 1/n_features``;
-        the paper's confidence term, the default for sparse multinomial data before the
-        ``"data-mean"`` rule). ``"data-mean"`` (multinomial only): the rule of
+        the paper's confidence term). ``"data-mean"`` (multinomial only): the rule of
         :func:`bregclust.kmeans.auto_smoothing` for sparse data, which gives a cluster of the
         average size ``W / K`` a pseudo-count of three average cluster masses, so its centre
         keeps a quarter of its own mean and takes three quarters of the data mean ``z`` (the
