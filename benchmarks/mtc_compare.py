@@ -38,6 +38,17 @@ Usage::
     python benchmarks/mtc_compare.py --datasets digits,webkb4,tr11 --runs 3
     python benchmarks/mtc_compare.py --quick --datasets digits          # smoke test
     python benchmarks/mtc_compare.py --methods MBC-kl,LSSMTC --runs 5
+
+Long runs are split and joined: ``--save`` per data set (written after every data set), then
+``--merge`` of the saved files. To re-run some methods only (e.g. after a change of MBC's
+defaults), skip the baselines and let the merge take them from the earlier files; a later file's
+score of a method replaces an earlier one::
+
+    python benchmarks/mtc_compare.py --runs 5 --datasets tr11 --save all_tr11.json
+    python benchmarks/mtc_compare.py --runs 5 --datasets tr11 --methods MBC-sq,MBC-kl \
+        --baselines none --save mbc_tr11.json
+    python benchmarks/mtc_compare.py --merge all_*.json mbc_*.json
+    python benchmarks/mtc_compare.py --merge all_*.json mbc_*.json --methods MBC-sq,MBC-kl
 """
 
 import argparse
@@ -371,8 +382,9 @@ def main(argv=None):
     p.add_argument("--datasets", default=",".join(DATASETS),
                    help="comma-separated, from: " + ", ".join(DATASETS))
     p.add_argument("--runs", type=int, default=3, help="seeds 0..runs-1 (default 3)")
-    p.add_argument("--methods", default=",".join(MT_SETTINGS),
-                   help="comma-separated multi-task methods, from: " + ", ".join(MT_SETTINGS))
+    p.add_argument("--methods", default=None,
+                   help="comma-separated multi-task methods (default: all), from: "
+                        + ", ".join(MT_SETTINGS) + "; with --merge: the columns to show")
     p.add_argument("--baselines", default="all",
                    help="'all' (default), 'none' (multi-task methods only, e.g. to re-run some "
                         "methods and --merge them with an earlier run's baselines) or a "
@@ -388,10 +400,21 @@ def main(argv=None):
     if args.merge:
         print(f"mtc_compare --merge {' '.join(args.merge)}")
         cells, methods = merge(args.merge)
+        if args.methods is not None:
+            wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
+            unknown = [m for m in wanted if m not in methods]
+            if unknown:
+                p.error(f"--methods {','.join(unknown)} not in the merged files; they hold "
+                        f"{', '.join(methods)}")
+            methods = wanted
+            for c in cells:  # the headline counts the shown methods only
+                c["mt"] = {m: v for m, v in c["mt"].items() if m in methods}
+                c["marks"] = {m: v for m, v in c["marks"].items() if m in methods}
         summary(cells, methods)
         return
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    args.methods = [m.strip() for m in (args.methods or ",".join(MT_SETTINGS)).split(",")
+                    if m.strip()]
     for d in args.datasets:
         if d not in DATASETS:
             p.error(f"unknown data set {d!r}; choose from {', '.join(DATASETS)}")
