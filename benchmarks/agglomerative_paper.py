@@ -5,8 +5,9 @@ Table 1 - dendrogram purity (Sec. 7.1), the paper's numbers beside ours:
     (``bregman_linkage(X, "sqeuclidean")``); dg-nd = ``gaussian_diag`` with per-coordinate
     normal-reference smoothing; g-n = ``gaussian_full`` with one isotropic bandwidth.
   * Text: c-link / s-link with l1 distance between term-frequency vectors (rows of counts
-    normalised to sum 1); multi = ``"multinomial"`` (kl on the same vectors, smoothing of
-    Example 5.3).
+    normalised to sum 1); multi = ``"multinomial"`` (kl on the same vectors) with its default
+    smoothing; ``--multi-smoothing auto,multinomial`` adds the paper's confidence term (Example
+    5.3) beside it.
 
 Data (see ../shared/data/DATA.md):
   * glass: all 214 points, 9 raw features, 6 classes.
@@ -18,6 +19,8 @@ Data (see ../shared/data/DATA.md):
     four): the bydate *training* documents (1,195 / 857 / 2,052; the paper: 1,192 / 856 / -),
     term counts (CountVectorizer fitted on those documents, the ``--max-terms`` most frequent
     terms; the paper used the full 61,188-word vocabulary), documents without terms dropped.
+  * tr11, tr23, tr45 (not in the paper; ``--datasets tr11,tr23,tr45``): CLUTO term counts, all
+    terms, empty documents dropped; text trees as for 20 Newsgroups.
 
 Sec. 7.2 - tree features: a tree is built on training data; the features of a point ``x`` are
 ``Delta(C_i, {x})`` for the top ``k`` clusters (``AgglomerativeBregman.transform``); a
@@ -56,6 +59,14 @@ NG = {
 }
 
 
+#: Text sets beyond the paper's (no paper numbers): CLUTO term counts, all terms.
+CLUTO = ("tr11", "tr23", "tr45")
+
+
+def _is_text(name):
+    return name.startswith("20n") or name in CLUTO
+
+
 def load(name, max_terms, seed=0):
     from bregclust import datasets as ds
 
@@ -66,6 +77,11 @@ def load(name, max_terms, seed=0):
         d = ds.load_spambase()
         idx = np.sort(np.random.default_rng(seed).permutation(d.X.shape[0])[:2301])
         return d.X[idx], d.y[idx], d.description + f" Random half: 2301 points (seed {seed})."
+    if name in CLUTO:
+        d = ds.load_cluto(name)
+        X = d.X.tocsr()
+        keep = np.asarray(X.sum(axis=1)).ravel() > 0
+        return X[keep], d.y[keep], d.description + f" {int((~keep).sum())} empty rows dropped."
     if name == "mnist35":
         d = ds.load_mnist35()
         return d.X, d.y, d.description
@@ -83,26 +99,41 @@ def euclid_trees(X):
     }
 
 
-def text_trees(X, weighted):
+def text_trees(X, weighted, smoothings=("auto",)):
+    """Trees of the text table; one multinomial tree (and weighted tree) per smoothing, the
+    first labelled "multi", the others "multi [smoothing]"."""
     T = X.multiply(1.0 / X.sum(axis=1)).tocsr()
     trees = {
         "c-link": lambda: linkage(pdist(T.toarray(), "cityblock"), "complete"),
         "s-link": lambda: linkage(pdist(T.toarray(), "cityblock"), "single"),
-        "multi": lambda: bregman_linkage(X, "multinomial"),
     }
-    if weighted:
-        lengths = np.asarray(X.sum(axis=1)).ravel()
-        trees["multi (length-weighted)"] = lambda: bregman_linkage(
-            X, "multinomial", sample_weight=lengths)
+    lengths = np.asarray(X.sum(axis=1)).ravel()
+    for i, sm in enumerate(smoothings):
+        tag = "" if i == 0 else f" [{sm}]"
+        trees["multi" + tag] = lambda sm=sm: bregman_linkage(X, "multinomial", smoothing=sm)
+        if weighted:
+            trees["multi (length-weighted)" + tag] = lambda sm=sm: bregman_linkage(
+                X, "multinomial", smoothing=sm, sample_weight=lengths)
     return trees
 
 
-def table1(names, max_terms, weighted):
+def text_columns(weighted, smoothings):
+    """Column names of the text table, in the order of :func:`text_trees`."""
+    cols = list(TEXT[:2])
+    for i, sm in enumerate(smoothings):
+        tag = "" if i == 0 else f" [{sm}]"
+        cols.append("multi" + tag)
+        if weighted:
+            cols.append("multi (length-weighted)" + tag)
+    return tuple(cols)
+
+
+def table1(names, max_terms, weighted, smoothings=("auto",)):
     rows = []
     for name in names:
         X, y, desc = load(name, max_terms)
-        text = name.startswith("20n")
-        trees = text_trees(X, weighted) if text else euclid_trees(X)
+        text = _is_text(name)
+        trees = text_trees(X, weighted, smoothings) if text else euclid_trees(X)
         print(f"\n{name}: {X.shape[0]} x {X.shape[1]}, {np.unique(y).size} classes. {desc}",
               flush=True)
         for method, build in trees.items():
@@ -110,14 +141,13 @@ def table1(names, max_terms, weighted):
             Z = build()
             dt = time.perf_counter() - t
             p = dendrogram_purity(Z, y)
-            ref = PAPER[name].get(method)
+            ref = PAPER.get(name, {}).get(method)
             rows.append((name, method, p, ref, dt))
             print(f"  {method:24s} purity {p:.3f}   paper {ref if ref is not None else '-'}   "
                   f"({dt:.1f} s)", flush=True)
     print("\n### Table 1: dendrogram purity, ours (paper)\n")
-    for group, methods in (("Euclidean", EUCLID), ("text", TEXT + (("multi (length-weighted)",)
-                                                                  if weighted else ()))):
-        sel = [r for r in rows if r[0].startswith("20n") == (group == "text")]
+    for group, methods in (("Euclidean", EUCLID), ("text", text_columns(weighted, smoothings))):
+        sel = [r for r in rows if _is_text(r[0]) == (group == "text")]
         if not sel:
             continue
         print("| " + group + " | " + " | ".join(methods) + " |")
@@ -204,12 +234,16 @@ def main(argv=None):
     ap.add_argument("--skip-features", action="store_true")
     ap.add_argument("--weighted", action="store_true",
                     help="also the multinomial tree with document-length weights")
+    ap.add_argument("--multi-smoothing", default="auto",
+                    help="comma-separated smoothings of the multinomial trees (the first is the "
+                         "'multi' column; e.g. auto,multinomial adds the confidence term beside "
+                         "the default)")
     ap.add_argument("--ks", default="2,4,8,16,32,64,128")
     args = ap.parse_args(argv)
     print(f"# agglomerative_paper ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
     if not args.skip_table:
         table1([s.strip() for s in args.datasets.split(",") if s.strip()], args.max_terms,
-               args.weighted)
+               args.weighted, [s.strip() for s in args.multi_smoothing.split(",") if s.strip()])
     if not args.skip_features:
         features([int(k) for k in args.ks.split(",")], args.max_terms)
 

@@ -22,7 +22,9 @@ themselves and ``tf`` is the pixels with rows scaled to sum to one.
 Single-task baselines (:data:`BASELINES`): squared-Euclidean k-means on tf-idf (= spherical-like
 k-means, rows have unit norm), kl k-means on term frequencies (``BregmanKMeans(divergence="kl")``,
 default smoothing), and NCut (scikit-learn ``SpectralClustering`` on the 10-nearest-neighbour graph
-of the unit-norm rows, i.e. a cosine kNN graph), as the kernel-MTC and MTCMRL papers use.
+of the unit-norm rows, i.e. a cosine kNN graph), as the kernel-MTC and MTCMRL papers use; its
+eigenvectors come from ARPACK up to :data:`NCUT_ARPACK_MAX_N` rows per task, from LOBPCG above
+(ARPACK's shift-invert factorisation is too slow there).
 
 Multi-task methods that cannot run on a data set (MTCMRL builds an n x n similarity per task) are
 skipped with the reason printed. The kernel MTC "as run" options (random-partition start,
@@ -38,6 +40,17 @@ Usage::
     python benchmarks/mtc_compare.py --datasets digits,webkb4,tr11 --runs 3
     python benchmarks/mtc_compare.py --quick --datasets digits          # smoke test
     python benchmarks/mtc_compare.py --methods MBC-kl,LSSMTC --runs 5
+
+Long runs are split and joined: ``--save`` per data set (written after every data set), then
+``--merge`` of the saved files. To re-run some methods only (e.g. after a change of MBC's
+defaults), skip the baselines and let the merge take them from the earlier files; a later file's
+score of a method replaces an earlier one::
+
+    python benchmarks/mtc_compare.py --runs 5 --datasets tr11 --save all_tr11.json
+    python benchmarks/mtc_compare.py --runs 5 --datasets tr11 --methods MBC-sq,MBC-kl \
+        --baselines none --save mbc_tr11.json
+    python benchmarks/mtc_compare.py --merge all_*.json mbc_*.json
+    python benchmarks/mtc_compare.py --merge all_*.json mbc_*.json --methods MBC-sq,MBC-kl
 """
 
 import argparse
@@ -134,13 +147,25 @@ def representations(Xs, is_text):
             "counts": [sp.csr_matrix(X) for X in Xs]}
 
 
+#: Above this many rows NCut's spectral embedding uses LOBPCG: scikit-learn's default ARPACK
+#: runs in shift-invert mode, whose sparse LU of the kNN graph's Laplacian did not finish in
+#: 40 minutes on a task of 8,452 documents (ohscal); at or below it, ARPACK as before.
+NCUT_ARPACK_MAX_N = 3000
+
+
+def ncut_eigen_solver(n):
+    """``eigen_solver`` of NCut's ``SpectralClustering`` for a task of ``n`` rows."""
+    return "arpack" if n <= NCUT_ARPACK_MAX_N else "lobpcg"
+
+
 def fit_baseline(name, X, k, seed):
     """Labels of one single-task baseline on one task."""
     if name.startswith("NCut"):
         Xn = normalize(X)
         nn = min(10, X.shape[0] - 1)
         est = SpectralClustering(k, affinity="nearest_neighbors", n_neighbors=nn,
-                                 assign_labels="kmeans", random_state=seed)
+                                 assign_labels="kmeans", random_state=seed,
+                                 eigen_solver=ncut_eigen_solver(X.shape[0]))
         return est.fit(Xn).labels_
     div = "kl" if "kl" in name else "sqeuclidean"
     return BregmanKMeans(k, divergence=div, random_state=seed).fit(X).labels_
@@ -238,6 +263,8 @@ def run_dataset(name, args, settings):
     T = len(Xs)
     scores, times = {}, {}
     for b, rep in BASELINES.items():
+        if b not in args.baselines:
+            continue
         t0 = time.perf_counter()
         runs = [[nmi(y, fit_baseline(b, X, k, seed)) for X, y, k in zip(reps[rep], ys, ks)]
                 for seed in range(args.runs)]
@@ -258,26 +285,36 @@ def run_dataset(name, args, settings):
         scores[m] = np.mean(runs, axis=0)
         times[m] = time.perf_counter() - t0
     ran = [m for m in args.methods if m in scores]
+    ran_b = [b for b in BASELINES if b in scores]
     header = ["task", "best single-task (NMI, baseline)"] + ran
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     cells = []
     for t in range(T):
-        best_b = max(BASELINES, key=lambda b: scores[b][t])
-        best = scores[best_b][t]
-        row = [task_names[t], f"{best:.3f} ({best_b})"]
+        best_b = max(ran_b, key=lambda b: scores[b][t]) if ran_b else None
+        best = float(scores[best_b][t]) if ran_b else None
+        row = [task_names[t], f"{best:.3f} ({best_b})" if ran_b else "- (baselines not run)"]
         marks = {}
         for m in ran:
-            d = scores[m][t] - best
-            marks[m] = "W" if d > TIE else ("T" if d >= -TIE else "L")
-            row.append(f"{scores[m][t]:.3f} {marks[m]}")
-        cells.append(dict(data=name, task=task_names[t], best=float(best), best_b=best_b,
+            marks[m] = _mark(scores[m][t], best)
+            row.append(f"{scores[m][t]:.3f} {marks[m]}".rstrip())
+        cells.append(dict(data=name, task=task_names[t], best=best, best_b=best_b,
+                          baselines={b: float(scores[b][t]) for b in ran_b},
                           mt={m: float(scores[m][t]) for m in ran}, marks=marks))
         print("| " + " | ".join(row) + " |")
-    print("baselines per task: " + "; ".join(
-        f"{b} " + "/".join(f"{v:.3f}" for v in scores[b]) for b in BASELINES))
+    if ran_b:
+        print("baselines per task: " + "; ".join(
+            f"{b} " + "/".join(f"{v:.3f}" for v in scores[b]) for b in ran_b))
     print("seconds (all runs): " + ", ".join(f"{k} {v:.1f}" for k, v in times.items()))
     return cells, skipped
+
+
+def _mark(score, best):
+    """W / T / L of a multi-task mean NMI against the best baseline's ("" without one)."""
+    if best is None:
+        return ""
+    d = score - best
+    return "W" if d > TIE else ("T" if d >= -TIE else "L")
 
 
 def summary(cells, methods):
@@ -328,9 +365,11 @@ def summary(cells, methods):
 def merge(files):
     """Cells of several ``--save`` files, joined by (data set, task).
 
-    A cell's best single-task baseline is taken from the first file holding that cell; the
-    multi-task scores of all files are pooled (a later file's score of the same method replaces
-    an earlier one) and the W / T / L marks are recomputed against that baseline.
+    A cell's best single-task baseline is taken from the first file that ran baselines on that
+    cell (a file saved with ``--baselines none``, e.g. a re-run of some multi-task methods only,
+    contributes no baseline); the multi-task scores of all files are pooled (a later file's score
+    of the same method replaces an earlier one) and the W / T / L marks are recomputed against
+    that baseline. Cells that no file gives a baseline for are dropped with a message.
     """
     by_key, methods = {}, []
     for f in files:
@@ -339,11 +378,16 @@ def merge(files):
         methods += [m for m in saved["methods"] if m not in methods]
         for c in saved["cells"]:
             cell = by_key.setdefault((c["data"], c["task"]), dict(c, mt={}))
+            if cell.get("best") is None and c.get("best") is not None:
+                cell.update(best=c["best"], best_b=c["best_b"],
+                            baselines=c.get("baselines", {}))
             cell["mt"].update(c["mt"])
-    cells = list(by_key.values())
+    cells = [c for c in by_key.values() if c.get("best") is not None]
+    for key, c in by_key.items():
+        if c.get("best") is None:
+            print(f"  {key[0]}/{key[1]}: no file has its baselines; left out")
     for c in cells:
-        c["marks"] = {m: "W" if v - c["best"] > TIE else ("T" if v - c["best"] >= -TIE else "L")
-                      for m, v in c["mt"].items()}
+        c["marks"] = {m: _mark(v, c["best"]) for m, v in c["mt"].items()}
     return cells, methods
 
 
@@ -352,8 +396,13 @@ def main(argv=None):
     p.add_argument("--datasets", default=",".join(DATASETS),
                    help="comma-separated, from: " + ", ".join(DATASETS))
     p.add_argument("--runs", type=int, default=3, help="seeds 0..runs-1 (default 3)")
-    p.add_argument("--methods", default=",".join(MT_SETTINGS),
-                   help="comma-separated multi-task methods, from: " + ", ".join(MT_SETTINGS))
+    p.add_argument("--methods", default=None,
+                   help="comma-separated multi-task methods (default: all), from: "
+                        + ", ".join(MT_SETTINGS) + "; with --merge: the columns to show")
+    p.add_argument("--baselines", default="all",
+                   help="'all' (default), 'none' (multi-task methods only, e.g. to re-run some "
+                        "methods and --merge them with an earlier run's baselines) or a "
+                        "comma-separated subset of: " + ", ".join(BASELINES))
     p.add_argument("--quick", action="store_true",
                    help="subsample every task to --quick-n rows (smoke test)")
     p.add_argument("--quick-n", type=int, default=150)
@@ -365,10 +414,21 @@ def main(argv=None):
     if args.merge:
         print(f"mtc_compare --merge {' '.join(args.merge)}")
         cells, methods = merge(args.merge)
+        if args.methods is not None:
+            wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
+            unknown = [m for m in wanted if m not in methods]
+            if unknown:
+                p.error(f"--methods {','.join(unknown)} not in the merged files; they hold "
+                        f"{', '.join(methods)}")
+            methods = wanted
+            for c in cells:  # the headline counts the shown methods only
+                c["mt"] = {m: v for m, v in c["mt"].items() if m in methods}
+                c["marks"] = {m: v for m, v in c["marks"].items() if m in methods}
         summary(cells, methods)
         return
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    args.methods = [m.strip() for m in (args.methods or ",".join(MT_SETTINGS)).split(",")
+                    if m.strip()]
     for d in args.datasets:
         if d not in DATASETS:
             p.error(f"unknown data set {d!r}; choose from {', '.join(DATASETS)}")
@@ -377,12 +437,20 @@ def main(argv=None):
             p.error(f"unknown method {m!r}; choose from {', '.join(MT_SETTINGS)}")
     if args.runs < 1:
         p.error("--runs must be at least 1")
+    if args.baselines.strip().lower() in ("all", "none"):
+        args.baselines = list(BASELINES) if args.baselines.strip().lower() == "all" else []
+    else:
+        args.baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+        for b in args.baselines:
+            if b not in BASELINES:
+                p.error(f"unknown baseline {b!r}; choose from {', '.join(BASELINES)}")
     print(f"mtc_compare: {machine()}")
     print(f"runs (seeds) 0..{args.runs - 1}; data sets {', '.join(args.datasets)}"
           f"{f'; --quick: at most {args.quick_n} rows per task' if args.quick else ''}")
     print("settings:")
     settings = resolve_settings(args.methods)
-    print("  baselines: " + "; ".join(f"{b} on {r}" for b, r in BASELINES.items()))
+    print("  baselines: " + ("; ".join(f"{b} on {BASELINES[b]}" for b in args.baselines)
+                             or "none (multi-task methods only; --merge with a run that has them)"))
     cells, skipped_all = [], {}
     t0 = time.perf_counter()
     with warnings.catch_warnings():
@@ -397,7 +465,11 @@ def main(argv=None):
             if args.save:  # after every data set, so an interrupted run keeps what it measured
                 with open(args.save, "w") as fh:
                     json.dump({"methods": args.methods, "cells": cells}, fh, indent=1)
-    summary(cells, args.methods)
+    if args.baselines:
+        summary(cells, args.methods)
+    else:
+        print("\nno baselines run: no W / T / L summary; pass this --save file to --merge after "
+              "a file that has the baselines")
     for m, where in skipped_all.items():
         print(f"  {m} skipped on: {', '.join(where)}")
     print(f"total {time.perf_counter() - t0:.0f} s")

@@ -64,6 +64,7 @@ from ._validation import (
     check_scalar,
 )
 from .divergences import Divergence, get_divergence
+from .kmeans import AUTO_SPARSE_CLUSTER_MASSES, AUTO_SPARSE_ZERO_FRACTION, smoothing_point
 from .metrics import dendrogram_purity
 
 __all__ = [
@@ -251,6 +252,14 @@ def _parse_user_smoothing(smoothing):
     return float(alpha), z, form
 
 
+def _is_sparse_text(X):
+    """True when at least :data:`~bregclust.kmeans.AUTO_SPARSE_ZERO_FRACTION` of ``X`` is zero
+    (document-term counts), the branch of k-means' ``smoothing="auto"`` that smooths strongly."""
+    n, d = X.shape
+    nnz = np.count_nonzero(X.data) if sp.issparse(X) else np.count_nonzero(X)
+    return bool(n * d) and 1.0 - nnz / (n * d) >= AUTO_SPARSE_ZERO_FRACTION
+
+
 def _build_plan(X, w, model, model_params, smoothing):
     name, div, kind = _resolve_model(model, model_params)
     n, d = X.shape
@@ -345,8 +354,28 @@ def _build_plan(X, w, model, model_params, smoothing):
         plan["smoothing_description"] = f"user {form} smoothing, alpha={alpha:g}"
     else:
         if smoothing == "auto":
-            smoothing = "multinomial" if (name == "multinomial" or div is _KL) else "none"
-        if smoothing == "multinomial":
+            if name == "multinomial":
+                smoothing = "data-mean" if _is_sparse_text(X) else "multinomial"
+            else:
+                smoothing = "multinomial" if div is _KL else "none"
+        if smoothing == "data-mean":
+            if name != "multinomial":
+                raise ValueError(
+                    f"smoothing 'data-mean' is the rule of the 'multinomial' model; for {name!r} "
+                    "use 'auto', 'none', 'multinomial' or (alpha, z[, 'convex'|'cone'])."
+                )
+            alpha = AUTO_SPARSE_CLUSTER_MASSES / (1.0 + AUTO_SPARSE_CLUSTER_MASSES)
+            inv = 1.0 / np.asarray(X.sum(axis=1)).reshape(-1, 1)
+            rows = sp.csr_matrix(X.multiply(inv)) if sp.issparse(X) else X * inv
+            z = smoothing_point(rows, _KL, sample_weight=w)  # weighted mean of the rows
+            plan["scale"] = 1.0 - alpha
+            plan["shift"] = alpha * z
+            plan["smoothing_description"] = (
+                f"data-mean rule: tau = (1 - alpha) x + alpha z with alpha = {alpha:g} and z the "
+                "weighted mean of the normalised rows (k-means' smoothing='auto' for sparse "
+                "data at every level of the tree)"
+            )
+        elif smoothing == "multinomial":
             m = float(X.sum())
             if not m > 0:
                 raise ValueError("multinomial smoothing needs data with positive total mass.")
@@ -366,8 +395,8 @@ def _build_plan(X, w, model, model_params, smoothing):
             )
         else:
             raise ValueError(
-                f"unknown smoothing {smoothing!r}; use 'auto', 'none', 'multinomial', 'nd', 'n' "
-                "or a tuple (alpha, z[, 'convex'|'cone'])."
+                f"unknown smoothing {smoothing!r}; use 'auto', 'none', 'multinomial', "
+                "'data-mean', 'nd', 'n' or a tuple (alpha, z[, 'convex'|'cone'])."
             )
     if kind == _WARD:
         plan["whiten"] = div.whitening()  # rows: x -> x L, ||.||^2 = x^T A x (None: identity)
@@ -513,11 +542,20 @@ def bregman_linkage(X, model="sqeuclidean", *, model_params=None, smoothing="aut
         Parameters of the divergence (``A`` for mahalanobis).
     smoothing : str or tuple, default="auto"
         Paper Sec. 5 (Theorem 5.2). ``"auto"``: ``"nd"`` for gaussian_diag, ``"n"`` for
-        gaussian_full, ``"multinomial"`` for kl and multinomial, none otherwise.
+        gaussian_full; for multinomial ``"data-mean"`` on sparse data (at least 90% zeros, as
+        document-term counts) and ``"multinomial"`` on dense data; ``"multinomial"`` for kl;
+        none otherwise.
         ``"nd"``/``"n"``: normal-reference bandwidths per coordinate / one for all directions,
         added to every covariance. ``"multinomial"``: ``1/m + sqrt(p (1 - p) / m)`` added to every
-        coordinate (``m`` = total mass of ``X``, e.g. the number of tokens; ``p = 1/n_features``).
-        ``(alpha, z)``: ``tau = (1 - alpha) x + alpha z`` (identity models; ``z`` in the interior
+        coordinate (``m`` = total mass of ``X``, e.g. the number of tokens; ``p = 1/n_features``;
+        the paper's confidence term). ``"data-mean"`` (multinomial only): the rule of
+        :func:`bregclust.kmeans.auto_smoothing` for sparse data, which gives a cluster of the
+        average size ``W / K`` a pseudo-count of three average cluster masses, so its centre
+        keeps a quarter of its own mean and takes three quarters of the data mean ``z`` (the
+        weighted mean of the normalised rows). A tree has no single ``K``, so the rule is
+        applied at every level at once: ``tau = x / 4 + 3 z / 4`` for every point, hence every
+        cluster mean is a quarter of its own mean plus three quarters of ``z``, whatever its
+        size. ``(alpha, z)``: ``tau = (1 - alpha) x + alpha z`` (identity models; ``z`` in the interior
         of the domain); ``(alpha, z, "cone")``: ``tau = x + alpha z``. For the Gaussian models
         ``(alpha, Z)`` adds ``alpha Z`` (scalar, ``(d,)`` variances, or ``(d, d)`` SPD) to every
         covariance. ``"none"`` disables smoothing (not allowed for the Gaussians).

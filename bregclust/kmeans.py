@@ -639,7 +639,22 @@ def _centring_offset(X, div, w):
 
 
 def _inertia(X, labels, centers, w, div, chunk=4096):
-    """``sum_i w_i d(x_i, u_{labels_i})`` by the definition of ``d``, cluster by cluster."""
+    """``sum_i w_i d(x_i, u_{labels_i})`` by the definition of ``d``, cluster by cluster.
+
+    Sparse ``X`` uses the GEMM form on its non-zeros (:meth:`Divergence.pairwise`, the form of
+    the Lloyd passes; sparse data are never centred): the definition would densify every row,
+    ``O(n d)`` time and memory instead of ``O(nnz)``.
+    """
+    if sp.issparse(X):
+        keep = np.flatnonzero(w > 0)
+        total = 0.0
+        for j in range(centers.shape[0]):
+            idx = keep[labels[keep] == j]
+            for s in range(0, idx.size, chunk):
+                rows = idx[s:s + chunk]
+                d = div.pairwise(X[rows], centers[j:j + 1])[:, 0]
+                total += float(np.sum(w[rows] * d))
+        return total
     total = 0.0
     for j in range(centers.shape[0]):
         idx = np.flatnonzero(labels == j)

@@ -645,3 +645,70 @@ def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)
     np.testing.assert_array_equal(h, rh)
+
+# ---------------------------------------------------------------------------- issue 14: data-mean rule
+def _text_counts(rng, n=30, d=120):
+    """Sparse counts (> 90% zeros), no empty row: the sparse branch of the auto rule."""
+    X = rng.poisson(2.0, size=(n, d)).astype(float) * (rng.random((n, d)) < 0.04)
+    X[np.arange(n), rng.integers(0, d, n)] += 1.0
+    return X
+
+
+def test_issue14_multinomial_auto_is_the_kmeans_rule_on_sparse_counts():
+    """On sparse counts, "auto" shrinks every point (hence every cluster mean) three quarters of
+    the way to the weighted data mean: k-means' auto pseudo-count 3 W / K at an average cluster."""
+    from bregclust.kmeans import AUTO_SPARSE_CLUSTER_MASSES, auto_smoothing
+
+    rng = np.random.default_rng(14)
+    X = _text_counts(rng)
+    assert auto_smoothing(X, "kl", 5) == AUTO_SPARSE_CLUSTER_MASSES * X.shape[0] / 5
+    w = rng.random(X.shape[0]) + 0.5
+    X0, w0 = X.copy(), w.copy()
+    T = X / X.sum(axis=1, keepdims=True)
+    z = w @ T / w.sum()
+    z = np.maximum(z, 1e-12 * z.max())
+    alpha = AUTO_SPARSE_CLUSTER_MASSES / (1 + AUTO_SPARSE_CLUSTER_MASSES)
+    assert alpha == 0.75
+    est = AgglomerativeBregman(3, model="multinomial").fit(X, sample_weight=w)
+    assert est.smoothing_.startswith("data-mean rule")
+    ref = bregman_linkage(X, "multinomial", smoothing=(alpha, z, "convex"), sample_weight=w)
+    np.testing.assert_array_equal(est.linkage_matrix_[:, [0, 1, 3]], ref[:, [0, 1, 3]])
+    np.testing.assert_allclose(est.linkage_matrix_[:, 2], ref[:, 2], rtol=1e-12, atol=1e-15)
+    named = bregman_linkage(sp.csr_matrix(X), "multinomial", smoothing="data-mean",
+                            sample_weight=w)
+    np.testing.assert_allclose(named, est.linkage_matrix_, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(X, X0)  # inputs untouched
+    np.testing.assert_array_equal(w, w0)
+    # the merge cost is the Jensen gap of f = sum x log x at the shrunk cluster means
+    i1, i2 = [0, 3, 5], [1, 2]
+    m1 = (1 - alpha) * (w[i1] @ T[i1]) / w[i1].sum() + alpha * z
+    m2 = (1 - alpha) * (w[i2] @ T[i2]) / w[i2].sum() + alpha * z
+    W1, W2 = w[i1].sum(), w[i2].sum()
+    m12 = (W1 * m1 + W2 * m2) / (W1 + W2)
+
+    def f(v):
+        return float(np.sum(v * np.log(v)))
+
+    gap = W1 * f(m1) + W2 * f(m2) - (W1 + W2) * f(m12)
+    cost = bregman_merge_cost(X, i1, i2, model="multinomial", sample_weight=w)
+    np.testing.assert_allclose(cost, gap, rtol=1e-9)
+
+
+def test_issue14_multinomial_confidence_term_stays_reachable_and_dense_default():
+    rng = np.random.default_rng(15)
+    X = _text_counts(rng)
+    old = AgglomerativeBregman(3, model="multinomial", smoothing="multinomial").fit(X)
+    assert old.smoothing_.startswith("multinomial confidence term")
+    new = AgglomerativeBregman(3, model="multinomial").fit(X)
+    assert not np.allclose(old.linkage_matrix_[:, 2], new.linkage_matrix_[:, 2])
+    # dense data (fewer than 90% zeros): "auto" keeps the confidence term
+    D = rng.gamma(2.0, size=(25, 6))
+    np.testing.assert_array_equal(bregman_linkage(D, "multinomial"),
+                                  bregman_linkage(D, "multinomial", smoothing="multinomial"))
+    # the kl model's auto smoothing is unchanged
+    np.testing.assert_array_equal(bregman_linkage(X, "kl"),
+                                  bregman_linkage(X, "kl", smoothing="multinomial"))
+    with pytest.raises(ValueError, match="smoothing 'data-mean' is the rule of the 'multinomial'"):
+        bregman_linkage(X, "kl", smoothing="data-mean")
+    with pytest.raises(ValueError, match="'data-mean'"):
+        bregman_linkage(X, "multinomial", smoothing="data_mean")
