@@ -284,7 +284,8 @@ def similarity_matrix(X, similarity="cosine", similarity_params=None):
         the off-diagonal entries of ``S`` (1 if that median is 0). A callable ``f(X) -> M``
         must return a symmetric finite ``(n_samples, n_samples)`` matrix.
     similarity_params : dict or None
-        Parameters of the divergence (e.g. ``{"A": A}`` for ``"mahalanobis"``).
+        Parameters of the divergence (e.g. ``{"A": A}`` for ``"mahalanobis"``); a non-empty
+        dict with ``"cosine"`` or a callable is a ``ValueError`` (it would be ignored).
 
     Returns
     -------
@@ -317,7 +318,15 @@ def _row_scaled(X):
 
 
 def _similarity(X, similarity, similarity_params, name):
-    if isinstance(similarity, str) and similarity == "cosine":
+    is_cosine = isinstance(similarity, str) and similarity == "cosine"
+    if similarity_params and (is_cosine or (callable(similarity)
+                                            and not hasattr(similarity, "pairwise"))):
+        raise ValueError(
+            f"similarity_params={similarity_params!r} is only used with a divergence name as "
+            f"similarity, not with similarity={similarity!r}; drop similarity_params or name a "
+            "divergence."
+        )
+    if is_cosine:
         # Cosine is invariant to the scale of each row; scaling by powers of two is exact, so
         # results are bit-identical to the plain normalisation wherever that one is finite.
         Xn = normalize(_row_scaled(X), norm="l2", axis=1)
@@ -550,7 +559,8 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         How ``M^t`` is built; see :func:`similarity_matrix` (a divergence ``D`` becomes
         ``exp(-S / median(S))`` with ``S`` the symmetrised ``D``).
     similarity_params : dict or None, default=None
-        Parameters of a divergence used as similarity (e.g. ``{"A": A}``).
+        Parameters of a divergence used as similarity (e.g. ``{"A": A}``); a non-empty
+        dict with ``"cosine"`` or a callable is a ``ValueError`` (it would be ignored).
     init : {"k-means++", "random"} or list, default="k-means++"
         Initial labels, turned into ``Y^t = onehot + 0.2`` (paper). ``"k-means++"`` runs
         :class:`~bregclust.kmeans.BregmanKMeans` (squared Euclidean, k-means++ seeding) on the

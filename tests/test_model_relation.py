@@ -525,3 +525,17 @@ def test_cai_reuters_converged_defaults_and_as_printed():
     assert Jp[-1] > Jp[-2] or Jp[-2] - Jp[-1] < mr.PAPER_THRESHOLD
     assert clustering_accuracy(y, run.labels_) >= clustering_accuracy(y, printed.labels_)
     assert clustering_accuracy(y, run.labels_) > 0.95
+
+
+@pytest.mark.parametrize("similarity", ["cosine", lambda X: np.asarray(X @ X.T)])
+def test_similarity_params_without_a_divergence_is_an_error(similarity):
+    # parameters that the similarity would silently ignore are a user error, not a no-op
+    rng = np.random.default_rng(0)
+    Xs = [rng.random((12, 4)), rng.random((12, 4))]
+    with pytest.raises(ValueError, match="similarity_params=.* is only used with a divergence"):
+        ModelRelationClustering(2, similarity=similarity, similarity_params={"A": 1.0}).fit(Xs)
+    with pytest.raises(ValueError, match="similarity_params=.* is only used with a divergence"):
+        similarity_matrix(Xs[0], similarity=similarity, similarity_params={"A": 1.0})
+    # an empty dict is the same as None
+    M = similarity_matrix(Xs[0], similarity=similarity, similarity_params={})
+    assert M.shape == (12, 12)
