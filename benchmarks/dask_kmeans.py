@@ -104,7 +104,7 @@ def fit_ours(X, C0, divergence="sqeuclidean", iters=10):
                              tol=0.0).fit(X)
 
 
-def peers(client, n, d, k, nchunks, iters, skip_daskml):
+def peers(client, n, d, k, nchunks, iters, skip_daskml, repeat=3):
 
     # The chunks are made on the workers (a small graph); the in-memory peers get a copy.
     dX = blobs_dask(n, d, k, nchunks).persist()
@@ -112,18 +112,27 @@ def peers(client, n, d, k, nchunks, iters, skip_daskml):
     C0 = X[np.random.default_rng(1).choice(n, size=k, replace=False)].copy()
     warm_workers(client)
     fit_ours(X[:20000], C0, iters=1)  # and in this process
-    ours, t_ours = timed(lambda: fit_ours(dX, C0, iters=iters))
+    # best of `repeat` alternating fits of each (the guide's rule on a shared machine: ratios
+    # from one run, best of several); the first fit of each also pays one-off costs
+    t_ours = t_mem = t_ml = float("inf")
+    for _ in range(repeat):
+        ours, t = timed(lambda: fit_ours(dX, C0, iters=iters))
+        t_ours = min(t_ours, t)
+        mem, t = timed(lambda: fit_ours(X, C0, iters=iters))
+        t_mem = min(t_mem, t)
+        if not skip_daskml:
+            from dask_ml.cluster import KMeans
+
+            ml, t = timed(lambda: KMeans(n_clusters=k, init=C0, max_iter=iters,
+                                         tol=0.0).fit(dX))
+            t_ml = min(t_ml, t)
     labels = ours.labels_.compute()
-    mem, t_mem = timed(lambda: fit_ours(X, C0, iters=iters))
     rows = [["bregclust dask", f"{t_ours:.2f}", f"{t_ours / iters:.3f}", "1.00"]]
     rows.append(["bregclust in memory", f"{t_mem:.2f}", f"{t_mem / iters:.3f}",
                  f"{t_mem / t_ours:.2f}"])
     same_mem = np.array_equal(labels, mem.labels_)
     same_ml = None
     if not skip_daskml:
-        from dask_ml.cluster import KMeans
-
-        ml, t_ml = timed(lambda: KMeans(n_clusters=k, init=C0, max_iter=iters, tol=0.0).fit(dX))
         same_ml = np.array_equal(labels, np.asarray(ml.labels_.compute()
                                                     if hasattr(ml.labels_, "compute")
                                                     else ml.labels_))
@@ -317,6 +326,8 @@ def main(argv=None):
     p.add_argument("--k", type=int, default=20)
     p.add_argument("--chunks", type=int, default=100)
     p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--repeat", type=int, default=3,
+                   help="timed fits of each implementation; the best is reported")
     p.add_argument("--skip-peers", action="store_true")
     p.add_argument("--skip-daskml", action="store_true")
     p.add_argument("--scaling", default="",
@@ -349,7 +360,8 @@ def main(argv=None):
                       dashboard_address=None, env=WORKER_ENV) as cluster, \
             Client(cluster) as client:
         if not args.skip_peers:
-            peers(client, args.n, args.d, args.k, args.chunks, args.iters, args.skip_daskml)
+            peers(client, args.n, args.d, args.k, args.chunks, args.iters, args.skip_daskml,
+                  args.repeat)
         if args.scaling:
             sizes = [int(float(v)) for v in args.scaling.split(",")]
             png = (os.path.join(args.plot_dir, "dask_scaling.png") if args.plot_dir
