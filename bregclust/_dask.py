@@ -416,26 +416,28 @@ def _take_chunk(Xb, meta, idx):
     return rows.toarray() if sp.issparse(rows) else np.array(rows)
 
 
-@_one_at_a_time
-def _predict_chunk(Xb, U, div, block_info=None):
+def _checked_block(Xb, div, block_info):
+    """The divergence and the chunk of a ``map_blocks`` call, the chunk validated (named by its
+    position in the array) when dask passes ``block_info``."""
     div = _div(div)
     Xb = _as_chunk(Xb)
     if block_info is not None:
         loc = block_info[0]
         a, b = loc["array-location"][0]
         _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
+    return div, Xb
+
+
+@_one_at_a_time
+def _predict_chunk(Xb, U, div, block_info=None):
+    div, Xb = _checked_block(Xb, div, block_info)
     # The fused Lloyd kernel, so labels_ equals the labels of the in-memory fit bit for bit.
     return _pass(Xb, None, U, div)[0]
 
 
 @_one_at_a_time
 def _transform_chunk(Xb, U, div, block_info=None):
-    div = _div(div)
-    Xb = _as_chunk(Xb)
-    if block_info is not None:
-        loc = block_info[0]
-        a, b = loc["array-location"][0]
-        _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
+    div, Xb = _checked_block(Xb, div, block_info)
     return div.pairwise(Xb, U)
 
 
@@ -909,12 +911,7 @@ def _mbc_labels(Xb, U, div, prep=None):
 
 @_one_at_a_time
 def _mbc_predict_chunk(Xb, U, div, block_info=None):
-    div = _div(div)
-    Xb = _as_chunk(Xb)
-    if block_info is not None:
-        loc = block_info[0]
-        a, b = loc["array-location"][0]
-        _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
+    div, Xb = _checked_block(Xb, div, block_info)
     return _mbc_labels(Xb, U, div)[0]
 
 
