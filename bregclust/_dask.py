@@ -333,18 +333,28 @@ def _first_outside(Xb, div):
     return int(r), int(c), float(dense[r, c])
 
 
-@_one_at_a_time
-def _stats_chunk(Xb, wb, div, meta):
-    """First pass: validation, the weight of every chunk, ``w @ X`` and positive weights."""
-    div = _div(div)
-    Xb = _as_chunk(Xb)
-    _check_chunk(Xb, wb, div, meta)
+def _chunk_stats(Xb, wb, meta, need):
+    """The first pass's statistics of a validated chunk: weight sums, positive weights, and
+    ``w @ X`` / the non-zero count when ``need = (wx, nnz)`` asks for them (smoothing only)."""
     n = Xb.shape[0]
     w = np.ones(n) if wb is None else np.asarray(wb, dtype=np.float64)
     wsum = float(np.sum(w))
-    return {"wsum": wsum, "chunk_w": {meta[0]: wsum}, "wx": np.asarray(w @ Xb).ravel(),
-            "npos": int(np.count_nonzero(w > 0)),
-            "nnz": int(np.count_nonzero(Xb.data) if sp.issparse(Xb) else np.count_nonzero(Xb))}
+    need_wx, need_nnz = need
+    nnz = None
+    if need_nnz:
+        nnz = int(np.count_nonzero(Xb.data) if sp.issparse(Xb) else np.count_nonzero(Xb))
+    return {"wsum": wsum, "chunk_w": {meta[0]: wsum},
+            "wx": np.asarray(w @ Xb).ravel() if need_wx else None,
+            "npos": n if wb is None else int(np.count_nonzero(w > 0)), "nnz": nnz}
+
+
+@_one_at_a_time
+def _stats_chunk(Xb, wb, div, meta, need=(True, True)):
+    """First pass: validation of the chunk and its :func:`_chunk_stats`."""
+    div = _div(div)
+    Xb = _as_chunk(Xb)
+    _check_chunk(Xb, wb, div, meta)
+    return _chunk_stats(Xb, wb, meta, need)
 
 
 def _digest(labels):
@@ -352,17 +362,22 @@ def _digest(labels):
 
 
 @_one_at_a_time
-def _lloyd_chunk(Xb, wb, U, div, meta, check=False):
+def _lloyd_chunk(Xb, wb, U, div, meta, check=False, stats=None):
     """One Lloyd step on one chunk: partial centre sums, weights, objective, label digest.
 
-    ``check``: validate the chunk first (a pass over data that no earlier pass validated)."""
+    ``check``: validate the chunk first (a pass over data that no earlier pass validated).
+    ``stats``: also the chunk's :func:`_chunk_stats` with this ``need`` (implies ``check``):
+    the first pass of a fit from given centres is then also its validation pass."""
     div = _div(div)
     Xb = _as_chunk(Xb)
-    if check:
+    if check or stats is not None:
         _check_chunk(Xb, wb, div, meta)
     labels, mins, S, W = _pass(Xb, wb, U, div)
     obj = float(np.sum(mins)) if wb is None else float(np.sum(np.asarray(wb) * mins))
-    return {"S": S, "W": W, "obj": obj, "digest": {meta[0]: _digest(labels)}}
+    out = {"S": S, "W": W, "obj": obj, "digest": {meta[0]: _digest(labels)}}
+    if stats is not None:
+        out.update(_chunk_stats(Xb, wb, meta, stats))
+    return out
 
 
 @_one_at_a_time
@@ -585,9 +600,11 @@ class _Chunked:
             return None
         futs = [found[k] for k in xkeys]
         who = client.who_has(futs)
-        owner = [(who.get(f.key) or [None])[0] for f in futs]
-        if any(o is None for o in owner):
+        holders = [sorted(who.get(f.key) or ()) for f in futs]
+        if any(not h for h in holders):
             return None
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        owner = _balanced_owners(holders, np.diff(self.starts), workers)
         wfuts = [found[k] for k in wkeys] if wkeys else [None] * self.nchunks
         return client, futs, wfuts, owner
 
@@ -625,6 +642,32 @@ class _Chunked:
             parts = [reduce(*parts[j:j + _SPLIT_EVERY]) for j in range(0, len(parts),
                                                                         _SPLIT_EVERY)]
         return parts[0]
+
+
+def _balanced_owners(holders, rows, workers):
+    """The worker that runs each chunk's task: balanced rows per worker, data moved least.
+
+    ``holders[i]``: the workers holding a copy of chunk ``i``; ``workers``: every worker of
+    the cluster. Each worker's share is ``sum(rows) / len(workers)``. Chunks with fewer copies
+    go first, each to its least-loaded holder still under its share; a chunk whose holders
+    are all full goes to the least-loaded worker, which fetches it once (the scheduler then
+    counts it as a holder, or moves the chunk there). Where the scheduler put the chunks is
+    not always balanced: after ``X.compute()`` every chunk can sit on the one worker that ran
+    the final concatenation, and running each chunk where it lives would leave the other
+    workers idle. Deterministic for given holders and workers."""
+    share = float(np.sum(rows)) / max(len(workers), 1)
+    load = {a: 0 for a in workers}
+    for h in holders:
+        for a in h:
+            load.setdefault(a, 0)
+    owner = [None] * len(holders)
+    order = sorted(range(len(holders)), key=lambda i: (len(holders[i]), i))
+    for i in order:
+        room = [a for a in holders[i] if load[a] + rows[i] <= share + 0.5 * rows[i]]
+        best = min(room or load, key=lambda a: (load[a], a))
+        owner[i] = best
+        load[best] += int(rows[i])
+    return owner
 
 
 def _group_task(fn, reduce, idx, blocks, wblocks, refs, extras, nchunks):
@@ -665,7 +708,7 @@ def dask_fit(est, X, sample_weight=None):
 
     from sklearn.utils import check_random_state
 
-    from ._validation import check_n_clusters, check_scalar
+    from ._validation import check_n_clusters, check_scalar, check_smoothing
     from .kmeans import _push_inside
 
     div = est._get_divergence()
@@ -680,8 +723,16 @@ def dask_fit(est, X, sample_weight=None):
     n_init = est._resolve_n_init(init_is_array)
     rng = check_random_state(est.random_state)
 
-    # First pass: validation of every chunk, the weights and (for smoothing) w @ X.
-    st = data.run(_stats_chunk, div)
+    # First pass: validation of every chunk, the weights and (for smoothing) w @ X. From
+    # given centres it is also the first Lloyd pass (the assignment does not depend on the
+    # smoothing): one pass over the data fewer.
+    s = check_smoothing(est.smoothing)
+    need = ((s == "auto" and div.domain != "real") or (s != "auto" and s > 0),
+            s == "auto" and div.domain != "real")
+    if init_is_array:
+        st = first = data.run(_lloyd_chunk, _with_parts(div, init), div, extra=lambda i: (True, need))
+    else:
+        st, first = data.run(_stats_chunk, div, extra=lambda i: (need,)), None
     data.chunk_w = np.array([st["chunk_w"][i] for i in range(data.nchunks)])
     if st["wsum"] <= 0:
         raise ValueError("sample_weight sums to zero; at least one sample needs positive weight.")
@@ -698,7 +749,8 @@ def dask_fit(est, X, sample_weight=None):
         else:
             C0 = _kmeans_parallel(data, k, div, rng, beta, z, est.oversampling_factor,
                                   est.init_rounds)
-        res = _dask_lloyd(data, C0, div, beta, z, est.max_iter, est.tol, est.verbose, run)
+        res = _dask_lloyd(data, C0, div, beta, z, est.max_iter, est.tol, est.verbose, run,
+                          first=first)
         if est.verbose:
             print(f"BregmanKMeans restart {run}: objective {res[2][-1]:.6g}, {res[1]} iterations")
         if best is None or res[2][-1] < best[2][-1]:
@@ -715,14 +767,15 @@ def dask_fit(est, X, sample_weight=None):
     return est
 
 
-def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run):
+def _dask_lloyd(data, centers, div, beta, z, max_iter, tol, verbose, run, first=None):
     """:func:`bregclust.kmeans._lloyd` with one dask pass per iteration.
 
+    ``first``: the result of the first pass from ``centers`` when the caller has it.
     Returns ``(centers, n_iter, history, inertia)``.
     """
     from .kmeans import _lloyd_converged, _objective_from, _update_from_sums, _warn_max_iter
 
-    r = data.run(_lloyd_chunk, _with_parts(div, centers), div)
+    r = first if first is not None else data.run(_lloyd_chunk, _with_parts(div, centers), div)
     history = [_objective_from(r["obj"], centers, div, beta, z)]
     n_iter = 0
     converged = False

@@ -218,6 +218,17 @@ def test_local_cluster_two_processes():
             c.fit(da.from_array(X, chunks=(60, 6)))
         np.testing.assert_array_equal(c.cluster_centers_, b.cluster_centers_)
         assert c.objective_history_ == b.objective_history_
+        # every chunk on one worker (as after X.compute()): the pass still uses both
+        from bregclust._dask import _Chunked
+
+        w0 = sorted(client.scheduler_info()["workers"])[0]
+        dX1 = client.persist(da.from_array(X, chunks=(40, 6)), workers=[w0])
+        distributed.wait(dX1)
+        _, _, _, owner = _Chunked(dX1)._local_groups()
+        assert sorted(np.unique(owner, return_counts=True)[1].tolist()) == [5, 5]
+        a, b1 = _fit_both(dict(divergence="kl", init=C0, max_iter=20, tol=0.0), X, dX1)
+        _assert_same(a, b1)
+        del dX1, b1
         Xn = X.copy()
         Xn[130, 1] = np.inf
         with pytest.raises(ValueError, match=r"chunk 2 .* infinity at global row 130"):
@@ -234,6 +245,50 @@ def test_local_cluster_two_processes():
             time.sleep(0.1)
             left = client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
         assert left == 0
+
+
+def test_balanced_owners():
+    from bregclust._dask import _balanced_owners
+
+    rows = [10] * 6
+    # all on one worker: half move to the other (the first chunks stay)
+    assert _balanced_owners([["a"]] * 6, rows, ["a", "b"]) == ["a"] * 3 + ["b"] * 3
+    # single copies stay where they are even if unbalanced by less than a chunk
+    assert _balanced_owners([["a"], ["b"], ["a"]], [10, 10, 10], ["a", "b"]) == ["a", "b", "a"]
+    # replicated chunks fill the lighter worker, single copies first
+    owner = _balanced_owners([["a", "b"], ["a", "b"], ["a"], ["a"]], [10] * 4, ["a", "b"])
+    assert owner == ["b", "b", "a", "a"]
+    # uneven chunk sizes: balance by rows, and a worker holding nothing gets work
+    owner = _balanced_owners([["a"]] * 4, [30, 10, 10, 10], ["a", "b"])
+    assert owner == ["a", "b", "b", "b"]
+
+
+def test_fit_from_centres_reads_the_data_once_per_iteration(monkeypatch):
+    from bregclust import _dask as D
+
+    X = _data()
+    calls = []
+    run = D._Chunked.run
+
+    def counting(self, fn, *args, **kwargs):
+        calls.append(fn.__name__)
+        return run(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(D._Chunked, "run", counting)
+    kw = dict(init=X[[0, 100, 200, 300]].copy(), max_iter=3, tol=0.0)
+    for name in ("sqeuclidean", "kl"):
+        calls.clear()
+        a, b = _fit_both(dict(kw, divergence=name), X, da.from_array(X, chunks=(100, 6)))
+        _assert_same(a, b)
+        # the first pass validates, counts and assigns: max_iter + 1 passes in all
+        assert calls == ["_lloyd_chunk"] * 4
+    Xn = X.copy()
+    Xn[257, 2] = np.nan
+    with pytest.raises(ValueError, match=r"chunk 2 \(global rows 200\.\.299\) contains NaN at "
+                                         r"global row 257"):
+        BregmanKMeans(4, **kw).fit(da.from_array(Xn, chunks=(100, 6)))
+    with pytest.raises(ValueError, match="sample_weight sums to zero"):
+        BregmanKMeans(4, **kw).fit(da.from_array(X, chunks=(100, 6)), sample_weight=np.zeros(400))
 
 
 # ----------------------------------------------------------------------------- MBC on dask tasks
