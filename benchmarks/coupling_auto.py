@@ -79,7 +79,8 @@ def own_and_dm(Xs, labels, ks):
 
 def run(name, args):
     Xs, ys, _, is_text = load(name)
-    Xs, ys = subsample(Xs, ys, args.n_max)
+    if args.n_max > 0:
+        Xs, ys = subsample(Xs, ys, args.n_max)
     ys = [np.asarray(y) for y in ys]
     ks = [int(np.unique(y).size) for y in ys]
     reps = representations(Xs, is_text)
@@ -117,6 +118,19 @@ def run(name, args):
         rc = [np.corrcoef(np.argsort(np.argsort(-O[s])), np.argsort(np.argsort(N[s].mean(1))))[0, 1]
               for s in range(args.runs)]
         print(f"Spearman(-own, NMI) over the grid, mean over seeds: {np.nanmean(rc):+.2f}")
+        if pname == "C" and args.estimator_auto:
+            # the estimator's own rule (same criterion, its own random starts per seed)
+            t0 = time.perf_counter()
+            picks, scores = [], []
+            for seed in range(args.runs):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est = make(ks, "auto", seed, n).fit(reps[rep])
+                picks.append(est.C_)
+                scores.append([nmi(y, np.asarray(lab)) for y, lab in zip(ys, est.labels_)])
+            print(f"estimator C='auto': picks {picks}; mean NMI per task "
+                  + " / ".join(f"{x:.3f}" for x in np.mean(scores, axis=0))
+                  + f" (mean {np.mean(scores):.3f}), {time.perf_counter() - t0:.0f} s")
 
 
 def main(argv=None):
@@ -124,11 +138,14 @@ def main(argv=None):
     ap.add_argument("--datasets", default="digits,webkb4,rec.vs.talk")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--n-max", type=int, default=300)
+    ap.add_argument("--n-max", type=int, default=300, help="rows per task (0: all)")
+    ap.add_argument("--estimator-auto", action="store_true",
+                    help="also fit NonparametricKernelMTC(C='auto') per seed")
     args = ap.parse_args(argv)
     args.methods = [m.strip() for m in args.methods.split(",")]
     print(f"coupling sweep ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}), "
-          f"{args.runs} seeds, at most {args.n_max} rows per task")
+          f"{args.runs} seeds, " + (f"at most {args.n_max} rows per task" if args.n_max > 0
+                                     else "all rows"))
     for name in args.datasets.split(","):
         run(name.strip(), args)
 

@@ -71,6 +71,7 @@ __all__ = [
     "nonparametric_kernel_weights",
     "spectral_kernel_weights",
     "kernel_kmeans",
+    "single_task_objective",
     "factor_kernel_kmeans",
     "normalize_factor_rows",
 ]
@@ -816,6 +817,61 @@ def factor_kernel_kmeans(factor, n_clusters, *, init="random-partition", normali
 
 
 # ----------------------------------------------------------------------------- estimators
+#: ``NonparametricKernelMTC(C="auto")`` fits every value of this grid (0: the tasks decoupled)
+#: and keeps the one with the lowest :func:`single_task_objective`.
+AUTO_C_GRID = (0.0, 1.0, 10.0, 100.0, 500.0, 1000.0)
+
+
+def single_task_objective(Xs, labels, *, unit_rows=True):
+    """Sum over tasks of the k-means objective of each task's partition, per point.
+
+    ``sum_t (1 / n_t) sum_i ||x_i - m_t(label_i)||^2`` with ``m_t(z)`` the mean of task
+    ``t``'s rows in cluster ``z``: how good each partition is as a single-task clustering, with
+    no labels. This is the label-free criterion of ``NonparametricKernelMTC(C="auto")`` (and
+    the one of ``MultitaskBregmanClustering(lam="auto")``, there with the divergence).
+
+    Parameters
+    ----------
+    Xs : list of {array-like, sparse matrix} of shape (n_t, n_features)
+    labels : list of ndarray of shape (n_t,)
+        Non-negative integer labels per task.
+    unit_rows : bool, default=True
+        Scale every row to unit Euclidean norm first (the geometry of a cosine affinity).
+
+    Returns
+    -------
+    float
+    """
+    from sklearn.preprocessing import normalize
+
+    if len(Xs) != len(labels):
+        raise ValueError(f"need one label array per task: {len(Xs)} tasks, {len(labels)} "
+                         "label arrays.")
+    total = 0.0
+    for t, (X, lab) in enumerate(zip(Xs, labels)):
+        lab = np.asarray(lab)
+        if lab.ndim != 1 or lab.shape[0] != X.shape[0] or (lab.size and lab.min() < 0):
+            raise ValueError(f"labels[{t}] must be {X.shape[0]} non-negative integers, one per "
+                             f"row of task {t}.")
+        X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, np.float64)
+        if unit_rows:
+            X = normalize(X)
+        lab = lab.astype(np.int64)
+        k = int(lab.max()) + 1 if lab.size else 0
+        counts = np.bincount(lab, minlength=k).astype(np.float64)
+        ind = sp.csr_matrix((np.ones(lab.size), (lab, np.arange(lab.size))), shape=(k, lab.size))
+        sums = ind @ X  # per-cluster sums of the rows
+        if sp.issparse(X):
+            sums = sums.toarray()
+            sq = float(X.multiply(X).sum())
+        else:
+            sq = float(np.einsum("ij,ij->", X, X))
+        nz = counts > 0
+        within = sq - float(np.sum(np.einsum("ij,ij->i", sums[nz], sums[nz]) / counts[nz]))
+        total += max(within, 0.0) / X.shape[0]
+    return total
+
+
 class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Shared fit machinery: graph, Laplacian, learned weights, kernel k-means on the factor."""
 
@@ -908,7 +964,7 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             inertia += ine
         return labels, inertia
 
-    def _finish(self, Xs, sizes, ks, parsed, W, L, lam, V, w, rng):
+    def _finish(self, Xs, sizes, ks, parsed, W, L, lam, V, w, rng, C):
         F = V * np.sqrt(w)[None, :]
         labels, self.inertia_ = self._cluster(F, Xs, sizes, ks, parsed, rng)
         self.embedding_ = F
@@ -921,7 +977,7 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         self.mmd_ = float(np.sum(F * _apply_S(F, sizes, starts)))
         self.smoothness_ = float(np.sum(F * (L @ F)))
-        self.objective_ = self.smoothness_ + float(self.C) * self.mmd_
+        self.objective_ = self.smoothness_ + C * self.mmd_
         # the kernel has a closed form: its objective is reached in one step
         self._set_fitted_tasks(Xs, labels, [self.objective_])
         self._fit_tasks = Xs
@@ -980,8 +1036,14 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     ----------
     n_clusters : int or list of int, default=2
         Clusters (one int; a list per task allowed with ``joint=False``).
-    C : float, default=1.0
-        Weight of the MMD term. ``C=0`` is the paper's LNKMTC0.
+    C : float or "auto", default=1.0
+        Weight of the MMD term. ``C=0`` is the paper's LNKMTC0. ``"auto"``: fit every value of
+        :data:`AUTO_C_GRID` (0, 1, 10, 100, 500, 1000) with the same random starts and keep the
+        fit whose partitions have the lowest :func:`single_task_objective` (each task's
+        k-means objective on unit-norm rows for the cosine affinity, on the rows as given
+        otherwise), i.e. the coupling whose clusters are the best single-task clusterings;
+        no labels are used. ``C_`` holds the value kept, ``C_scores_`` the criterion per grid
+        value. Six fits; the kNN graph is built once.
     b : float, default=30
         Trace of the kernel; only the ``ceil(b)`` smallest eigenpairs of ``L + C S`` are computed.
     n_neighbors : int, default=10
@@ -1047,6 +1109,10 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         Kernel k-means objective (summed over tasks when ``joint=False``).
     task_sizes_ : ndarray of shape (m,)
     n_clusters_ : list of int
+    C_ : float
+        The MMD weight of the fit (``C``, or the value ``C="auto"`` kept).
+    C_scores_ : ndarray of shape (len(AUTO_C_GRID),)
+        With ``C="auto"`` only: :func:`single_task_objective` of the fit at every grid value.
 
     Notes
     -----
@@ -1068,6 +1134,9 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     >>> [lab.shape for lab in est.labels_]
     [(40,), (40,)]
     """
+
+    _parameter_constraints = {**_BaseKernelMTC._parameter_constraints,
+                              "C": [Interval(numbers.Real, 0.0), Options("auto")]}
 
     def __init__(self, n_clusters=2, *, C=1.0, b=30, n_neighbors=10, affinity="cosine",
                  affinity_params=None, joint=True, init="random-partition", normalize_factor=True,
@@ -1108,14 +1177,33 @@ class NonparametricKernelMTC(_BaseKernelMTC):
             raise ValueError(f"b={self.b} exceeds the number of points n={n}; need 0 < b <= n.")
         rng = check_random_state(self.random_state)
         W, L = self._graph(Xs)
+        if not isinstance(self.C, str):
+            self.C_ = float(self.C)
+            return self._fit_C(Xs, sizes, ks, parsed, W, L, self.C_, rng)
+        # C="auto": one fit per grid value from the same random stream; keep the fit whose
+        # partitions are the best single-task k-means clusterings (see the class docstring).
+        seed = rng.randint(np.iinfo(np.int32).max)
+        scores, best = [], None
+        for C in AUTO_C_GRID:
+            self._fit_C(Xs, sizes, ks, parsed, W, L, C, np.random.RandomState(seed))
+            score = single_task_objective(Xs, self.labels_, unit_rows=self.affinity == "cosine")
+            scores.append(score)
+            if best is None or score < best[0]:
+                best = (score, C, dict(vars(self)))
+        vars(self).update(best[2])
+        self.C_ = best[1]
+        self.C_scores_ = np.array(scores)
+        return self
+
+    def _fit_C(self, Xs, sizes, ks, parsed, W, L, C, rng):
         k = int(np.ceil(self.b))
-        sig, P = smallest_eigenpairs(W, k, C=float(self.C), task_sizes=sizes,
+        sig, P = smallest_eigenpairs(W, k, C=C, task_sizes=sizes,
                                      eigen_solver=self.eigen_solver, tol=self.eigen_tol,
                                      random_state=rng)
         gamma = nonparametric_kernel_weights(sig, self.b)
         self.eigenvalues_ = sig
         self.gamma_ = gamma
-        return self._finish(Xs, sizes, ks, parsed, W, L, sig, P, gamma, rng)
+        return self._finish(Xs, sizes, ks, parsed, W, L, sig, P, gamma, rng, C)
 
 
 class SpectralKernelMTC(_BaseKernelMTC):
@@ -1257,7 +1345,7 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
         self.eigenvalues_ = lam
         self.mmd_costs_ = s
         self.mu_ = mu
-        return self._finish(Xs, sizes, ks, parsed, W, L, lam, V, mu, rng)
+        return self._finish(Xs, sizes, ks, parsed, W, L, lam, V, mu, rng, float(self.C))
 
 
 #: Paper names.

@@ -21,6 +21,7 @@ from sklearn.base import clone
 from sklearn.neighbors import NearestNeighbors
 
 from bregclust.kernel_mtc import (
+    AUTO_C_GRID,
     LNKMTC,
     LSKMTC,
     NonparametricKernelMTC,
@@ -31,6 +32,7 @@ from bregclust.kernel_mtc import (
     mmd_trace,
     nonparametric_kernel_weights,
     normalized_laplacian,
+    single_task_objective,
     smallest_eigenpairs,
     spectral_kernel_weights,
     task_knn_graph,
@@ -514,3 +516,59 @@ def test_factor_kernel_kmeans_bad_input():
         factor_kernel_kmeans(F, 2, init="random")
     with pytest.raises(ValueError, match="factor must be a 2-D array"):
         factor_kernel_kmeans(F[:, 0], 2)
+
+
+# ----------------------------------------------------------------------------- C="auto"
+def _naive_single_task_objective(Xs, labels, unit_rows):
+    total = 0.0
+    for X, lab in zip(Xs, labels):
+        X = X.toarray() if sp.issparse(X) else np.array(X, dtype=float)
+        if unit_rows:
+            X = X / np.linalg.norm(X, axis=1, keepdims=True)
+        within = 0.0
+        for z in np.unique(lab):
+            rows = X[lab == z]
+            within += ((rows - rows.mean(axis=0)) ** 2).sum()
+        total += within / X.shape[0]
+    return total
+
+
+@pytest.mark.parametrize("unit_rows", [True, False])
+def test_single_task_objective_matches_naive(unit_rows):
+    Xs, ys = _tasks((30, 25), seed=4)
+    rng = np.random.RandomState(1)
+    labels = [rng.randint(0, 3, X.shape[0]) for X in Xs]
+    for tasks in (Xs, [sp.csr_matrix(X) for X in Xs]):
+        got = single_task_objective(tasks, labels, unit_rows=unit_rows)
+        assert got == pytest.approx(_naive_single_task_objective(Xs, labels, unit_rows), rel=1e-10)
+    # the true topics are a better single-task clustering than random labels
+    assert single_task_objective(Xs, ys) < single_task_objective(Xs, labels)
+    with pytest.raises(ValueError, match="one label array per task"):
+        single_task_objective(Xs, labels[:1])
+    with pytest.raises(ValueError, match=r"labels\[1\] must be 25 non-negative integers"):
+        single_task_objective(Xs, [labels[0], labels[1][:5]])
+
+
+def test_C_auto_keeps_the_grid_fit_with_the_best_single_task_objective():
+    Xs, ys = _tasks((40, 36), seed=7, shift=1.0)
+    est = LNKMTC(2, C="auto", b=6, n_neighbors=6, random_state=3).fit(Xs)
+    assert est.C_scores_.shape == (len(AUTO_C_GRID),)
+    assert est.C_ == AUTO_C_GRID[int(np.argmin(est.C_scores_))]
+    # every candidate is the fit at that C from the same random stream
+    seed = np.random.RandomState(3).randint(np.iinfo(np.int32).max)
+    for C, score in zip(AUTO_C_GRID, est.C_scores_):
+        ref = LNKMTC(2, C=C, b=6, n_neighbors=6, random_state=seed).fit(Xs)
+        assert ref.C_ == C
+        assert score == pytest.approx(single_task_objective(Xs, ref.labels_), rel=1e-12)
+        if C == est.C_:
+            for a, b in zip(est.labels_, ref.labels_):
+                np.testing.assert_array_equal(a, b)
+            assert est.objective_ == pytest.approx(ref.objective_, rel=1e-12)
+            np.testing.assert_allclose(est.embedding_, ref.embedding_)
+    assert est.get_params()["C"] == "auto"
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(Xs[1], task=1), est.predict(Xs[1], task=1))
+    with pytest.raises(ValueError, match="C must be"):
+        LNKMTC(2, C="best", b=3).fit(Xs)
+    with pytest.raises(TypeError, match="C must be a real number, got 'auto'"):
+        LSKMTC(2, C="auto", n_eigenvectors=5).fit(Xs)
