@@ -650,13 +650,20 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
             memo[nm + 1, 1] = F
             memo[nm + 1, 2] = mag
             memo[0, 0] = nm + 1
-    if first and gcode == _GEN_KL:
+    tables = gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
+    if first and tables:
+        lo1 = _level1s(b, x, st, fc, PV, P, F, mag)
+        if lo1 != NO_BOUND:
+            return lo1, 1
+    elif first and gcode == _GEN_KL:
         if wx < 0.25 * W and Qs[3] > 0.0:  # light x, heavy pivot
             lo1 = _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs)
         else:
             lo1 = _level1(b, x, st, fc, PV, P, F, mag)
         if lo1 != NO_BOUND:
             return lo1, 1
+    if tables:
+        return _level2i(b, x, st, fc, vb, mark, P, F, mag), 2
     s = F
     for p in range(lx):
         k = sup[x, p]
@@ -691,7 +698,35 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
 # gaps of the shared coordinates (and ``rho c log(a / m)`` per coordinate of x), so it is used to
 # rule out pairs first; the pairs it cannot rule out get the level-2 bound (_pivot_lower).
 TOL1 = 0.05  # level 1 when its loss bound W rho log(1/pi) sum_x c is below TOL1 wx wb / W
-N_SUMS = 7
+# Level-2 bound in intersection form (kl, sparse x and sparse pivot b): with ``r = wb / W`` and
+# ``h_x(r) = sum_{k in supp x} psi_k((1 - r) a_k + r c_k)`` (x's one-sided part), the same sum is
+#     sum_U psi(m) = F_b(wx) + h_x(r) + sum_{k in I} [psi(m_k) - psi(m0x_k) - psi(m0b_k)],
+# m0x = (wx a + wb c) / W, m0b = (wx c + wb v) / W, I = supp x & supp b. ``h_x`` is convex in
+# ``r`` (each ``psi_k`` is convex and its argument affine in ``r``), so the chord between two
+# tabulated values (a per-slot table at the grid ``_RHO``, ``r = 0`` and ``r = 1``) bounds it
+# from above: the bound needs logarithms on the shared coordinates only (three each), against one
+# per coordinate of x plus one per shared coordinate for the direct form. Exact (up to rounding)
+# when ``r`` is a grid point, e.g. ``wx = wb``. Rounding is covered as for level 2, with every
+# ``|psi|`` of x's coordinates at any ``r`` bounded by a per-slot magnitude (see
+# :func:`_slot_sums`).
+GRID_LO = -16.0  # grid of log2(wb / wx)
+GRID_STEP = 0.5
+N_GRID = 65
+_RHO = np.array([2.0 ** (GRID_LO + GRID_STEP * i) / (1.0 + 2.0 ** (GRID_LO + GRID_STEP * i))
+                 for i in range(N_GRID)])
+# Level-1 bound in intersection form (kl, sparse x and sparse pivot b), log-free. With
+# ``phi'' = 1 / m`` the shared-coordinate term is a mixed second difference,
+#     psi(m) - psi(m0x) - psi(m0b) = r (1 - r) int_c^a int_c^v ds dt / ((1 - r) s + r t),
+# and ``(1 - r) s + r t >= 2 sqrt(r (1 - r) s t)`` (AM-GM) bounds it by
+#     2 sqrt(r (1 - r)) (sqrt a - sqrt c) (sqrt v - sqrt c)
+# (``a, v >= c``: statistics are ``scale x + c`` with ``x >= 0``, and their weighted means; the
+# factors are clipped at 0, which keeps the bound above a term that rounding made negative), so
+# the sum over I is one sparse dot product with a dense copy of the pivot's ``sqrt v - sqrt c``.
+# With the chord of ``h_x`` and the memoised ``F_b`` the bound takes no logarithm per pair. The
+# rounding margin adds, for the exact evaluation's terms on I, ``|phi(m)| <= g(a) + g(v) +
+# 2 (a + v)`` (``g(t) = t |log t|``, ``m`` between ``a`` and ``v``), summed per slot over its
+# support.
+N_SUMS = 7 + N_GRID + 3  # level-1 sums, the h_x table, h_x(0), magnitudes of h_x and of I
 
 
 @njit(**JIT)
@@ -734,13 +769,144 @@ def _slot_sums(x, st, fc, P, LG):
     P[x, 4] = p4
     P[x, 5] = mag
     P[x, 6] = nk
+    if lx >= 0 and P.shape[1] >= N_SUMS:
+        _slot_table(x, st, fc, P)
+
+
+@njit(**JIT)
+def _slot_table(x, st, fc, P):
+    """OUT ``P[x, 7:7 + N_GRID] = h_x(_RHO)``, ``P[x, 7 + N_GRID] = h_x(0)`` and
+    ``P[x, 8 + N_GRID]``, a bound of ``sum_{k in supp x} |psi_k(m)| + |m|`` over every
+    ``m`` between ``a_k`` and ``c_k``, and ``P[x, 9 + N_GRID] = sum g(a) + 2 |a|`` (the
+    intersection-form bounds; sparse ``x``, kl)."""
+    A, B, C, w, sup, slen, aux = st
+    lx = slen[x]
+    h0 = 0.0
+    mag = 0.0
+    magi = 0.0
+    for p in range(lx):
+        k = sup[x, p]
+        a = B[x, p]
+        c = fc[1, k]
+        h0 += kl_phi(a) - fc[0, k]
+        magi += (a * abs(math.log(a)) if a > 0.0 else 0.0) + 2.0 * abs(a)
+        hi = max(a, c)
+        lo = min(a, c)
+        t = hi * abs(math.log(hi)) if hi > 0.0 else 0.0
+        if lo > 0.0:
+            t = max(t, lo * abs(math.log(lo)))
+        if lo < 1.0 / math.e < hi:
+            t = max(t, 1.0 / math.e)
+        mag += t + 2.0 * hi + abs(fc[0, k])
+    for i in range(N_GRID):
+        r = _RHO[i]
+        s = 0.0
+        for p in range(lx):
+            k = sup[x, p]
+            s += kl_phi((1.0 - r) * B[x, p] + r * fc[1, k]) - fc[0, k]
+        P[x, 7 + i] = s
+    P[x, 7 + N_GRID] = h0
+    P[x, 8 + N_GRID] = mag
+    P[x, 9 + N_GRID] = magi
+
+
+@njit(**JIT)
+def _chord_h(x, wx, wb, P):
+    """Upper bound of ``h_x(wb / (wx + wb))`` (convex in the ratio) from the table of slot ``x``:
+    the chord through the neighbouring grid points (``h_x(0)`` and ``h_x(1) = 0`` at the ends)."""
+    r = wb / (wx + wb)
+    if r <= _RHO[0]:
+        r0 = 0.0
+        h0 = P[x, 7 + N_GRID]
+        r1 = _RHO[0]
+        h1 = P[x, 7]
+    elif r >= _RHO[N_GRID - 1]:
+        r0 = _RHO[N_GRID - 1]
+        h0 = P[x, 7 + N_GRID - 1]
+        r1 = 1.0
+        h1 = 0.0
+    else:
+        i = np.int64((math.log2(wb / wx) - GRID_LO) / GRID_STEP)
+        i = min(max(i, 0), N_GRID - 2)
+        while i > 0 and _RHO[i] > r:
+            i -= 1
+        while i < N_GRID - 2 and _RHO[i + 1] < r:
+            i += 1
+        r0 = _RHO[i]
+        h0 = P[x, 7 + i]
+        r1 = _RHO[i + 1]
+        h1 = P[x, 8 + i]
+    if r == r0:
+        return h0
+    if r == r1:
+        return h1
+    return h0 + (h1 - h0) * ((r - r0) / (r1 - r0))
+
+
+@njit(**JIT)
+def _level1s(b, x, st, fc, PV, P, F, Fmag):
+    """Log-free intersection-form bound (see the comment above :data:`N_SUMS`) of the cost of a
+    sparse ``x`` and the sparse pivot ``b`` (kl), given ``F = F_b(wx)`` and its magnitude; the
+    pivot's ``sqrt v - sqrt c`` is ``PV[7]`` and ``sqrt c`` is ``PV[8]``."""
+    A, B, C, w, sup, slen, aux = st
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    r = wb / W
+    dot = 0.0
+    for p in range(slen[x]):
+        k = sup[x, p]
+        u = math.sqrt(B[x, p]) - PV[8, k]
+        if u > 0.0:
+            dot += u * PV[7, k]
+    g = 2.0 * math.sqrt(r * (1.0 - r)) * dot
+    est = C[x, 0] + C[b, 0] - W * (F + _chord_h(x, wx, wb, P) + g)
+    mag = Fmag + P[x, 8 + N_GRID] + P[x, 9 + N_GRID] + P[b, 9 + N_GRID] + g
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
+    lo = est - err
+    if lo != lo:
+        return NO_BOUND
+    return lo
+
+
+@njit(**JIT)
+def _level2i(b, x, st, fc, vb, mark, P, F, Fmag):
+    """Intersection-form level-2 bound (see the comment above :data:`GRID_LO`) of the cost of a
+    sparse ``x`` and the sparse pivot ``b`` (kl), given ``F = F_b(wx)`` and its magnitude."""
+    A, B, C, w, sup, slen, aux = st
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    s = F + _chord_h(x, wx, wb, P)
+    mag = Fmag + P[x, 8 + N_GRID]
+    for p in range(slen[x]):
+        k = sup[x, p]
+        if mark[k] != 0:
+            a = B[x, p]
+            v = vb[k]
+            c = fc[1, k]
+            m = (wx * a + wb * v) / W
+            mx = (wx * a + wb * c) / W
+            mb = (wx * c + wb * v) / W
+            f = kl_phi(m)
+            fx = kl_phi(mx)
+            fb = kl_phi(mb)
+            s += f - fx - fb + fc[0, k]
+            mag += abs(f) + abs(fx) + abs(fb) + abs(fc[0, k]) + m + mx + mb
+    est = C[x, 0] + C[b, 0] - W * s
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
+    lo = est - err
+    if lo != lo:
+        return NO_BOUND
+    return lo
 
 
 @njit(**JIT)
 def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
     """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
-    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc), log v, 1 / v)`` (the first four zero
-    and the last two ``log c``, ``1 / c`` off the pivot's support) and the level-1b sums
+    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc), log v, 1 / v, log c,
+    mark max(0, sqrt v - sqrt c), sqrt c)`` (rows 0-3 and 7 zero and rows 4-5 ``log c``,
+    ``1 / c`` off the pivot's support; rows 6 and 8 constant) and the level-1b sums
     ``Qs = (sum D(c, v), sum (c - v)^2 / v, magnitude, [every c > 0])`` over its support."""
     A, B, C, w, sup, slen, aux = st
     lb = slen[b]
@@ -753,6 +919,7 @@ def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
         c = fc[1, k]
         if sign == 1:
             v = vb[k]
+            PV[7, k] = max(0.0, math.sqrt(v) - PV[8, k])
             PV[0, k] = 1.0
             PV[1, k] = v
             PV[2, k] = c
@@ -767,6 +934,7 @@ def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
                 q2 += (c - v) * (c - v) * iv
                 qm += abs(c * lc) + abs(c * lv) + c + abs(v) + (c - v) * (c - v) * iv
         else:
+            PV[7, k] = 0.0
             PV[0, k] = 0.0
             PV[1, k] = 0.0
             PV[2, k] = 0.0
@@ -866,8 +1034,11 @@ def _make_pv(fc, d, P, LG):
     :func:`_pivot_set`, :func:`_pivot_dense`); ``P`` and ``LG`` hold the per-slot level-1 data
     (no rows: level 2 only)."""
     on = P.shape[0] > 0
-    PV = np.zeros((7, d if on else 0))
+    PV = np.zeros((9, d if on else 0))
     Qs = np.zeros(4)
+    if on:
+        for k in range(d):
+            PV[8, k] = math.sqrt(fc[1, k])
     if on and fc.shape[1] > 0 and fc[1].min() > 0.0:
         Qs[3] = 1.0
         for k in range(d):
