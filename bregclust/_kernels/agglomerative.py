@@ -381,19 +381,31 @@ def _heap_update(heap, where, key, slot, size):
 # ctau[x]. A refresh then reads the list instead of rescanning every slot above x (the list is
 # certified while its first cost is < ctau[x]); the costs are the same numbers a rescan would
 # compute (same function, same arguments, same statistics), so the merges are unchanged.
+# With the pruning bounds an entry may be *pending*: a lower bound of the cost to a slot
+# (stored as slot ``-y - 1``), evaluated exactly only when it reaches the head of the list
+# (:func:`_cand_resolve`). A head that is an exact cost is then the least (cost, slot) of the
+# list, so the list certifies the same candidate as before.
 K_CAND = 16
 # status codes returned by generic_linkage
 OK, NAN_COST = 0, 1
 
 
 @njit(**JIT)
+def _slot_of(e):
+    """Slot of a candidate entry (``e`` or, for a pending entry, ``-e - 1``)."""
+    return e if e >= 0 else -e - 1
+
+
+@njit(**JIT)
 def _cand_insert(cc, ci, cn, ctau, x, c, y):
-    """Insert ``(c, y)`` into the sorted candidate list of ``x``; a full list evicts its last
-    entry, whose cost then bounds the slots left out (``ctau``)."""
+    """Insert ``(c, y)`` into the candidate list of ``x``, sorted by (value, slot); ``y < 0``
+    marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list
+    evicts its last entry, whose value then bounds the slots left out (``ctau``)."""
     K = cc.shape[1]
     m = cn[x]
+    s = _slot_of(y)
     if m == K:
-        if not (c < cc[x, K - 1] or (c == cc[x, K - 1] and y < ci[x, K - 1])):
+        if not (c < cc[x, K - 1] or (c == cc[x, K - 1] and s < _slot_of(ci[x, K - 1]))):
             if c < ctau[x]:
                 ctau[x] = c
             return
@@ -401,7 +413,7 @@ def _cand_insert(cc, ci, cn, ctau, x, c, y):
             ctau[x] = cc[x, K - 1]
         m = K - 1
     p = m
-    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and y < ci[x, p - 1])):
+    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and s < _slot_of(ci[x, p - 1]))):
         cc[x, p] = cc[x, p - 1]
         ci[x, p] = ci[x, p - 1]
         p -= 1
@@ -412,10 +424,10 @@ def _cand_insert(cc, ci, cn, ctau, x, c, y):
 
 @njit(**JIT)
 def _cand_remove(cc, ci, cn, x, y):
-    """Drop slot ``y`` from the candidate list of ``x`` (if present)."""
+    """Drop slot ``y`` from the candidate list of ``x`` (if present, pending or not)."""
     m = cn[x]
     p = 0
-    while p < m and ci[x, p] != y:
+    while p < m and _slot_of(ci[x, p]) != y:
         p += 1
     if p == m:
         return
@@ -423,6 +435,30 @@ def _cand_remove(cc, ci, cn, x, y):
         cc[x, q] = cc[x, q + 1]
         ci[x, q] = ci[x, q + 1]
     cn[x] = m - 1
+
+
+@njit(**JIT)
+def _cand_resolve(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau):
+    """Evaluate the pending head of the list of ``x`` exactly (and re-insert it) until the head
+    is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are refused)."""
+    while cn[x] > 0 and ci[x, 0] < 0 and cc[x, 0] < ctau[x]:
+        y = -ci[x, 0] - 1
+        c = cost(kind, x, y, st, fc, gcode, fn, work)
+        if c != c:
+            return NAN_COST
+        m = cn[x]
+        for q in range(m - 1):
+            cc[x, q] = cc[x, q + 1]
+            ci[x, q] = ci[x, q + 1]
+        cn[x] = m - 1
+        _cand_insert(cc, ci, cn, ctau, x, c, y)
+    return OK
+
+
+@njit(**JIT)
+def _certified(x, cc, ci, cn, ctau):
+    """True when the head of the list of ``x`` is an exact cost below ``ctau[x]``."""
+    return cn[x] > 0 and ci[x, 0] >= 0 and cc[x, 0] < ctau[x]
 
 
 @njit(**JIT)
@@ -1121,6 +1157,58 @@ def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
 def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci, cn,
                   ctau, memos, stamp, nthreads):
     """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
+    given lower bounds ``lob[t]`` of their costs: the K least bounds as pending entries (slots
+    without a bound evaluated exactly), the least bound left out as ``ctau``, then the pending
+    head resolved (:func:`_cand_resolve`). When that does not certify the head, the list is
+    built with exact costs (:func:`_build_full`), so the head is the least (cost, slot) above
+    ``x`` either way. Returns the status (NaN costs are refused)."""
+    K = cc.shape[1]
+    cn[x] = 0
+    ctau[x] = np.inf
+    m = na - lo
+    if m <= 0:
+        return OK
+    cnt = 0  # slots without a bound (NO_BOUND) are evaluated exactly, beside the K least bounds
+    for t in range(lo, na):
+        if lob[t] == NO_BOUND:
+            idx[cnt] = t
+            cnt += 1
+    ninf = cnt
+    _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    for q in range(cnt):
+        c = row[idx[q]]
+        if c != c:
+            return NAN_COST
+        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
+    lam = np.inf
+    if m > K + ninf:
+        lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
+    low = np.inf
+    for t in range(lo, na):
+        lt = lob[t]
+        if lt == NO_BOUND:
+            continue
+        if lt > lam:
+            if lt < low:
+                low = lt
+        else:
+            _cand_insert(cc, ci, cn, ctau, x, lt, -act[t] - 1)
+    if low < ctau[x]:
+        ctau[x] = low
+    d = st[0].shape[1]
+    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+    if _cand_resolve(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau) != OK:
+        return NAN_COST
+    if _certified(x, cc, ci, cn, ctau):
+        return OK
+    return _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci,
+                       cn, ctau, memos, stamp, nthreads)
+
+
+@njit(**JIT)
+def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci, cn,
+                ctau, memos, stamp, nthreads):
+    """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
     given lower bounds ``lob[t]`` (level ``lvl[t]``) of their costs: the same list as
     :func:`_cand_build` on every exact cost (its ``ctau`` possibly lower, still a valid bound).
     Exact costs are computed for the K slots of least bound first, then only where the (refined)
@@ -1234,16 +1322,16 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
     """The merge loop's update after slot ``a`` was merged into ``b`` (``pb`` = position of ``b``
     in ``act``) with the pruning bounds: the same decisions as the exact update of
     :func:`generic_linkage`, evaluating a cost to ``b`` only where its bound does not show it
-    is at least the slot's ``ctau`` and above its ``mind`` (then it is neither inserted nor a
-    new minimum, and a candidate ``a`` or ``b`` becomes ``b``, stale). Returns the status."""
+    is above its ``mind`` (then it is no new minimum, and a candidate ``a`` or ``b`` becomes
+    ``b``, stale); such a cost enters the slot's list as a pending entry when its bound is below
+    the slot's ``ctau``. Returns the status."""
     n = heap.shape[0]
     _pivot_set(b, st, fc, pv)
     _lower_to(b, act, 0, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
     cnt = 0
     for p in range(pb):
         x = act[p]
-        lt = lob[p]
-        if not (lt > mind[x] and lt >= ctau[x]):
+        if not (lob[p] > mind[x]):
             idx[cnt] = p
             cnt += 1
     _refine(b, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
@@ -1253,8 +1341,7 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
     for q in range(cnt):
         p = idx[q]
         x = act[p]
-        lt = lob[p]
-        if not (lt > mind[x] and lt >= ctau[x]):
+        if not (lob[p] > mind[x]):
             done[p] = True
             idx[c2] = p
             c2 += 1
@@ -1264,6 +1351,8 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
         _cand_remove(cc, ci, cn, x, a)
         _cand_remove(cc, ci, cn, x, b)
         if not done[p]:
+            if lob[p] < ctau[x]:
+                _cand_insert(cc, ci, cn, ctau, x, lob[p], -b - 1)
             if nn[x] == a or nn[x] == b:
                 nn[x] = b
                 stale[x] = True
@@ -1376,7 +1465,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
             if not stale[a]:
                 break
             if use_lb:
-                if not (cn[a] > 0 and cc[a, 0] < ctau[a]):  # list not certified: rescan
+                if _cand_resolve(kind, a, st, fc, gcode, fn, work, cc, ci, cn, ctau) != OK:
+                    return NAN_COST
+                if not _certified(a, cc, ci, cn, ctau):  # list not certified: rescan
                     lo = np.searchsorted(act[:na], a) + 1
                     _pivot_set(a, st, fc, pv)
                     stamp += dstamp
