@@ -552,15 +552,16 @@ def _clustered_state(X, model, sample_weight, merges, seed, smoothing="auto"):
     return plan, st, alive
 
 
-def _bounds_and_costs(plan, st, alive):
+def _bounds_and_costs(plan, st, alive, stored_factors=True):
     """Level-1 (where it applies) and level-2 bounds of every pair of live slots, with the exact
-    costs the engine would compute."""
+    costs the engine would compute (the log-free bound's factors stored per slot as in the
+    engine, or computed on the fly)."""
     from bregclust._kernels import agglomerative as KA
 
     n, d = st[0].shape
     fc = plan.fc
     P = np.zeros((n if plan.gcode == KA._GEN_KL else 0, KA.N_SUMS))
-    LG = np.zeros((P.shape[0], st[4].shape[1]))
+    LG = np.zeros((P.shape[0], st[4].shape[1] * (2 if stored_factors else 1)))
     for x in alive if P.shape[0] else []:
         KA._slot_sums(x, st, fc, P, LG)
     pv = KA._make_pv(fc, d, P, LG)
@@ -697,6 +698,8 @@ def test_intersection_bounds_hold_for_extreme_weight_ratios(smoothing):
                                        8, smoothing)
     assert plan.smax > 0
     r = _bounds_and_costs(plan, st, alive)
+    r2 = _bounds_and_costs(plan, st, alive, stored_factors=False)
+    np.testing.assert_allclose(r2, r, rtol=1e-13, atol=1e-13)
     lo, level, exact = r[:, 0], r[:, 1], r[:, 2]
     assert np.all(lo <= exact), float(np.max(lo - exact))
     sparse_pair = np.isfinite(lo)

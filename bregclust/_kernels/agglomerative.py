@@ -688,7 +688,7 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
             memo[0, 0] = nm + 1
     tables = gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
     if first and tables:
-        lo1 = _level1s(b, x, st, fc, PV, P, F, mag)
+        lo1 = _level1s(b, x, st, fc, PV, P, LG, F, mag)
         if lo1 != NO_BOUND:
             return lo1, 1
     elif first and gcode == _GEN_KL:
@@ -768,12 +768,17 @@ N_SUMS = 7 + N_GRID + 3  # level-1 sums, the h_x table, h_x(0), magnitudes of h_
 @njit(**JIT)
 def _slot_sums(x, st, fc, P, LG):
     """OUT ``P[x] = (P1, P2, P3, P0, sum c, magnitude, count)`` over the support of slot ``x``
-    (every coordinate when dense) for the level-1 bounds, and ``LG[x, p] = log B[x, p]`` on a
-    sparse support."""
+    (every coordinate when dense) for the level-1 bounds, ``LG[x, p] = log B[x, p]`` on a
+    sparse support and, when ``LG`` has ``2 s`` columns (``s`` the support width),
+    ``LG[x, s + p] = max(0, sqrt B[x, p] - sqrt c_k)`` (the log-free bound's factors)."""
     A, B, C, w, sup, slen, aux = st
     if slen[x] >= 0 and LG.shape[0] > 0:
+        sw = sup.shape[1]
         for p in range(slen[x]):
             LG[x, p] = math.log(B[x, p])
+        if LG.shape[1] >= 2 * sw:
+            for p in range(slen[x]):
+                LG[x, sw + p] = max(0.0, math.sqrt(B[x, p]) - math.sqrt(fc[1, sup[x, p]]))
     lx = slen[x]
     nk = A.shape[1] if lx < 0 else lx
     p1 = 0.0
@@ -880,21 +885,27 @@ def _chord_h(x, wx, wb, P):
 
 
 @njit(**JIT)
-def _level1s(b, x, st, fc, PV, P, F, Fmag):
+def _level1s(b, x, st, fc, PV, P, LG, F, Fmag):
     """Log-free intersection-form bound (see the comment above :data:`N_SUMS`) of the cost of a
     sparse ``x`` and the sparse pivot ``b`` (kl), given ``F = F_b(wx)`` and its magnitude; the
-    pivot's ``sqrt v - sqrt c`` is ``PV[7]`` and ``sqrt c`` is ``PV[8]``."""
+    pivot's ``max(0, sqrt v - sqrt c)`` is ``PV[7]`` and ``sqrt c`` is ``PV[8]``; x's factors
+    are read from ``LG`` when stored there (see :func:`_slot_sums`)."""
     A, B, C, w, sup, slen, aux = st
     wx = w[x]
     wb = w[b]
     W = wx + wb
     r = wb / W
     dot = 0.0
-    for p in range(slen[x]):
-        k = sup[x, p]
-        u = math.sqrt(B[x, p]) - PV[8, k]
-        if u > 0.0:
-            dot += u * PV[7, k]
+    sw = sup.shape[1]
+    if LG.shape[1] >= 2 * sw:
+        for p in range(slen[x]):
+            dot += LG[x, sw + p] * PV[7, sup[x, p]]
+    else:
+        for p in range(slen[x]):
+            k = sup[x, p]
+            u = math.sqrt(B[x, p]) - PV[8, k]
+            if u > 0.0:
+                dot += u * PV[7, k]
     g = 2.0 * math.sqrt(r * (1.0 - r)) * dot
     est = C[x, 0] + C[b, 0] - W * (F + _chord_h(x, wx, wb, P) + g)
     mag = Fmag + P[x, 8 + N_GRID] + P[x, 9 + N_GRID] + P[b, 9 + N_GRID] + g
@@ -1422,7 +1433,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     use_lb = kind == SEPARABLE and sup.shape[1] > 0
     # per-slot sums of the level-1 bound (kl only)
     P = np.zeros((n if use_lb and gcode == _GEN_KL else 0, N_SUMS))
-    LG = np.zeros((P.shape[0], sup.shape[1] if P.shape[0] > 0 else 0))
+    LG = np.zeros((P.shape[0], 2 * sup.shape[1] if P.shape[0] > 0 else 0))
     for x in range(P.shape[0]):
         _slot_sums(x, st, fc, P, LG)
     if use_lb:
