@@ -155,6 +155,13 @@ def bench_curve(sizes, models, n_terms, seed, plot):
             sw = np.polyfit(np.log(ns), np.log(walls), 1)[0]
             sc = np.polyfit(np.log(ns), np.log(cpus), 1)[0]
             print(f"log-log slope of time against n, {model}: wall {sw:.2f}, CPU {sc:.2f}")
+            # slope of the last two sizes, extrapolated to the sizes not measured
+            s2 = np.log(cpus[-1] / cpus[-2]) / np.log(ns[-1] / ns[-2])
+            for target in (10000, 20000):
+                if target > ns[-1]:
+                    proj = cpus[-1] * (target / ns[-1]) ** s2
+                    print(f"  {model}: CPU at n = {target} projected from the last two sizes "
+                          f"(slope {s2:.2f}): {proj:.0f} s")
     if plot:
         try:
             import matplotlib.pyplot as plt

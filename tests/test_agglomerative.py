@@ -552,15 +552,16 @@ def _clustered_state(X, model, sample_weight, merges, seed, smoothing="auto"):
     return plan, st, alive
 
 
-def _bounds_and_costs(plan, st, alive):
+def _bounds_and_costs(plan, st, alive, stored_factors=True):
     """Level-1 (where it applies) and level-2 bounds of every pair of live slots, with the exact
-    costs the engine would compute."""
+    costs the engine would compute (the log-free bound's factors stored per slot as in the
+    engine, or computed on the fly)."""
     from bregclust._kernels import agglomerative as KA
 
     n, d = st[0].shape
     fc = plan.fc
     P = np.zeros((n if plan.gcode == KA._GEN_KL else 0, KA.N_SUMS))
-    LG = np.zeros((P.shape[0], st[4].shape[1]))
+    LG = np.zeros((P.shape[0], st[4].shape[1] * (2 if stored_factors else 1)))
     for x in alive if P.shape[0] else []:
         KA._slot_sums(x, st, fc, P, LG)
     pv = KA._make_pv(fc, d, P, LG)
@@ -625,7 +626,7 @@ def test_pruning_bound_is_tight_and_falls_back_for_other_generators():
         unregister_divergence(name)
 
 
-@pytest.mark.parametrize("weights", ["none", "integral", "real"])
+@pytest.mark.parametrize("weights", ["none", "integral", "real", "extreme"])
 @pytest.mark.parametrize("model,smoothing", [("multinomial", "auto"), ("kl", "none"),
                                              ("kl", (0.3, 1.0, "cone"))])
 def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights):
@@ -636,7 +637,8 @@ def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights)
     X = _sparse_counts(rng, n, 60, density=0.12)
     X[n // 3: n // 3 + 10] = X[:10]  # exact ties
     sw = {"none": None, "integral": rng.integers(1, 4, size=n).astype(float),
-          "real": rng.uniform(0.5, 3.0, size=n)}[weights]
+          "real": rng.uniform(0.5, 3.0, size=n),
+          "extreme": 10.0 ** rng.uniform(-5, 5, size=n)}[weights]
     Xv, w = AG._validate(X, model, None, sw)
     plan = AG._build_plan(Xv, w, model, None, smoothing)
     assert plan.smax > 0
@@ -645,6 +647,64 @@ def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)
     np.testing.assert_array_equal(h, rh)
+
+def _one_sided_sum(plan, st, x, r):
+    """``h_x(r) = sum_{k in supp x} psi_k((1 - r) a_k + r c_k)`` in extended precision."""
+    A, B, C, w, sup, slen, aux = st
+    k = sup[x, :slen[x]]
+    a = B[x, :slen[x]].astype(np.longdouble)
+    c = plan.fc[1, k].astype(np.longdouble)
+    m = (1 - np.longdouble(r)) * a + np.longdouble(r) * c
+    f = np.where(m > 0, m * np.log(np.where(m > 0, m, 1)) - m, 0)
+    return float(np.sum(f) - np.sum(plan.fc[0, k].astype(np.longdouble)))
+
+
+def test_one_sided_table_chord_is_an_upper_bound_exact_on_the_grid():
+    """The chord of the per-slot table of ``h_x`` (convex in ``r = wb / W``) is above ``h_x``
+    everywhere, including beyond both ends of the grid, and equals it at grid points."""
+    from bregclust._kernels import agglomerative as KA
+
+    rng = np.random.default_rng(5)
+    X = _sparse_counts(rng, 30, 60, density=0.15)
+    plan, st, alive = _clustered_state(X, "multinomial", None, 12, 5)
+    n, d = st[0].shape
+    P = np.zeros((n, KA.N_SUMS))
+    LG = np.zeros((n, st[4].shape[1]))
+    sparse = [x for x in alive if st[5][x] >= 0]
+    assert len(sparse) >= 10
+    ratios = np.concatenate([2.0 ** rng.uniform(-20, 20, 40), [1.0, 2.0, 0.25, 2.0**-17, 2.0**17]])
+    for x in sparse:
+        KA._slot_sums(x, st, plan.fc, P, LG)
+        scale = 1.0 + abs(P[x, 7 + KA.N_GRID])
+        for q in ratios:
+            wx, wb = 1.0, float(q)
+            h = _one_sided_sum(plan, st, x, wb / (wx + wb))
+            ch = KA._chord_h(x, wx, wb, P)
+            assert ch >= h - 1e-12 * scale, (x, q, ch, h)
+            if q in (1.0, 2.0, 0.25):  # grid points: the table value itself
+                assert ch == pytest.approx(h, rel=1e-12, abs=1e-12 * scale)
+
+
+@pytest.mark.parametrize("smoothing", ["auto", "none"])
+def test_intersection_bounds_hold_for_extreme_weight_ratios(smoothing):
+    """The log-free (level 1) and the intersection-form (level 2) bounds stay below the exact
+    cost for weights from 1e-6 to 1e6 (ratios beyond the grid of the table, where the chord is
+    loose but still an upper bound of the one-sided sum), and both levels are used."""
+    rng = np.random.default_rng(8)
+    n = 36
+    X = _sparse_counts(rng, n, 60, density=0.12)
+    sw = 10.0 ** rng.uniform(-6, 6, size=n)
+    plan, st, alive = _clustered_state(X, "multinomial" if smoothing == "auto" else "kl", sw, 8,
+                                       8, smoothing)
+    assert plan.smax > 0
+    r = _bounds_and_costs(plan, st, alive)
+    r2 = _bounds_and_costs(plan, st, alive, stored_factors=False)
+    np.testing.assert_allclose(r2, r, rtol=1e-13, atol=1e-13)
+    lo, level, exact = r[:, 0], r[:, 1], r[:, 2]
+    assert np.all(lo <= exact), float(np.max(lo - exact))
+    sparse_pair = np.isfinite(lo)
+    assert (level[sparse_pair] == 1).sum() > 0 and (level[sparse_pair] == 2).sum() > 0
+
 
 # ---------------------------------------------------------------------------- issue 14: data-mean rule
 def _text_counts(rng, n=30, d=120):

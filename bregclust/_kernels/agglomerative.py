@@ -381,19 +381,31 @@ def _heap_update(heap, where, key, slot, size):
 # ctau[x]. A refresh then reads the list instead of rescanning every slot above x (the list is
 # certified while its first cost is < ctau[x]); the costs are the same numbers a rescan would
 # compute (same function, same arguments, same statistics), so the merges are unchanged.
+# With the pruning bounds an entry may be *pending*: a lower bound of the cost to a slot
+# (stored as slot ``-y - 1``), evaluated exactly only when it reaches the head of the list
+# (:func:`_cand_resolve`). A head that is an exact cost is then the least (cost, slot) of the
+# list, so the list certifies the same candidate as before.
 K_CAND = 16
 # status codes returned by generic_linkage
 OK, NAN_COST = 0, 1
 
 
 @njit(**JIT)
+def _slot_of(e):
+    """Slot of a candidate entry (``e`` or, for a pending entry, ``-e - 1``)."""
+    return e if e >= 0 else -e - 1
+
+
+@njit(**JIT)
 def _cand_insert(cc, ci, cn, ctau, x, c, y):
-    """Insert ``(c, y)`` into the sorted candidate list of ``x``; a full list evicts its last
-    entry, whose cost then bounds the slots left out (``ctau``)."""
+    """Insert ``(c, y)`` into the candidate list of ``x``, sorted by (value, slot); ``y < 0``
+    marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list
+    evicts its last entry, whose value then bounds the slots left out (``ctau``)."""
     K = cc.shape[1]
     m = cn[x]
+    s = _slot_of(y)
     if m == K:
-        if not (c < cc[x, K - 1] or (c == cc[x, K - 1] and y < ci[x, K - 1])):
+        if not (c < cc[x, K - 1] or (c == cc[x, K - 1] and s < _slot_of(ci[x, K - 1]))):
             if c < ctau[x]:
                 ctau[x] = c
             return
@@ -401,7 +413,7 @@ def _cand_insert(cc, ci, cn, ctau, x, c, y):
             ctau[x] = cc[x, K - 1]
         m = K - 1
     p = m
-    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and y < ci[x, p - 1])):
+    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and s < _slot_of(ci[x, p - 1]))):
         cc[x, p] = cc[x, p - 1]
         ci[x, p] = ci[x, p - 1]
         p -= 1
@@ -412,10 +424,10 @@ def _cand_insert(cc, ci, cn, ctau, x, c, y):
 
 @njit(**JIT)
 def _cand_remove(cc, ci, cn, x, y):
-    """Drop slot ``y`` from the candidate list of ``x`` (if present)."""
+    """Drop slot ``y`` from the candidate list of ``x`` (if present, pending or not)."""
     m = cn[x]
     p = 0
-    while p < m and ci[x, p] != y:
+    while p < m and _slot_of(ci[x, p]) != y:
         p += 1
     if p == m:
         return
@@ -423,6 +435,30 @@ def _cand_remove(cc, ci, cn, x, y):
         cc[x, q] = cc[x, q + 1]
         ci[x, q] = ci[x, q + 1]
     cn[x] = m - 1
+
+
+@njit(**JIT)
+def _cand_resolve(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau):
+    """Evaluate the pending head of the list of ``x`` exactly (and re-insert it) until the head
+    is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are refused)."""
+    while cn[x] > 0 and ci[x, 0] < 0 and cc[x, 0] < ctau[x]:
+        y = -ci[x, 0] - 1
+        c = cost(kind, x, y, st, fc, gcode, fn, work)
+        if c != c:
+            return NAN_COST
+        m = cn[x]
+        for q in range(m - 1):
+            cc[x, q] = cc[x, q + 1]
+            ci[x, q] = ci[x, q + 1]
+        cn[x] = m - 1
+        _cand_insert(cc, ci, cn, ctau, x, c, y)
+    return OK
+
+
+@njit(**JIT)
+def _certified(x, cc, ci, cn, ctau):
+    """True when the head of the list of ``x`` is an exact cost below ``ctau[x]``."""
+    return cn[x] > 0 and ci[x, 0] >= 0 and cc[x, 0] < ctau[x]
 
 
 @njit(**JIT)
@@ -650,13 +686,20 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
             memo[nm + 1, 1] = F
             memo[nm + 1, 2] = mag
             memo[0, 0] = nm + 1
-    if first and gcode == _GEN_KL:
+    tables = gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
+    if first and tables:
+        lo1 = _level1s(b, x, st, fc, PV, P, LG, F, mag)
+        if lo1 != NO_BOUND:
+            return lo1, 1
+    elif first and gcode == _GEN_KL:
         if wx < 0.25 * W and Qs[3] > 0.0:  # light x, heavy pivot
             lo1 = _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs)
         else:
             lo1 = _level1(b, x, st, fc, PV, P, F, mag)
         if lo1 != NO_BOUND:
             return lo1, 1
+    if tables:
+        return _level2i(b, x, st, fc, vb, mark, P, F, mag), 2
     s = F
     for p in range(lx):
         k = sup[x, p]
@@ -691,18 +734,51 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
 # gaps of the shared coordinates (and ``rho c log(a / m)`` per coordinate of x), so it is used to
 # rule out pairs first; the pairs it cannot rule out get the level-2 bound (_pivot_lower).
 TOL1 = 0.05  # level 1 when its loss bound W rho log(1/pi) sum_x c is below TOL1 wx wb / W
-N_SUMS = 7
+# Level-2 bound in intersection form (kl, sparse x and sparse pivot b): with ``r = wb / W`` and
+# ``h_x(r) = sum_{k in supp x} psi_k((1 - r) a_k + r c_k)`` (x's one-sided part), the same sum is
+#     sum_U psi(m) = F_b(wx) + h_x(r) + sum_{k in I} [psi(m_k) - psi(m0x_k) - psi(m0b_k)],
+# m0x = (wx a + wb c) / W, m0b = (wx c + wb v) / W, I = supp x & supp b. ``h_x`` is convex in
+# ``r`` (each ``psi_k`` is convex and its argument affine in ``r``), so the chord between two
+# tabulated values (a per-slot table at the grid ``_RHO``, ``r = 0`` and ``r = 1``) bounds it
+# from above: the bound needs logarithms on the shared coordinates only (three each), against one
+# per coordinate of x plus one per shared coordinate for the direct form. Exact (up to rounding)
+# when ``r`` is a grid point, e.g. ``wx = wb``. Rounding is covered as for level 2, with every
+# ``|psi|`` of x's coordinates at any ``r`` bounded by a per-slot magnitude (see
+# :func:`_slot_sums`).
+GRID_LO = -16.0  # grid of log2(wb / wx)
+GRID_STEP = 0.5
+N_GRID = 65
+_RHO = np.array([2.0 ** (GRID_LO + GRID_STEP * i) / (1.0 + 2.0 ** (GRID_LO + GRID_STEP * i))
+                 for i in range(N_GRID)])
+# Level-1 bound in intersection form (kl, sparse x and sparse pivot b), log-free. With
+# ``phi'' = 1 / m`` the shared-coordinate term is a mixed second difference,
+#     psi(m) - psi(m0x) - psi(m0b) = r (1 - r) int_c^a int_c^v ds dt / ((1 - r) s + r t),
+# and ``(1 - r) s + r t >= 2 sqrt(r (1 - r) s t)`` (AM-GM) bounds it by
+#     2 sqrt(r (1 - r)) (sqrt a - sqrt c) (sqrt v - sqrt c)
+# (``a, v >= c``: statistics are ``scale x + c`` with ``x >= 0``, and their weighted means; the
+# factors are clipped at 0, which keeps the bound above a term that rounding made negative), so
+# the sum over I is one sparse dot product with a dense copy of the pivot's ``sqrt v - sqrt c``.
+# With the chord of ``h_x`` and the memoised ``F_b`` the bound takes no logarithm per pair. The
+# rounding margin adds, for the exact evaluation's terms on I, ``|phi(m)| <= g(a) + g(v) +
+# 2 (a + v)`` (``g(t) = t |log t|``, ``m`` between ``a`` and ``v``), summed per slot over its
+# support.
+N_SUMS = 7 + N_GRID + 3  # level-1 sums, the h_x table, h_x(0), magnitudes of h_x and of I
 
 
 @njit(**JIT)
 def _slot_sums(x, st, fc, P, LG):
     """OUT ``P[x] = (P1, P2, P3, P0, sum c, magnitude, count)`` over the support of slot ``x``
-    (every coordinate when dense) for the level-1 bounds, and ``LG[x, p] = log B[x, p]`` on a
-    sparse support."""
+    (every coordinate when dense) for the level-1 bounds, ``LG[x, p] = log B[x, p]`` on a
+    sparse support and, when ``LG`` has ``2 s`` columns (``s`` the support width),
+    ``LG[x, s + p] = max(0, sqrt B[x, p] - sqrt c_k)`` (the log-free bound's factors)."""
     A, B, C, w, sup, slen, aux = st
     if slen[x] >= 0 and LG.shape[0] > 0:
+        sw = sup.shape[1]
         for p in range(slen[x]):
             LG[x, p] = math.log(B[x, p])
+        if LG.shape[1] >= 2 * sw:
+            for p in range(slen[x]):
+                LG[x, sw + p] = max(0.0, math.sqrt(B[x, p]) - math.sqrt(fc[1, sup[x, p]]))
     lx = slen[x]
     nk = A.shape[1] if lx < 0 else lx
     p1 = 0.0
@@ -734,13 +810,150 @@ def _slot_sums(x, st, fc, P, LG):
     P[x, 4] = p4
     P[x, 5] = mag
     P[x, 6] = nk
+    if lx >= 0 and P.shape[1] >= N_SUMS:
+        _slot_table(x, st, fc, P)
+
+
+@njit(**JIT)
+def _slot_table(x, st, fc, P):
+    """OUT ``P[x, 7:7 + N_GRID] = h_x(_RHO)``, ``P[x, 7 + N_GRID] = h_x(0)`` and
+    ``P[x, 8 + N_GRID]``, a bound of ``sum_{k in supp x} |psi_k(m)| + |m|`` over every
+    ``m`` between ``a_k`` and ``c_k``, and ``P[x, 9 + N_GRID] = sum g(a) + 2 |a|`` (the
+    intersection-form bounds; sparse ``x``, kl)."""
+    A, B, C, w, sup, slen, aux = st
+    lx = slen[x]
+    h0 = 0.0
+    mag = 0.0
+    magi = 0.0
+    for p in range(lx):
+        k = sup[x, p]
+        a = B[x, p]
+        c = fc[1, k]
+        h0 += kl_phi(a) - fc[0, k]
+        magi += (a * abs(math.log(a)) if a > 0.0 else 0.0) + 2.0 * abs(a)
+        hi = max(a, c)
+        lo = min(a, c)
+        t = hi * abs(math.log(hi)) if hi > 0.0 else 0.0
+        if lo > 0.0:
+            t = max(t, lo * abs(math.log(lo)))
+        if lo < 1.0 / math.e < hi:
+            t = max(t, 1.0 / math.e)
+        mag += t + 2.0 * hi + abs(fc[0, k])
+    for i in range(N_GRID):
+        r = _RHO[i]
+        s = 0.0
+        for p in range(lx):
+            k = sup[x, p]
+            s += kl_phi((1.0 - r) * B[x, p] + r * fc[1, k]) - fc[0, k]
+        P[x, 7 + i] = s
+    P[x, 7 + N_GRID] = h0
+    P[x, 8 + N_GRID] = mag
+    P[x, 9 + N_GRID] = magi
+
+
+@njit(**JIT)
+def _chord_h(x, wx, wb, P):
+    """Upper bound of ``h_x(wb / (wx + wb))`` (convex in the ratio) from the table of slot ``x``:
+    the chord through the neighbouring grid points (``h_x(0)`` and ``h_x(1) = 0`` at the ends)."""
+    r = wb / (wx + wb)
+    if r <= _RHO[0]:
+        r0 = 0.0
+        h0 = P[x, 7 + N_GRID]
+        r1 = _RHO[0]
+        h1 = P[x, 7]
+    elif r >= _RHO[N_GRID - 1]:
+        r0 = _RHO[N_GRID - 1]
+        h0 = P[x, 7 + N_GRID - 1]
+        r1 = 1.0
+        h1 = 0.0
+    else:
+        i = np.int64((math.log2(wb / wx) - GRID_LO) / GRID_STEP)
+        i = min(max(i, 0), N_GRID - 2)
+        while i > 0 and _RHO[i] > r:
+            i -= 1
+        while i < N_GRID - 2 and _RHO[i + 1] < r:
+            i += 1
+        r0 = _RHO[i]
+        h0 = P[x, 7 + i]
+        r1 = _RHO[i + 1]
+        h1 = P[x, 8 + i]
+    if r == r0:
+        return h0
+    if r == r1:
+        return h1
+    return h0 + (h1 - h0) * ((r - r0) / (r1 - r0))
+
+
+@njit(**JIT)
+def _level1s(b, x, st, fc, PV, P, LG, F, Fmag):
+    """Log-free intersection-form bound (see the comment above :data:`N_SUMS`) of the cost of a
+    sparse ``x`` and the sparse pivot ``b`` (kl), given ``F = F_b(wx)`` and its magnitude; the
+    pivot's ``max(0, sqrt v - sqrt c)`` is ``PV[7]`` and ``sqrt c`` is ``PV[8]``; x's factors
+    are read from ``LG`` when stored there (see :func:`_slot_sums`)."""
+    A, B, C, w, sup, slen, aux = st
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    r = wb / W
+    dot = 0.0
+    sw = sup.shape[1]
+    if LG.shape[1] >= 2 * sw:
+        for p in range(slen[x]):
+            dot += LG[x, sw + p] * PV[7, sup[x, p]]
+    else:
+        for p in range(slen[x]):
+            k = sup[x, p]
+            u = math.sqrt(B[x, p]) - PV[8, k]
+            if u > 0.0:
+                dot += u * PV[7, k]
+    g = 2.0 * math.sqrt(r * (1.0 - r)) * dot
+    est = C[x, 0] + C[b, 0] - W * (F + _chord_h(x, wx, wb, P) + g)
+    mag = Fmag + P[x, 8 + N_GRID] + P[x, 9 + N_GRID] + P[b, 9 + N_GRID] + g
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
+    lo = est - err
+    if lo != lo:
+        return NO_BOUND
+    return lo
+
+
+@njit(**JIT)
+def _level2i(b, x, st, fc, vb, mark, P, F, Fmag):
+    """Intersection-form level-2 bound (see the comment above :data:`GRID_LO`) of the cost of a
+    sparse ``x`` and the sparse pivot ``b`` (kl), given ``F = F_b(wx)`` and its magnitude."""
+    A, B, C, w, sup, slen, aux = st
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    s = F + _chord_h(x, wx, wb, P)
+    mag = Fmag + P[x, 8 + N_GRID]
+    for p in range(slen[x]):
+        k = sup[x, p]
+        if mark[k] != 0:
+            a = B[x, p]
+            v = vb[k]
+            c = fc[1, k]
+            m = (wx * a + wb * v) / W
+            mx = (wx * a + wb * c) / W
+            mb = (wx * c + wb * v) / W
+            f = kl_phi(m)
+            fx = kl_phi(mx)
+            fb = kl_phi(mb)
+            s += f - fx - fb + fc[0, k]
+            mag += abs(f) + abs(fx) + abs(fb) + abs(fc[0, k]) + m + mx + mb
+    est = C[x, 0] + C[b, 0] - W * s
+    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
+    lo = est - err
+    if lo != lo:
+        return NO_BOUND
+    return lo
 
 
 @njit(**JIT)
 def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
     """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
-    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc), log v, 1 / v)`` (the first four zero
-    and the last two ``log c``, ``1 / c`` off the pivot's support) and the level-1b sums
+    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc), log v, 1 / v, log c,
+    mark max(0, sqrt v - sqrt c), sqrt c)`` (rows 0-3 and 7 zero and rows 4-5 ``log c``,
+    ``1 / c`` off the pivot's support; rows 6 and 8 constant) and the level-1b sums
     ``Qs = (sum D(c, v), sum (c - v)^2 / v, magnitude, [every c > 0])`` over its support."""
     A, B, C, w, sup, slen, aux = st
     lb = slen[b]
@@ -753,6 +966,7 @@ def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
         c = fc[1, k]
         if sign == 1:
             v = vb[k]
+            PV[7, k] = max(0.0, math.sqrt(v) - PV[8, k])
             PV[0, k] = 1.0
             PV[1, k] = v
             PV[2, k] = c
@@ -767,6 +981,7 @@ def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
                 q2 += (c - v) * (c - v) * iv
                 qm += abs(c * lc) + abs(c * lv) + c + abs(v) + (c - v) * (c - v) * iv
         else:
+            PV[7, k] = 0.0
             PV[0, k] = 0.0
             PV[1, k] = 0.0
             PV[2, k] = 0.0
@@ -866,8 +1081,11 @@ def _make_pv(fc, d, P, LG):
     :func:`_pivot_set`, :func:`_pivot_dense`); ``P`` and ``LG`` hold the per-slot level-1 data
     (no rows: level 2 only)."""
     on = P.shape[0] > 0
-    PV = np.zeros((7, d if on else 0))
+    PV = np.zeros((9, d if on else 0))
     Qs = np.zeros(4)
+    if on:
+        for k in range(d):
+            PV[8, k] = math.sqrt(fc[1, k])
     if on and fc.shape[1] > 0 and fc[1].min() > 0.0:
         Qs[3] = 1.0
         for k in range(d):
@@ -949,6 +1167,58 @@ def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
 @njit(**JIT)
 def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci, cn,
                   ctau, memos, stamp, nthreads):
+    """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
+    given lower bounds ``lob[t]`` of their costs: the K least bounds as pending entries (slots
+    without a bound evaluated exactly), the least bound left out as ``ctau``, then the pending
+    head resolved (:func:`_cand_resolve`). When that does not certify the head, the list is
+    built with exact costs (:func:`_build_full`), so the head is the least (cost, slot) above
+    ``x`` either way. Returns the status (NaN costs are refused)."""
+    K = cc.shape[1]
+    cn[x] = 0
+    ctau[x] = np.inf
+    m = na - lo
+    if m <= 0:
+        return OK
+    cnt = 0  # slots without a bound (NO_BOUND) are evaluated exactly, beside the K least bounds
+    for t in range(lo, na):
+        if lob[t] == NO_BOUND:
+            idx[cnt] = t
+            cnt += 1
+    ninf = cnt
+    _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    for q in range(cnt):
+        c = row[idx[q]]
+        if c != c:
+            return NAN_COST
+        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
+    lam = np.inf
+    if m > K + ninf:
+        lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
+    low = np.inf
+    for t in range(lo, na):
+        lt = lob[t]
+        if lt == NO_BOUND:
+            continue
+        if lt > lam:
+            if lt < low:
+                low = lt
+        else:
+            _cand_insert(cc, ci, cn, ctau, x, lt, -act[t] - 1)
+    if low < ctau[x]:
+        ctau[x] = low
+    d = st[0].shape[1]
+    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+    if _cand_resolve(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau) != OK:
+        return NAN_COST
+    if _certified(x, cc, ci, cn, ctau):
+        return OK
+    return _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci,
+                       cn, ctau, memos, stamp, nthreads)
+
+
+@njit(**JIT)
+def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci, cn,
+                ctau, memos, stamp, nthreads):
     """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
     given lower bounds ``lob[t]`` (level ``lvl[t]``) of their costs: the same list as
     :func:`_cand_build` on every exact cost (its ``ctau`` possibly lower, still a valid bound).
@@ -1063,16 +1333,16 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
     """The merge loop's update after slot ``a`` was merged into ``b`` (``pb`` = position of ``b``
     in ``act``) with the pruning bounds: the same decisions as the exact update of
     :func:`generic_linkage`, evaluating a cost to ``b`` only where its bound does not show it
-    is at least the slot's ``ctau`` and above its ``mind`` (then it is neither inserted nor a
-    new minimum, and a candidate ``a`` or ``b`` becomes ``b``, stale). Returns the status."""
+    is above its ``mind`` (then it is no new minimum, and a candidate ``a`` or ``b`` becomes
+    ``b``, stale); such a cost enters the slot's list as a pending entry when its bound is below
+    the slot's ``ctau``. Returns the status."""
     n = heap.shape[0]
     _pivot_set(b, st, fc, pv)
     _lower_to(b, act, 0, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
     cnt = 0
     for p in range(pb):
         x = act[p]
-        lt = lob[p]
-        if not (lt > mind[x] and lt >= ctau[x]):
+        if not (lob[p] > mind[x]):
             idx[cnt] = p
             cnt += 1
     _refine(b, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
@@ -1082,8 +1352,7 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
     for q in range(cnt):
         p = idx[q]
         x = act[p]
-        lt = lob[p]
-        if not (lt > mind[x] and lt >= ctau[x]):
+        if not (lob[p] > mind[x]):
             done[p] = True
             idx[c2] = p
             c2 += 1
@@ -1093,6 +1362,8 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
         _cand_remove(cc, ci, cn, x, a)
         _cand_remove(cc, ci, cn, x, b)
         if not done[p]:
+            if lob[p] < ctau[x]:
+                _cand_insert(cc, ci, cn, ctau, x, lob[p], -b - 1)
             if nn[x] == a or nn[x] == b:
                 nn[x] = b
                 stale[x] = True
@@ -1162,7 +1433,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     use_lb = kind == SEPARABLE and sup.shape[1] > 0
     # per-slot sums of the level-1 bound (kl only)
     P = np.zeros((n if use_lb and gcode == _GEN_KL else 0, N_SUMS))
-    LG = np.zeros((P.shape[0], sup.shape[1] if P.shape[0] > 0 else 0))
+    LG = np.zeros((P.shape[0], 2 * sup.shape[1] if P.shape[0] > 0 else 0))
     for x in range(P.shape[0]):
         _slot_sums(x, st, fc, P, LG)
     if use_lb:
@@ -1205,7 +1476,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
             if not stale[a]:
                 break
             if use_lb:
-                if not (cn[a] > 0 and cc[a, 0] < ctau[a]):  # list not certified: rescan
+                if _cand_resolve(kind, a, st, fc, gcode, fn, work, cc, ci, cn, ctau) != OK:
+                    return NAN_COST
+                if not _certified(a, cc, ci, cn, ctau):  # list not certified: rescan
                     lo = np.searchsorted(act[:na], a) + 1
                     _pivot_set(a, st, fc, pv)
                     stamp += dstamp
