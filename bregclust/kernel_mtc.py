@@ -844,16 +844,17 @@ def single_task_objective(Xs, labels, *, unit_rows=True):
     """
     from sklearn.preprocessing import normalize
 
+    Xs = check_tasks(Xs)
     if len(Xs) != len(labels):
         raise ValueError(f"need one label array per task: {len(Xs)} tasks, {len(labels)} "
                          "label arrays.")
     total = 0.0
     for t, (X, lab) in enumerate(zip(Xs, labels)):
         lab = np.asarray(lab)
-        if lab.ndim != 1 or lab.shape[0] != X.shape[0] or (lab.size and lab.min() < 0):
+        if (lab.ndim != 1 or lab.shape[0] != X.shape[0] or not np.issubdtype(lab.dtype, np.integer)
+                or (lab.size and lab.min() < 0)):
             raise ValueError(f"labels[{t}] must be {X.shape[0]} non-negative integers, one per "
                              f"row of task {t}.")
-        X = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, np.float64)
         if unit_rows:
             X = normalize(X)
         lab = lab.astype(np.int64)
@@ -869,6 +870,9 @@ def single_task_objective(Xs, labels, *, unit_rows=True):
         nz = counts > 0
         within = sq - float(np.sum(np.einsum("ij,ij->i", sums[nz], sums[nz]) / counts[nz]))
         total += max(within, 0.0) / X.shape[0]
+    if not np.isfinite(total):
+        raise ValueError("single_task_objective overflowed (rows near the float64 limit); "
+                         "rescale the rows or use unit_rows=True.")
     return total
 
 
@@ -1157,7 +1161,6 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         self.eigen_solver = eigen_solver
         self.eigen_tol = eigen_tol
         self.random_state = random_state
-        self.init = init
         self.normalize_factor = normalize_factor
 
     def fit(self, Xs, y=None):
@@ -1304,7 +1307,6 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
         self.eigen_solver = eigen_solver
         self.eigen_tol = eigen_tol
         self.random_state = random_state
-        self.init = init
         self.normalize_factor = normalize_factor
 
     def fit(self, Xs, y=None):

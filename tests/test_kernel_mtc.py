@@ -547,6 +547,18 @@ def test_single_task_objective_matches_naive(unit_rows):
         single_task_objective(Xs, labels[:1])
     with pytest.raises(ValueError, match=r"labels\[1\] must be 25 non-negative integers"):
         single_task_objective(Xs, [labels[0], labels[1][:5]])
+    with pytest.raises(ValueError, match=r"labels\[0\] must be 30 non-negative integers"):
+        single_task_objective(Xs, [labels[0] + 0.5, labels[1]])
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        single_task_objective([np.full((30, 6), np.nan), Xs[1]], labels)
+    with pytest.raises(ValueError, match="overflowed"):
+        single_task_objective([X * 1e300 for X in Xs], labels, unit_rows=False)
+    # other sparse formats, inputs untouched
+    before = [X.copy() for X in Xs]
+    got = single_task_objective([sp.coo_matrix(X) for X in Xs], labels)
+    assert got == pytest.approx(single_task_objective(Xs, labels), rel=1e-12)
+    for a, b in zip(before, Xs):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_C_auto_keeps_the_grid_fit_with_the_best_single_task_objective():
