@@ -42,17 +42,20 @@ GRID = (0.0,) + tuple(AUTO_LAM_GRID)
 def _own_objective(X, labels, k, div, beta, steps):
     """Single-task objective of ``labels``: smoothed cluster means, then ``steps`` Lloyd steps
     (objective_history_[0] is the partition's own value after one assignment)."""
-    S, w = div.weighted_sums(X, labels, k)
-    if beta > 0:
-        U = (S + beta * smoothing_point(X, div)) / (w + beta)[:, None]
-    else:
-        w = np.maximum(w, 1e-300)
-        U = S / w[:, None]
+    U = _partition_means(X, labels, k, div, beta)
     own = _partition_objective(X, labels, U, div, beta)
     km = BregmanKMeans(k, divergence=div, init=U, max_iter=max(steps, 1), smoothing=beta,
                        tol=0.0).fit(X)
     h = km.objective_history_
     return own, h[0], h[min(steps, len(h) - 1)]
+
+
+def _partition_means(X, labels, k, div, beta):
+    """The partition's cluster means, smoothed by ``beta`` pseudo-points at the smoothing point."""
+    S, w = div.weighted_sums(X, labels, k)
+    if beta > 0:
+        return (S + beta * smoothing_point(X, div)) / (w + beta)[:, None]
+    return S / np.maximum(w, 1e-300)[:, None]
 
 
 def _partition_objective(X, labels, U, div, beta):
@@ -121,11 +124,7 @@ def _own_from_labels(name, args, labels):
     for i in range(labels.shape[0]):
         for g in range(labels.shape[1]):
             for t, (X, lab) in enumerate(zip(Xs, (labels[i, g, :n1], labels[i, g, n1:]))):
-                S, w = div.weighted_sums(X, lab, K[t])
-                if betas[t] > 0:
-                    U = (S + betas[t] * smoothing_point(X, div)) / (w + betas[t])[:, None]
-                else:
-                    U = S / np.maximum(w, 1e-300)[:, None]
+                U = _partition_means(X, lab, K[t], div, betas[t])
                 out[i, g, t] = _partition_objective(X, lab, U, div, betas[t])
     return out
 
