@@ -648,6 +648,43 @@ def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights)
     np.testing.assert_array_equal(sj, rj)
     np.testing.assert_array_equal(h, rh)
 
+@pytest.mark.parametrize("kcand", [1, 2, 5])
+@pytest.mark.parametrize("model,case", [("multinomial", "sparse"), ("kl", "duplicates"),
+                                        ("itakura_saito", "dense")])
+def test_short_candidate_lists_force_rescans_same_linkage(model, case, kcand):
+    """Candidate lists of 1, 2 or 5 entries run out often: the refreshes then rescan (and, with
+    the pruning bounds, fall back to exact list builds), dead entries of merged slots reach the
+    heads of the lists, and the linkage is still the plain generic algorithm's, bit for bit."""
+    from bregclust._kernels import agglomerative as KA
+
+    rng = np.random.default_rng(5)
+    n = 90
+    if case == "dense":
+        X = rng.gamma(2.0, 1.0, size=(n, 4))
+    else:
+        X = _sparse_counts(rng, n, 50, density=0.15)
+        if case == "duplicates":
+            X[n // 2:] = X[: n - n // 2]
+    Xv, w = AG._validate(X, model, None, None)
+    plan = AG._build_plan(Xv, w, model, None, "auto")
+    si = np.zeros(n - 1, dtype=np.int64)
+    sj = np.zeros(n - 1, dtype=np.int64)
+    h = np.zeros(n - 1)
+    stats = np.zeros(KA.N_STATS, dtype=np.int64)
+    status = KA.generic_linkage(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn,
+                                si, sj, h, 2, kcand, stats)
+    assert status == KA.OK
+    ri, rj, rh = plain_generic_linkage(plan, Xv, w)
+    np.testing.assert_array_equal(si, ri)
+    np.testing.assert_array_equal(sj, rj)
+    np.testing.assert_array_equal(h, rh)
+    assert stats[KA.ST_RESCAN] > 0 and stats[KA.ST_LISTHIT] > 0
+    if case != "dense":  # pruning bounds: every pair bounded once in the initial scan
+        assert stats[KA.ST_B_INIT] == n * (n - 1) // 2
+        assert stats[KA.ST_B_RESCAN] > 0 and stats[KA.ST_B_MERGE] > 0
+        assert stats[KA.ST_FULL] > 0  # lists whose pending head could not be certified
+
+
 def _one_sided_sum(plan, st, x, r):
     """``h_x(r) = sum_{k in supp x} psi_k((1 - r) a_k + r c_k)`` in extended precision."""
     A, B, C, w, sup, slen, aux = st

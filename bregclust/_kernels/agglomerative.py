@@ -376,7 +376,7 @@ def _heap_update(heap, where, key, slot, size):
 
 # ---------------------------------------------------------------------------- the two drivers
 # ---------------------------------------------------------------------------- candidate lists
-# Each active slot x keeps up to K_CAND candidates y > x with their exact costs, sorted by
+# Each active slot x keeps up to K candidates y > x with their exact costs, sorted by
 # (cost, slot), and a threshold ctau[x]: every active y > x missing from the list costs at least
 # ctau[x]. A refresh then reads the list instead of rescanning every slot above x (the list is
 # certified while its first cost is < ctau[x]); the costs are the same numbers a rescan would
@@ -385,9 +385,23 @@ def _heap_update(heap, where, key, slot, size):
 # (stored as slot ``-y - 1``), evaluated exactly only when it reaches the head of the list
 # (:func:`_cand_resolve`). A head that is an exact cost is then the least (cost, slot) of the
 # list, so the list certifies the same candidate as before.
-K_CAND = 16
+# Entries are dropped lazily: each entry stores the generation ``gen[y]`` of its slot at
+# insertion, a merge gives the surviving slot a new generation and the removed one ``-1``, and
+# an entry whose generation differs is ignored (removed when it reaches the head or when a full
+# list needs room). A merge therefore costs nothing per list, which makes long lists cheap:
+# a list certifies more refreshes before its slot must be rescanned. The lists are the tuple
+# ``cand = (cc, ci, cg, cn, ctau, gen)``: values, entries, generations (n, K), lengths,
+# thresholds (n,) and the generation of every slot (n,).
+K_CAND = 256
 # status codes returned by generic_linkage
 OK, NAN_COST = 0, 1
+# counters of generic_linkage (``stats``): refreshes that rescanned the slots above, refreshes
+# served by the list, list builds that fell back to exact costs (:func:`_build_full`), pairs
+# bounded in the initial scan / in rescans / against new clusters, exact costs evaluated after
+# the initial scan, level-2 refinements of level-1 bounds
+(ST_RESCAN, ST_LISTHIT, ST_FULL, ST_B_INIT, ST_B_RESCAN, ST_B_MERGE, ST_EXACT,
+ ST_REFINE) = range(8)
+N_STATS = 8
 
 
 @njit(**JIT)
@@ -397,13 +411,48 @@ def _slot_of(e):
 
 
 @njit(**JIT)
-def _cand_insert(cc, ci, cn, ctau, x, c, y):
+def _new_cand(n, K):
+    """Empty candidate lists ``cand = (cc, ci, cg, cn, ctau, gen)`` for ``n`` slots, ``K``
+    entries each (see the comment above :data:`K_CAND`)."""
+    return (np.empty((n, K)), np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64))
+
+
+@njit(**JIT)
+def _cand_compact(cand, x):
+    """Drop the entries of the list of ``x`` whose slot changed since they were stored."""
+    cc, ci, cg, cn, ctau, gen = cand
+    r = 0
+    for p in range(cn[x]):
+        if gen[_slot_of(ci[x, p])] == cg[x, p]:
+            if r != p:
+                cc[x, r] = cc[x, p]
+                ci[x, r] = ci[x, p]
+                cg[x, r] = cg[x, p]
+            r += 1
+    cn[x] = r
+
+
+@njit(**JIT)
+def _cand_head(cand, x):
+    """Make the head of the list of ``x`` a live entry (compacting the list if it is not)."""
+    cc, ci, cg, cn, ctau, gen = cand
+    if cn[x] > 0 and gen[_slot_of(ci[x, 0])] != cg[x, 0]:
+        _cand_compact(cand, x)
+
+
+@njit(**JIT)
+def _cand_insert(cand, x, c, y):
     """Insert ``(c, y)`` into the candidate list of ``x``, sorted by (value, slot); ``y < 0``
-    marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list
-    evicts its last entry, whose value then bounds the slots left out (``ctau``)."""
+    marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list drops
+    its dead entries, then evicts its last entry, whose value then bounds the slots left out
+    (``ctau``)."""
+    cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
-    m = cn[x]
     s = _slot_of(y)
+    if cn[x] == K:
+        _cand_compact(cand, x)
+    m = cn[x]
     if m == K:
         if not (c < cc[x, K - 1] or (c == cc[x, K - 1] and s < _slot_of(ci[x, K - 1]))):
             if c < ctau[x]:
@@ -416,62 +465,63 @@ def _cand_insert(cc, ci, cn, ctau, x, c, y):
     while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and s < _slot_of(ci[x, p - 1]))):
         cc[x, p] = cc[x, p - 1]
         ci[x, p] = ci[x, p - 1]
+        cg[x, p] = cg[x, p - 1]
         p -= 1
     cc[x, p] = c
     ci[x, p] = y
+    cg[x, p] = gen[s]
     cn[x] = m + 1
 
 
 @njit(**JIT)
-def _cand_remove(cc, ci, cn, x, y):
-    """Drop slot ``y`` from the candidate list of ``x`` (if present, pending or not)."""
-    m = cn[x]
-    p = 0
-    while p < m and _slot_of(ci[x, p]) != y:
-        p += 1
-    if p == m:
-        return
-    for q in range(p, m - 1):
-        cc[x, q] = cc[x, q + 1]
-        ci[x, q] = ci[x, q + 1]
-    cn[x] = m - 1
-
-
-@njit(**JIT)
-def _cand_resolve(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau):
-    """Evaluate the pending head of the list of ``x`` exactly (and re-insert it) until the head
-    is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are refused)."""
-    while cn[x] > 0 and ci[x, 0] < 0 and cc[x, 0] < ctau[x]:
+def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats):
+    """Evaluate the pending head of the list of ``x`` exactly (and move it to its place) until
+    the head is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are
+    refused)."""
+    cc, ci, cg, cn, ctau, gen = cand
+    while True:
+        _cand_head(cand, x)
+        if not (cn[x] > 0 and ci[x, 0] < 0 and cc[x, 0] < ctau[x]):
+            return OK
         y = -ci[x, 0] - 1
+        g = cg[x, 0]
         c = cost(kind, x, y, st, fc, gcode, fn, work)
+        stats[ST_EXACT] += 1
         if c != c:
             return NAN_COST
+        # the rest of the list is sorted: shift its smaller entries one place to the front
+        p = 0
         m = cn[x]
-        for q in range(m - 1):
-            cc[x, q] = cc[x, q + 1]
-            ci[x, q] = ci[x, q + 1]
-        cn[x] = m - 1
-        _cand_insert(cc, ci, cn, ctau, x, c, y)
-    return OK
+        while p + 1 < m and (cc[x, p + 1] < c or (cc[x, p + 1] == c and _slot_of(ci[x, p + 1]) < y)):
+            cc[x, p] = cc[x, p + 1]
+            ci[x, p] = ci[x, p + 1]
+            cg[x, p] = cg[x, p + 1]
+            p += 1
+        cc[x, p] = c
+        ci[x, p] = y
+        cg[x, p] = g
 
 
 @njit(**JIT)
-def _certified(x, cc, ci, cn, ctau):
+def _certified(x, cand):
     """True when the head of the list of ``x`` is an exact cost below ``ctau[x]``."""
+    cc, ci, cg, cn, ctau, gen = cand
+    _cand_head(cand, x)
     return cn[x] > 0 and ci[x, 0] >= 0 and cc[x, 0] < ctau[x]
 
 
 @njit(**JIT)
-def _cand_build(x, act, lo, na, row, cc, ci, cn, ctau):
+def _cand_build(x, act, lo, na, row, cand):
     """Candidate list of ``x`` from the costs ``row[t]`` to the slots ``act[t]``, ``lo <= t < na``
     (ascending slots). Returns the status (NaN costs are refused)."""
+    cc, ci, cg, cn, ctau, gen = cand
     cn[x] = 0
     ctau[x] = np.inf
     for t in range(lo, na):
         c = row[t]
         if c != c:
             return NAN_COST
-        _cand_insert(cc, ci, cn, ctau, x, c, act[t])
+        _cand_insert(cand, x, c, act[t])
     return OK
 
 
@@ -495,8 +545,9 @@ def _costs_to(kind, b, act, lo, na, st, fc, gcode, fn, row, nthreads):
 
 
 @njit(**JIT)
-def _scan_row(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau):
+def _scan_row(kind, x, st, fc, gcode, fn, work, cand):
     """Candidate list of slot ``x`` from its costs to every slot above it (initial state)."""
+    cc, ci, cg, cn, ctau, gen = cand
     n = st[0].shape[0]
     cn[x] = 0
     ctau[x] = np.inf
@@ -504,33 +555,36 @@ def _scan_row(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau):
         c = cost(kind, x, y, st, fc, gcode, fn, work)
         if c != c:
             return NAN_COST
-        _cand_insert(cc, ci, cn, ctau, x, c, y)
+        _cand_insert(cand, x, c, y)
     return OK
 
 
 @njit(**PJIT)
-def _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status):
+def _initial_scan(kind, st, fc, gcode, fn, cand, status):
     """Candidate lists of every slot from all pairwise costs (OUT ``status[x]``), rows ``q`` and
     ``n - 2 - q`` in one parallel step (together ``n - 1`` costs, which balances the threads)."""
     n = st[0].shape[0]
     d = st[0].shape[1]
     for q in prange(n // 2):
         work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
-        status[q] = _scan_row(kind, q, st, fc, gcode, fn, work, cc, ci, cn, ctau)
+        status[q] = _scan_row(kind, q, st, fc, gcode, fn, work, cand)
         x = n - 2 - q
         if x > q:
-            status[x] = _scan_row(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau)
+            status[x] = _scan_row(kind, x, st, fc, gcode, fn, work, cand)
 
 
 @njit(**JIT)
-def _refresh(kind, x, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau, nthreads):
+def _refresh(kind, x, act, na, st, fc, gcode, fn, row, cand, nthreads, stats):
     """Exact candidate of slot ``x``: the first entry of its list when certified (cheaper than
     every slot left out), otherwise a full (parallel) scan of the slots above ``x``."""
-    if cn[x] > 0 and cc[x, 0] < ctau[x]:
+    if _certified(x, cand):
+        stats[ST_LISTHIT] += 1
         return OK
+    stats[ST_RESCAN] += 1
     lo = np.searchsorted(act[:na], x) + 1
     _costs_to(kind, x, act, lo, na, st, fc, gcode, fn, row, nthreads)
-    return _cand_build(x, act, lo, na, row, cc, ci, cn, ctau)
+    stats[ST_EXACT] += na - lo
+    return _cand_build(x, act, lo, na, row, cand)
 
 
 # ---------------------------------------------------------------------------- pruning bounds
@@ -1156,7 +1210,8 @@ def _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
 
 @njit(**JIT)
 def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
-    if nthreads > 1:
+    """:func:`_exact_block` over ``q < m``, in parallel blocks when there are enough."""
+    if nthreads > 1 and m > 32:
         _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads)
     else:
         d = st[0].shape[1]
@@ -1165,78 +1220,102 @@ def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
 
 
 @njit(**JIT)
-def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci, cn,
-                  ctau, memos, stamp, nthreads):
+def _list_reset(x, lo, na, lob, cand):
+    """Empty the list of ``x`` before a build among the slots ``act[t]``, ``lo <= t < na``, with
+    lower bounds ``lob[t]`` of their costs. Returns ``(ninf, lam)``: the number of slots
+    without a bound (:data:`NO_BOUND`, evaluated exactly) and ``lam``, the K-th least bound
+    beside them (``inf`` when every bound fits in the list)."""
+    cc, ci, cg, cn, ctau, gen = cand
+    K = cc.shape[1]
+    cn[x] = 0
+    ctau[x] = np.inf
+    ninf = 0
+    for t in range(lo, na):
+        if lob[t] == NO_BOUND:
+            ninf += 1
+    lam = np.inf
+    if na - lo > K + ninf:
+        lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
+    return ninf, lam
+
+
+@njit(**JIT)
+def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cand,
+                  memos, stamp, nthreads, stats):
     """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
     given lower bounds ``lob[t]`` of their costs: the K least bounds as pending entries (slots
     without a bound evaluated exactly), the least bound left out as ``ctau``, then the pending
     head resolved (:func:`_cand_resolve`). When that does not certify the head, the list is
     built with exact costs (:func:`_build_full`), so the head is the least (cost, slot) above
     ``x`` either way. Returns the status (NaN costs are refused)."""
+    cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
-    cn[x] = 0
-    ctau[x] = np.inf
-    m = na - lo
-    if m <= 0:
+    ninf, lam = _list_reset(x, lo, na, lob, cand)
+    if na <= lo:
         return OK
-    cnt = 0  # slots without a bound (NO_BOUND) are evaluated exactly, beside the K least bounds
+    cnt = 0
     for t in range(lo, na):
         if lob[t] == NO_BOUND:
             idx[cnt] = t
             cnt += 1
-    ninf = cnt
     _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
-    for q in range(cnt):
-        c = row[idx[q]]
-        if c != c:
-            return NAN_COST
-        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
-    lam = np.inf
-    if m > K + ninf:
-        lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
+    stats[ST_EXACT] += cnt
+    # the entries in slot order, then a stable sort by value: the (value, slot) order of the list
+    g = 0
     low = np.inf
     for t in range(lo, na):
         lt = lob[t]
         if lt == NO_BOUND:
-            continue
-        if lt > lam:
+            if row[t] != row[t]:
+                return NAN_COST
+        elif lt > lam:
             if lt < low:
                 low = lt
-        else:
-            _cand_insert(cc, ci, cn, ctau, x, lt, -act[t] - 1)
-    if low < ctau[x]:
-        ctau[x] = low
+            continue
+        idx[g] = t
+        g += 1
+    vals = np.empty(g)
+    for r in range(g):
+        t = idx[r]
+        vals[r] = row[t] if lob[t] == NO_BOUND else lob[t]
+    order = np.argsort(vals, kind="mergesort")
+    m = min(g, K)
+    for r in range(m):
+        t = idx[order[r]]
+        y = act[t]
+        cc[x, r] = vals[order[r]]
+        ci[x, r] = y if lob[t] == NO_BOUND else -y - 1
+        cg[x, r] = gen[y]
+    cn[x] = m
+    if g > K and vals[order[K]] < low:
+        low = vals[order[K]]
+    ctau[x] = low
     d = st[0].shape[1]
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
-    if _cand_resolve(kind, x, st, fc, gcode, fn, work, cc, ci, cn, ctau) != OK:
+    if _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats) != OK:
         return NAN_COST
-    if _certified(x, cc, ci, cn, ctau):
+    if _certified(x, cand):
         return OK
-    return _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci,
-                       cn, ctau, memos, stamp, nthreads)
+    stats[ST_FULL] += 1
+    return _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cand,
+                       memos, stamp, nthreads, stats)
 
 
 @njit(**JIT)
-def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc, ci, cn,
-                ctau, memos, stamp, nthreads):
+def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cand, memos,
+                stamp, nthreads, stats):
     """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
     given lower bounds ``lob[t]`` (level ``lvl[t]``) of their costs: the same list as
     :func:`_cand_build` on every exact cost (its ``ctau`` possibly lower, still a valid bound).
     Exact costs are computed for the K slots of least bound first, then only where the (refined)
     bound does not exceed the K-th cost. Returns the status (NaN costs are refused)."""
+    cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
-    cn[x] = 0
-    ctau[x] = np.inf
-    m = na - lo
-    if m <= 0:
+    ninf, lam = _list_reset(x, lo, na, lob, cand)
+    if na <= lo:
         return OK
-    ninf = 0  # slots without a bound (NO_BOUND) are evaluated exactly, beside the K least bounds
-    for t in range(lo, na):
-        if lob[t] == NO_BOUND:
-            ninf += 1
-    lam = np.inf
     while True:  # the K least bounds, refined to level 2 until they are all tight
-        if m > K + ninf:
+        if na - lo > K + ninf:
             lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
         cnt = 0
         for t in range(lo, na):
@@ -1246,17 +1325,19 @@ def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
         if cnt == 0:
             break
         _refine(x, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+        stats[ST_REFINE] += cnt
     cnt = 0
     for t in range(lo, na):
         if not (lob[t] > lam):
             idx[cnt] = t
             cnt += 1
     _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    stats[ST_EXACT] += cnt
     for q in range(cnt):
         c = row[idx[q]]
         if c != c:
             return NAN_COST
-        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
+        _cand_insert(cand, x, c, act[idx[q]])
     theta = cc[x, K - 1] if cn[x] == K else np.inf
     cnt = 0
     low = np.inf
@@ -1270,6 +1351,7 @@ def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
                 idx[cnt] = t
                 cnt += 1
     _refine(x, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    stats[ST_REFINE] += cnt
     c2 = 0
     for q in range(cnt):
         t = idx[q]
@@ -1280,19 +1362,20 @@ def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
             idx[c2] = t
             c2 += 1
     _exact_at(kind, x, act, idx, c2, st, fc, gcode, fn, row, nthreads)
+    stats[ST_EXACT] += c2
     for q in range(c2):
         c = row[idx[q]]
         if c != c:
             return NAN_COST
-        _cand_insert(cc, ci, cn, ctau, x, c, act[idx[q]])
+        _cand_insert(cand, x, c, act[idx[q]])
     if low < ctau[x]:
         ctau[x] = low
     return OK
 
 
 @njit(**JIT)
-def _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cc, ci, cn, ctau,
-                     memos):
+def _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cand, memos,
+                     stats):
     """:func:`_scan_row` with the pruning bounds (serial; ``act`` = every slot)."""
     n = st[0].shape[0]
     _pivot_set(x, st, fc, pv)
@@ -1300,15 +1383,16 @@ def _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cc
     memo[0, 0] = 0.0
     for y in range(x + 1, n):
         lob[y], lvl[y] = _pivot_lower(x, y, st, fc, gcode, fn, pv, memo, 0.0, True)
-    status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, pv, lob, lvl, row, idx, cc,
-                           ci, cn, ctau, memos, 0.0, 1)
+    status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, pv, lob, lvl, row, idx,
+                           cand, memos, 0.0, 1, stats)
     _pivot_clear(x, st, fc, pv)
     return status
 
 
 @njit(**PJIT)
-def _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cc, ci, cn, ctau, status):
-    """:func:`_initial_scan` with the pruning bounds (rows ``q`` and ``n - 2 - q`` per step)."""
+def _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cand, status, rstats):
+    """:func:`_initial_scan` with the pruning bounds (rows ``q`` and ``n - 2 - q`` per step;
+    OUT the counters of row ``q`` in ``rstats[q]``)."""
     n = st[0].shape[0]
     d = st[0].shape[1]
     for q in prange(n // 2):
@@ -1319,26 +1403,28 @@ def _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cc, ci, cn, ctau, statu
         idx = np.empty(n, dtype=np.int64)
         act = np.arange(n)
         memos = np.zeros((1, N_MEMO + 1, 3))
-        status[q] = _scan_row_pruned(kind, q, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cc,
-                                     ci, cn, ctau, memos)
+        status[q] = _scan_row_pruned(kind, q, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cand,
+                                     memos, rstats[q])
         x = n - 2 - q
         if x > q:
             status[x] = _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act,
-                                         cc, ci, cn, ctau, memos)
+                                         cand, memos, rstats[q])
 
 
 @njit(**JIT)
 def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, done,
-                   cc, ci, cn, ctau, nn, mind, stale, heap, where, memos, stamp, nthreads):
+                   cand, nn, mind, stale, heap, where, memos, stamp, nthreads, stats):
     """The merge loop's update after slot ``a`` was merged into ``b`` (``pb`` = position of ``b``
     in ``act``) with the pruning bounds: the same decisions as the exact update of
     :func:`generic_linkage`, evaluating a cost to ``b`` only where its bound does not show it
     is above its ``mind`` (then it is no new minimum, and a candidate ``a`` or ``b`` becomes
     ``b``, stale); such a cost enters the slot's list as a pending entry when its bound is below
     the slot's ``ctau``. Returns the status."""
+    cc, ci, cg, cn, ctau, gen = cand
     n = heap.shape[0]
     _pivot_set(b, st, fc, pv)
     _lower_to(b, act, 0, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    stats[ST_B_MERGE] += na - 1
     cnt = 0
     for p in range(pb):
         x = act[p]
@@ -1346,6 +1432,7 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
             idx[cnt] = p
             cnt += 1
     _refine(b, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    stats[ST_REFINE] += cnt
     for p in range(pb):
         done[p] = False
     c2 = 0
@@ -1357,13 +1444,12 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
             idx[c2] = p
             c2 += 1
     _exact_at(kind, b, act, idx, c2, st, fc, gcode, fn, row, nthreads)
+    stats[ST_EXACT] += c2
     for p in range(pb):
         x = act[p]
-        _cand_remove(cc, ci, cn, x, a)
-        _cand_remove(cc, ci, cn, x, b)
         if not done[p]:
             if lob[p] < ctau[x]:
-                _cand_insert(cc, ci, cn, ctau, x, lob[p], -b - 1)
+                _cand_insert(cand, x, lob[p], -b - 1)
             if nn[x] == a or nn[x] == b:
                 nn[x] = b
                 stale[x] = True
@@ -1373,7 +1459,7 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
             _pivot_clear(b, st, fc, pv)
             return NAN_COST
         if c < ctau[x]:
-            _cand_insert(cc, ci, cn, ctau, x, c, b)
+            _cand_insert(cand, x, c, b)
         if c < mind[x]:
             mind[x] = c
             nn[x] = b
@@ -1384,50 +1470,73 @@ def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row
             if c != mind[x]:
                 stale[x] = True
     status = _build_pruned(kind, b, act, pb + 1, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
-                           cc, ci, cn, ctau, memos, stamp, nthreads)
+                           cand, memos, stamp, nthreads, stats)
     _pivot_clear(b, st, fc, pv)
     if status != OK:
         return status
-    if cn[b] > 0:
-        nn[b] = ci[b, 0]
-        mind[b] = cc[b, 0]
-    else:
-        nn[b] = -1
-        mind[b] = np.inf
-    stale[b] = False
-    _heap_update(heap, where, mind, b, n)
+    _set_candidate(b, cand, nn, mind, stale, heap, where)
     return OK
 
 
 @njit(**JIT)
-def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
+def _set_candidate(x, cand, nn, mind, stale, heap, where):
+    """Candidate of ``x`` from the head of its list (certified by the caller), heap updated."""
+    cc, ci, cg, cn, ctau, gen = cand
+    if cn[x] > 0:
+        nn[x] = ci[x, 0]
+        mind[x] = cc[x, 0]
+    else:
+        nn[x] = -1
+        mind[x] = np.inf
+    stale[x] = False
+    _heap_update(heap, where, mind, x, heap.shape[0])
+
+
+@njit(**JIT)
+def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics.
 
     Each active slot ``x`` keeps a candidate ``nn[x] > x`` and ``mind[x]``, a lower bound of its
     cost to every active slot above it; ``stale[x]`` marks bounds that may be strict. The heap
     top, once exact, is a globally cheapest pair. Merges store the union in the higher slot.
-    A refresh takes the exact candidate from a short list of the cheapest slots above ``x``
-    (see :func:`_cand_insert`) and rescans only when that list cannot certify it; the costs to a
+    A refresh takes the exact candidate from a list of the cheapest slots above ``x`` (see
+    :func:`_cand_insert`) and rescans only when that list cannot certify it; the costs to a
     new cluster and the rescans are evaluated in parallel and consumed in slot order, so the
     merges do not depend on the number of threads. For sparse separable models a cost is first
     bounded from below (:func:`_pivot_lower`, :func:`_level1`, :func:`_level1b`) and evaluated
     only when the bound cannot show that it changes no candidate list and no candidate, so the
     merges and heights are those of the exhaustive evaluation, bit for bit.
-    IN/OUT the state ``st = (A, B, C, w, sup, slen, aux)`` (overwritten by the merges); OUT merge
-    ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``; ``nthreads`` sizes the
-    parallel blocks (the results do not depend on it). Returns :data:`OK`, or
-    :data:`NAN_COST` when a merge cost is NaN (the outputs are then incomplete).
+
+    Parameters
+    ----------
+    kind, st, fc, gcode, fn
+        Model kind, state ``(A, B, C, w, sup, slen, aux)`` (IN/OUT: overwritten by the merges),
+        generator constants and generator (see the module docstring).
+    out_i, out_j, out_h : ndarray
+        OUT: merge ``t`` as slots ``(out_i[t], out_j[t])`` with cost ``out_h[t]``.
+    nthreads : int
+        Sizes the parallel blocks (the results do not depend on it).
+    kcand : int
+        Length of the candidate lists (:data:`K_CAND` by default in the callers; the results do
+        not depend on it, only the number of rescans does).
+    stats : ndarray of int64, shape (N_STATS,)
+        OUT: counters (see :data:`N_STATS`).
+
+    Returns
+    -------
+    int
+        :data:`OK`, or :data:`NAN_COST` when a merge cost is NaN (the outputs are then
+        incomplete).
     """
     A, B, C, w, sup, slen, aux = st
     n = A.shape[0]
     d = A.shape[1]
+    stats[:] = 0
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    K = min(K_CAND, max(n - 1, 1))
-    cc = np.empty((n, K))
-    ci = np.empty((n, K), dtype=np.int64)
-    cn = np.zeros(n, dtype=np.int64)
-    ctau = np.full(n, np.inf)
+    K = min(max(kcand, 1), max(n - 1, 1))
+    cand = _new_cand(n, K)
+    cc, ci, cg, cn, ctau, gen = cand
     status = np.zeros(n, dtype=np.int64)
     # pruning bounds for sparse separable models (see _pivot_lower); exact costs otherwise
     use_lb = kind == SEPARABLE and sup.shape[1] > 0
@@ -1437,9 +1546,13 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
     for x in range(P.shape[0]):
         _slot_sums(x, st, fc, P, LG)
     if use_lb:
-        _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cc, ci, cn, ctau, status)
+        rstats = np.zeros((max(n // 2, 1), N_STATS), dtype=np.int64)
+        _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cand, status, rstats)
+        stats[ST_B_INIT] = n * (n - 1) // 2
+        stats[ST_FULL] += rstats[:, ST_FULL].sum()
+        stats[ST_REFINE] += rstats[:, ST_REFINE].sum()
     else:
-        _initial_scan(kind, st, fc, gcode, fn, cc, ci, cn, ctau, status)
+        _initial_scan(kind, st, fc, gcode, fn, cand, status)
     if status.max() != OK:
         return status.max()
     act = np.arange(n)  # active slots, ascending
@@ -1476,30 +1589,27 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
             if not stale[a]:
                 break
             if use_lb:
-                if _cand_resolve(kind, a, st, fc, gcode, fn, work, cc, ci, cn, ctau) != OK:
+                if _cand_resolve(kind, a, st, fc, gcode, fn, work, cand, stats) != OK:
                     return NAN_COST
-                if not _certified(a, cc, ci, cn, ctau):  # list not certified: rescan
+                if _certified(a, cand):
+                    stats[ST_LISTHIT] += 1
+                else:  # list not certified: rescan
+                    stats[ST_RESCAN] += 1
                     lo = np.searchsorted(act[:na], a) + 1
                     _pivot_set(a, st, fc, pv)
                     stamp += dstamp
                     _lower_to(a, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp,
                               nthreads)
+                    stats[ST_B_RESCAN] += na - lo
                     status0 = _build_pruned(kind, a, act, lo, na, st, fc, gcode, fn, pv, lob, lvl,
-                                            row, idx, cc, ci, cn, ctau, memos, stamp, nthreads)
+                                            row, idx, cand, memos, stamp, nthreads, stats)
                     _pivot_clear(a, st, fc, pv)
                     if status0 != OK:
                         return NAN_COST
-            elif _refresh(kind, a, act, na, st, fc, gcode, fn, row, cc, ci, cn, ctau,
-                          nthreads) != OK:
+            elif _refresh(kind, a, act, na, st, fc, gcode, fn, row, cand, nthreads,
+                          stats) != OK:
                 return NAN_COST
-            if cn[a] > 0:
-                nn[a] = ci[a, 0]
-                mind[a] = cc[a, 0]
-            else:
-                nn[a] = -1
-                mind[a] = np.inf
-            stale[a] = False
-            _heap_update(heap, where, mind, a, n)
+            _set_candidate(a, cand, nn, mind, stale, heap, where)
         a = heap[0]
         b = nn[a]
         if b < 0:  # only possible with NaN statistics; refuse rather than write out of bounds
@@ -1508,6 +1618,8 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
         out_j[t] = b
         out_h[t] = mind[a]
         merge(kind, a, b, st, fc, gcode, fn, work, ibuf)
+        gen[a] = -1  # every list entry of a or of the former b is now dead
+        gen[b] = t + 1
         # remove a from the active slots
         pa = np.searchsorted(act[:na], a)
         for p in range(pa, na - 1):
@@ -1523,22 +1635,21 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
             if P.shape[0] > 0:
                 _slot_sums(b, st, fc, P, LG)
             if _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
-                              idx, done, cc, ci, cn, ctau, nn, mind, stale, heap, where,
-                              memos, stamp, nthreads) != OK:
+                              idx, done, cand, nn, mind, stale, heap, where, memos, stamp,
+                              nthreads, stats) != OK:
                 return NAN_COST
             continue
         # costs of every active slot to the new cluster b, in parallel
         _costs_to(kind, b, act, 0, na, st, fc, gcode, fn, row, nthreads)
+        stats[ST_EXACT] += na - 1
         # slots below b: the new cluster may be a better candidate; candidates a and b went stale
         for p in range(pb):
             x = act[p]
             c = row[p]
             if c != c:
                 return NAN_COST
-            _cand_remove(cc, ci, cn, x, a)
-            _cand_remove(cc, ci, cn, x, b)
             if c < ctau[x]:
-                _cand_insert(cc, ci, cn, ctau, x, c, b)
+                _cand_insert(cand, x, c, b)
             if c < mind[x]:
                 mind[x] = c
                 nn[x] = b
@@ -1549,16 +1660,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads):
                 if c != mind[x]:
                     stale[x] = True
         # the new cluster's own candidate among the slots above it
-        if _cand_build(b, act, pb + 1, na, row, cc, ci, cn, ctau) != OK:
+        if _cand_build(b, act, pb + 1, na, row, cand) != OK:
             return NAN_COST
-        if cn[b] > 0:
-            nn[b] = ci[b, 0]
-            mind[b] = cc[b, 0]
-        else:
-            nn[b] = -1
-            mind[b] = np.inf
-        stale[b] = False
-        _heap_update(heap, where, mind, b, n)
+        _set_candidate(b, cand, nn, mind, stale, heap, where)
     return OK
 
 
