@@ -128,7 +128,30 @@ def _timed(fn):
     return out, wall, cpu, peak / 2**20
 
 
-def bench_curve(sizes, models, n_terms, seed, plot):
+def engine_counters(X, model):
+    """Counters of one run of the generic engine (:data:`bregclust._kernels.agglomerative.N_STATS`
+    of them): where the bound evaluations and exact costs go. Runs the whole linkage again."""
+    import numba
+
+    from bregclust import agglomerative as AG
+    from bregclust._kernels import agglomerative as KA
+
+    Xv, w = AG._validate(X, model, None, None)
+    plan = AG._build_plan(Xv, w, model, None, "auto")
+    n = Xv.shape[0]
+    si = np.zeros(n - 1, dtype=np.int64)
+    sj = np.zeros(n - 1, dtype=np.int64)
+    h = np.zeros(n - 1)
+    stats = np.zeros(KA.N_STATS, dtype=np.int64)
+    KA.generic_linkage(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h,
+                       numba.get_num_threads(), KA.K_CAND, stats)
+    return dict(rescans=stats[KA.ST_RESCAN], list_hits=stats[KA.ST_LISTHIT],
+                exact_builds=stats[KA.ST_FULL], bounds_initial=stats[KA.ST_B_INIT],
+                bounds_rescans=stats[KA.ST_B_RESCAN], bounds_new_clusters=stats[KA.ST_B_MERGE],
+                exact_costs=stats[KA.ST_EXACT], refinements=stats[KA.ST_REFINE])
+
+
+def bench_curve(sizes, models, n_terms, seed, plot, counters=False):
     """Time and peak traced memory of the generic algorithm against n; log-log slope."""
     import numba
 
@@ -149,6 +172,10 @@ def bench_curve(sizes, models, n_terms, seed, plot):
             curves.setdefault(model, []).append((n, wall, cpu))
             print(f"| {model} | {n} | {rep} | {wall:.1f} | {cpu:.1f} | {peak:.0f} | "
                   f"{n * n * 8 / 2**20:.0f} |", flush=True)
+            if counters:
+                cnt = engine_counters(Xs, model)
+                print("  engine counters: " + ", ".join(f"{k} {v}" for k, v in cnt.items())
+                      + f"; rescans per merge {cnt['rescans'] / (n - 1):.2f}", flush=True)
     for model, pts in curves.items():
         if len(pts) >= 2:
             ns, walls, cpus = (np.array(v, dtype=float) for v in zip(*pts))
@@ -214,6 +241,9 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true",
                     help="also the cost curve and the dense models at the issue's sizes")
     ap.add_argument("--d-dense", type=int, default=50)
+    ap.add_argument("--counters", action="store_true",
+                    help="with --curve: also the engine's counters per size (runs each size "
+                    "twice)")
     args = ap.parse_args(argv)
     if args.full:
         args.curve = args.curve or "1000,2000,5000,10000,20000"
@@ -225,7 +255,8 @@ def main(argv=None):
         bench_kl(args.n_kl, args.terms, args.seed)
     if args.curve:
         sizes = [int(v) for v in args.curve.split(",")]
-        bench_curve(sizes, args.curve_models.split(","), args.terms, args.seed, args.plot)
+        bench_curve(sizes, args.curve_models.split(","), args.terms, args.seed, args.plot,
+                    args.counters)
     if args.n_dense > 0:
         bench_dense(args.n_dense, args.d_dense, args.seed)
 

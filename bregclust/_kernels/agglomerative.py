@@ -525,23 +525,40 @@ def _cand_build(x, act, lo, na, row, cand):
     return OK
 
 
+@njit(**JIT)
+def _costs_block(kind, b, act, t0, t1, st, fc, gcode, fn, row, work):
+    """OUT ``row[t] = cost(min(x, b), max(x, b))`` for ``x = act[t]``, ``t0 <= t < t1``
+    (``x != b``; the slot order of the arguments is the one the sequential algorithm uses)."""
+    for t in range(t0, t1):
+        x = act[t]
+        if x < b:
+            row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
+        elif x > b:
+            row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
+
+
 @njit(**PJIT)
-def _costs_to(kind, b, act, lo, na, st, fc, gcode, fn, row, nthreads):
-    """OUT ``row[t] = cost(min(x, b), max(x, b))`` for ``x = act[t]``, ``lo <= t < na`` (``x != b``;
-    the slot order of the arguments is the one the sequential algorithm uses). Parallel over
-    fixed blocks: each entry is computed independently, so the values do not depend on threads."""
+def _costs_par(kind, b, act, lo, na, st, fc, gcode, fn, row, nb):
+    """:func:`_costs_block` over ``lo <= t < na`` in ``nb`` parallel blocks."""
     d = st[0].shape[1]
-    m = na - lo
-    nb = min(m, 8 * nthreads) if m > 256 and nthreads > 1 else 1
-    per = (m + nb - 1) // max(nb, 1)
+    per = (na - lo + nb - 1) // nb
     for q in prange(nb):
         work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
-        for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
-            x = act[t]
-            if x < b:
-                row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
-            elif x > b:
-                row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
+        _costs_block(kind, b, act, lo + q * per, min(na, lo + (q + 1) * per), st, fc, gcode, fn,
+                     row, work)
+
+
+@njit(**JIT)
+def _costs_to(kind, b, act, lo, na, st, fc, gcode, fn, row, nthreads):
+    """:func:`_costs_block` over ``lo <= t < na``, in parallel blocks when there are enough
+    (each entry is computed independently, so the values do not depend on threads)."""
+    m = na - lo
+    if m > 2 * PAR_REFINE and nthreads > 1:
+        _costs_par(kind, b, act, lo, na, st, fc, gcode, fn, row, min(m, 8 * nthreads))
+    else:
+        d = st[0].shape[1]
+        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        _costs_block(kind, b, act, lo, na, st, fc, gcode, fn, row, work)
 
 
 @njit(**JIT)
@@ -688,25 +705,9 @@ def _pivot_F(b, wx, st, fc, gcode, fn, out):
 
 
 @njit(**JIT)
-def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
-    """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
-    sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
-    above); :data:`NO_BOUND` where no cheaper form exists. ``memo`` (IN/OUT) caches ``F_b`` per
-    weight: with ``stamp > 0`` row ``int(w)`` holds ``(stamp, F, magnitude)`` for integral
-    weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
-    entries ``(w, F, magnitude)`` from row 1, with row 0 column 0 their number (zeroed by the
-    caller for each pivot). ``pv`` from :func:`_make_pv` (see :func:`_level1`); with ``first``
-    the level-1 bound is returned where it applies. Returns ``(bound, level)``."""
-    vb, mark, PV, P, LG, Qs = pv
-    A, B, C, w, sup, slen, aux = st
-    lx = slen[x]
-    if lx < 0:
-        return NO_BOUND, 2
-    if slen[b] < 0 and gcode != _GEN_KL:
-        return NO_BOUND, 2
-    wx = w[x]
-    wb = w[b]
-    W = wx + wb
+def _memo_F(b, wx, st, fc, gcode, fn, memo, stamp):
+    """``(F_b(wx), magnitude)`` of the pivot ``b`` (:func:`_pivot_F`), through the memo
+    ``memo`` (IN/OUT; see :func:`_pivot_lower`)."""
     F = 0.0
     mag = 0.0
     found = False
@@ -740,6 +741,30 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
             memo[nm + 1, 1] = F
             memo[nm + 1, 2] = mag
             memo[0, 0] = nm + 1
+    return F, mag
+
+
+@njit(**JIT)
+def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
+    """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
+    sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
+    above); :data:`NO_BOUND` where no cheaper form exists. ``memo`` (IN/OUT) caches ``F_b`` per
+    weight: with ``stamp > 0`` row ``int(w)`` holds ``(stamp, F, magnitude)`` for integral
+    weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
+    entries ``(w, F, magnitude)`` from row 1, with row 0 column 0 their number (zeroed by the
+    caller for each pivot). ``pv`` from :func:`_make_pv` (see :func:`_level1`); with ``first``
+    the level-1 bound is returned where it applies. Returns ``(bound, level)``."""
+    vb, mark, PV, P, LG, Qs = pv
+    A, B, C, w, sup, slen, aux = st
+    lx = slen[x]
+    if lx < 0:
+        return NO_BOUND, 2
+    if slen[b] < 0 and gcode != _GEN_KL:
+        return NO_BOUND, 2
+    wx = w[x]
+    wb = w[b]
+    W = wx + wb
+    F, mag = _memo_F(b, wx, st, fc, gcode, fn, memo, stamp)
     tables = gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
     if first and tables:
         lo1 = _level1s(b, x, st, fc, PV, P, LG, F, mag)
@@ -906,20 +931,22 @@ def _slot_table(x, st, fc, P):
 
 
 @njit(**JIT)
-def _chord_h(x, wx, wb, P):
-    """Upper bound of ``h_x(wb / (wx + wb))`` (convex in the ratio) from the table of slot ``x``:
-    the chord through the neighbouring grid points (``h_x(0)`` and ``h_x(1) = 0`` at the ends)."""
+def _chord_at(wx, wb):
+    """Where the chord of :func:`_chord_h` reads the table for the ratio ``r = wb / (wx + wb)``:
+    ``(j0, j1, mode, lam)``, columns of ``P`` of the two grid values (``j1 < 0``: ``h_x(1) = 0``),
+    ``mode`` 0 / 1 when ``r`` is the first / second grid point, else 2 with the interpolation
+    weight ``lam``. Depends on the weights only, so it is shared by slots of one weight."""
     r = wb / (wx + wb)
     if r <= _RHO[0]:
         r0 = 0.0
-        h0 = P[x, 7 + N_GRID]
+        j0 = 7 + N_GRID
         r1 = _RHO[0]
-        h1 = P[x, 7]
+        j1 = 7
     elif r >= _RHO[N_GRID - 1]:
         r0 = _RHO[N_GRID - 1]
-        h0 = P[x, 7 + N_GRID - 1]
+        j0 = 7 + N_GRID - 1
         r1 = 1.0
-        h1 = 0.0
+        j1 = -1
     else:
         i = np.int64((math.log2(wb / wx) - GRID_LO) / GRID_STEP)
         i = min(max(i, 0), N_GRID - 2)
@@ -928,14 +955,34 @@ def _chord_h(x, wx, wb, P):
         while i < N_GRID - 2 and _RHO[i + 1] < r:
             i += 1
         r0 = _RHO[i]
-        h0 = P[x, 7 + i]
+        j0 = 7 + i
         r1 = _RHO[i + 1]
-        h1 = P[x, 8 + i]
+        j1 = 8 + i
     if r == r0:
-        return h0
+        return j0, j1, 0, 0.0
     if r == r1:
+        return j0, j1, 1, 0.0
+    return j0, j1, 2, (r - r0) / (r1 - r0)
+
+
+@njit(**JIT)
+def _chord_eval(x, P, j0, j1, mode, lam):
+    """The chord of :func:`_chord_h` for slot ``x`` from :func:`_chord_at`."""
+    h0 = P[x, j0]
+    h1 = P[x, j1] if j1 >= 0 else 0.0
+    if mode == 0:
+        return h0
+    if mode == 1:
         return h1
-    return h0 + (h1 - h0) * ((r - r0) / (r1 - r0))
+    return h0 + (h1 - h0) * lam
+
+
+@njit(**JIT)
+def _chord_h(x, wx, wb, P):
+    """Upper bound of ``h_x(wb / (wx + wb))`` (convex in the ratio) from the table of slot ``x``:
+    the chord through the neighbouring grid points (``h_x(0)`` and ``h_x(1) = 0`` at the ends)."""
+    j0, j1, mode, lam = _chord_at(wx, wb)
+    return _chord_eval(x, P, j0, j1, mode, lam)
 
 
 @njit(**JIT)
@@ -1149,39 +1196,130 @@ def _make_pv(fc, d, P, LG):
     return (fc[1].copy(), np.zeros(d, dtype=np.int8), PV, P, LG, Qs)
 
 
-@njit(**PJIT)
-def _lower_to(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
+# Parallel regions are entered only for enough work (a region wakes every thread of the pool,
+# which costs far more than a few bounds when the cores are shared); smaller batches run serially.
+PAR_BOUNDS = 2048  # bounds (level 1) per region
+PAR_REFINE = 128  # level-2 refinements or exact costs per region
+
+
+@njit(**JIT)
+def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, F, Fmag, out, lvl):
+    """:func:`_level1s` (stored factors) for the sparse slots ``x = xs[t]``, ``t0 <= t < t1``,
+    of one weight (``F``, ``Fmag`` = ``F_b`` of that weight), with the pivot's terms read once:
+    the same arithmetic, so the same floats. OUT ``out[t]``, ``lvl[t] = 1``; a NaN bound is
+    left as NaN for the caller."""
+    sw = sup.shape[1]
+    wb = w[b]
+    cb0 = C[b, 0]
+    acb = abs(C[b, 0])
+    acb1 = abs(C[b, 1])
+    pb9 = P[b, 9 + N_GRID]
+    wx = w[xs[t0]]
+    W = wx + wb
+    r = wb / W
+    j0, j1, mode, lam = _chord_at(wx, wb)
+    gs = 2.0 * math.sqrt(r * (1.0 - r))
+    for t in range(t0, t1):
+        x = xs[t]
+        dot = 0.0
+        for p in range(slen[x]):
+            dot += LG[x, sw + p] * PV7[sup[x, p]]
+        g = gs * dot
+        est = C[x, 0] + cb0 - W * (F + _chord_eval(x, P, j0, j1, mode, lam) + g)
+        mag = Fmag + P[x, 8 + N_GRID] + P[x, 9 + N_GRID] + pb9 + g
+        err = EPS_REL * (abs(C[x, 0]) + acb + W * (mag + abs(C[x, 1]) + acb1))
+        out[t] = est - err
+        lvl[t] = 1
+
+
+@njit(**JIT)
+def _lower_block(b, act, t0, t1, st, fc, gcode, fn, pv, out, lvl, memo, stamp):
     """OUT ``out[t], lvl[t]`` = :func:`_pivot_lower` (first level) of the pivot ``b`` and
-    ``x = act[t]``, ``lo <= t < na`` (``x != b``), in parallel blocks, block ``q`` with the memo
-    ``memos[q]`` (``stamp``: a number not used before with these memos)."""
-    m = na - lo
-    nb = min(m, memos.shape[0]) if m > 512 and nthreads > 1 else 1
-    per = (m + nb - 1) // max(nb, 1)
-    for q in prange(nb):
-        memo = memos[q]
-        memo[0, 0] = 0.0
-        for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
-            x = act[t]
+    ``x = act[t]``, ``t0 <= t < t1`` (``x != b``), with the memo ``memo``."""
+    vb, mark, PV, P, LG, Qs = pv
+    A, B, C, w, sup, slen, aux = st
+    memo[0, 0] = 0.0
+    # the common case (kl, sparse pivot and slots, stored factors) in runs of one weight
+    # through _level1s_rows: the bound _pivot_lower returns for it, computed the same way
+    fast = (gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
+            and LG.shape[1] >= 2 * sup.shape[1])
+    t = t0
+    while t < t1:
+        x = act[t]
+        if not fast or x == b or slen[x] < 0:
             if x != b:
                 out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, True)
+            t += 1
+            continue
+        wx = w[x]
+        e = t + 1
+        while e < t1 and act[e] != b and slen[act[e]] >= 0 and w[act[e]] == wx:
+            e += 1
+        F, mag = _memo_F(b, wx, st, fc, gcode, fn, memo, stamp)
+        _level1s_rows(b, act, t, e, w, C, P, sup, slen, LG, PV[7], F, mag, out, lvl)
+        for u in range(t, e):
+            if out[u] != out[u] or out[u] == NO_BOUND:  # as _pivot_lower: level 2 then
+                out[u], lvl[u] = _pivot_lower(b, act[u], st, fc, gcode, fn, pv, memo, stamp,
+                                              False)
+        t = e
 
 
 @njit(**PJIT)
+def _lower_par(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nb):
+    """:func:`_lower_block` over ``lo <= t < na`` in ``nb`` parallel blocks, block ``q`` with
+    the memo ``memos[q]``."""
+    per = (na - lo + nb - 1) // nb
+    for q in prange(nb):
+        _lower_block(b, act, lo + q * per, min(na, lo + (q + 1) * per), st, fc, gcode, fn, pv,
+                     out, lvl, memos[q], stamp)
+
+
+@njit(**JIT)
+def _lower_to(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
+    """OUT ``out[t], lvl[t]`` = :func:`_pivot_lower` (first level) of the pivot ``b`` and
+    ``x = act[t]``, ``lo <= t < na`` (``x != b``), in parallel blocks when there are enough
+    (``stamp``: a number not used before with these memos). The values do not depend on the
+    blocks: each bound is computed independently."""
+    m = na - lo
+    if m > PAR_BOUNDS and nthreads > 1:
+        _lower_par(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
+                   min(m, memos.shape[0]))
+    else:
+        _lower_block(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos[0], stamp)
+
+
+@njit(**JIT)
+def _refine_block(b, act, idx, r0, r1, st, fc, gcode, fn, pv, out, lvl, memo, stamp):
+    """Level-2 bounds for the entries ``t = idx[r]``, ``r0 <= r < r1``, holding a level-1 bound
+    (``out[t]`` becomes the larger of the two)."""
+    memo[0, 0] = 0.0
+    for r in range(r0, r1):
+        t = idx[r]
+        if lvl[t] == 1:
+            v, _ = _pivot_lower(b, act[t], st, fc, gcode, fn, pv, memo, stamp, False)
+            if v > out[t]:
+                out[t] = v
+            lvl[t] = 2
+
+
+@njit(**PJIT)
+def _refine_par(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nb):
+    """:func:`_refine_block` over ``r < m`` in ``nb`` parallel blocks."""
+    per = (m + nb - 1) // nb
+    for q in prange(nb):
+        _refine_block(b, act, idx, q * per, min(m, (q + 1) * per), st, fc, gcode, fn, pv, out,
+                      lvl, memos[q], stamp)
+
+
+@njit(**JIT)
 def _refine(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
     """Level-2 bounds for the entries ``t = idx[q]``, ``q < m``, holding a level-1 bound
-    (``out[t]`` becomes the larger of the two), in parallel blocks."""
-    nb = min(m, memos.shape[0]) if m > 64 and nthreads > 1 else 1
-    per = (m + nb - 1) // max(nb, 1)
-    for q in prange(nb):
-        memo = memos[q]
-        memo[0, 0] = 0.0
-        for r in range(q * per, min(m, (q + 1) * per)):
-            t = idx[r]
-            if lvl[t] == 1:
-                v, _ = _pivot_lower(b, act[t], st, fc, gcode, fn, pv, memo, stamp, False)
-                if v > out[t]:
-                    out[t] = v
-                lvl[t] = 2
+    (``out[t]`` becomes the larger of the two), in parallel blocks when there are enough."""
+    if m > PAR_REFINE and nthreads > 1:
+        _refine_par(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
+                    min(m, memos.shape[0]))
+    else:
+        _refine_block(b, act, idx, 0, m, st, fc, gcode, fn, pv, out, lvl, memos[0], stamp)
 
 
 @njit(**JIT)
@@ -1211,7 +1349,7 @@ def _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
 @njit(**JIT)
 def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
     """:func:`_exact_block` over ``q < m``, in parallel blocks when there are enough."""
-    if nthreads > 1 and m > 32:
+    if nthreads > 1 and m > PAR_REFINE // 4:
         _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads)
     else:
         d = st[0].shape[1]
@@ -1379,10 +1517,7 @@ def _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, ca
     """:func:`_scan_row` with the pruning bounds (serial; ``act`` = every slot)."""
     n = st[0].shape[0]
     _pivot_set(x, st, fc, pv)
-    memo = memos[0]
-    memo[0, 0] = 0.0
-    for y in range(x + 1, n):
-        lob[y], lvl[y] = _pivot_lower(x, y, st, fc, gcode, fn, pv, memo, 0.0, True)
+    _lower_block(x, act, x + 1, n, st, fc, gcode, fn, pv, lob, lvl, memos[0], 0.0)
     status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, pv, lob, lvl, row, idx,
                            cand, memos, 0.0, 1, stats)
     _pivot_clear(x, st, fc, pv)
