@@ -764,13 +764,13 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     wx = w[x]
     wb = w[b]
     W = wx + wb
-    F, mag = _memo_F(b, wx, st, fc, gcode, fn, memo, stamp)
     tables = gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
     if first and tables:
-        lo1 = _level1s(b, x, st, fc, PV, P, LG, F, mag)
+        lo1 = _level1s(b, x, st, fc, PV, P, LG)
         if lo1 != NO_BOUND:
             return lo1, 1
-    elif first and gcode == _GEN_KL:
+    F, mag = _memo_F(b, wx, st, fc, gcode, fn, memo, stamp)
+    if first and not tables and gcode == _GEN_KL:
         if wx < 0.25 * W and Qs[3] > 0.0:  # light x, heavy pivot
             lo1 = _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs)
         else:
@@ -837,7 +837,9 @@ _RHO = np.array([2.0 ** (GRID_LO + GRID_STEP * i) / (1.0 + 2.0 ** (GRID_LO + GRI
 # (``a, v >= c``: statistics are ``scale x + c`` with ``x >= 0``, and their weighted means; the
 # factors are clipped at 0, which keeps the bound above a term that rounding made negative), so
 # the sum over I is one sparse dot product with a dense copy of the pivot's ``sqrt v - sqrt c``.
-# With the chord of ``h_x`` and the memoised ``F_b`` the bound takes no logarithm per pair. The
+# The pivot's part is the same function of the other ratio, ``F_b(wx) = h_b(wx / W)``, so it is
+# bounded by the chord of b's own table too (rounding covered by b's table magnitude): with the
+# two chords the bound takes no logarithm per pair and no pass over the pivot per weight. The
 # rounding margin adds, for the exact evaluation's terms on I, ``|phi(m)| <= g(a) + g(v) +
 # 2 (a + v)`` (``g(t) = t |log t|``, ``m`` between ``a`` and ``v``), summed per slot over its
 # support.
@@ -986,15 +988,17 @@ def _chord_h(x, wx, wb, P):
 
 
 @njit(**JIT)
-def _level1s(b, x, st, fc, PV, P, LG, F, Fmag):
+def _level1s(b, x, st, fc, PV, P, LG):
     """Log-free intersection-form bound (see the comment above :data:`N_SUMS`) of the cost of a
-    sparse ``x`` and the sparse pivot ``b`` (kl), given ``F = F_b(wx)`` and its magnitude; the
-    pivot's ``max(0, sqrt v - sqrt c)`` is ``PV[7]`` and ``sqrt c`` is ``PV[8]``; x's factors
-    are read from ``LG`` when stored there (see :func:`_slot_sums`)."""
+    sparse ``x`` and the sparse pivot ``b`` (kl); the pivot's ``max(0, sqrt v - sqrt c)`` is
+    ``PV[7]`` and ``sqrt c`` is ``PV[8]``; x's factors are read from ``LG`` when stored there
+    (see :func:`_slot_sums`)."""
     A, B, C, w, sup, slen, aux = st
     wx = w[x]
     wb = w[b]
     W = wx + wb
+    F = _chord_h(b, wb, wx, P)  # F_b(wx) = h_b(wx / W), bounded by the chord of b's table
+    Fmag = P[b, 8 + N_GRID]
     r = wb / W
     dot = 0.0
     sw = sup.shape[1]
@@ -1203,11 +1207,10 @@ PAR_REFINE = 128  # level-2 refinements or exact costs per region
 
 
 @njit(**JIT)
-def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, F, Fmag, out, lvl):
+def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, out, lvl):
     """:func:`_level1s` (stored factors) for the sparse slots ``x = xs[t]``, ``t0 <= t < t1``,
-    of one weight (``F``, ``Fmag`` = ``F_b`` of that weight), with the pivot's terms read once:
-    the same arithmetic, so the same floats. OUT ``out[t]``, ``lvl[t] = 1``; a NaN bound is
-    left as NaN for the caller."""
+    of one weight, with the pivot's terms read once: the same arithmetic, so the same floats.
+    OUT ``out[t]``, ``lvl[t] = 1``; a NaN bound is left as NaN for the caller."""
     sw = sup.shape[1]
     wb = w[b]
     cb0 = C[b, 0]
@@ -1218,6 +1221,8 @@ def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, F, Fmag, out, lvl)
     W = wx + wb
     r = wb / W
     j0, j1, mode, lam = _chord_at(wx, wb)
+    F = _chord_h(b, wb, wx, P)
+    Fmag = P[b, 8 + N_GRID]
     gs = 2.0 * math.sqrt(r * (1.0 - r))
     for t in range(t0, t1):
         x = xs[t]
@@ -1255,8 +1260,7 @@ def _lower_block(b, act, t0, t1, st, fc, gcode, fn, pv, out, lvl, memo, stamp):
         e = t + 1
         while e < t1 and act[e] != b and slen[act[e]] >= 0 and w[act[e]] == wx:
             e += 1
-        F, mag = _memo_F(b, wx, st, fc, gcode, fn, memo, stamp)
-        _level1s_rows(b, act, t, e, w, C, P, sup, slen, LG, PV[7], F, mag, out, lvl)
+        _level1s_rows(b, act, t, e, w, C, P, sup, slen, LG, PV[7], out, lvl)
         for u in range(t, e):
             if out[u] != out[u] or out[u] == NO_BOUND:  # as _pivot_lower: level 2 then
                 out[u], lvl[u] = _pivot_lower(b, act[u], st, fc, gcode, fn, pv, memo, stamp,
