@@ -25,13 +25,20 @@ reported separately.
 """
 
 import argparse
+import os
 import resource
 import time
 import tracemalloc
 
-import numpy as np
+# With numba threads on cores shared with other processes, OpenMP's default spin-wait at the end
+# of each parallel region takes the core from the sibling thread that still has work (measured:
+# a 2-thread region 10x slower than serial); passive waiting avoids it and costs only a wake-up
+# per region on an idle machine. Must be set before numba loads OpenMP; an explicit value wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-from bregclust.agglomerative import bregman_linkage
+import numpy as np  # noqa: E402
+
+from bregclust.agglomerative import bregman_linkage  # noqa: E402
 
 
 def _rss_mb():
@@ -248,7 +255,11 @@ def main(argv=None):
     if args.full:
         args.curve = args.curve or "1000,2000,5000,10000,20000"
         args.n_dense = args.n_dense or 10000
-    print(f"# agglomerative_speed ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
+    import numba
+
+    print(f"# agglomerative_speed ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+          f"{numba.get_num_threads()} numba threads, OMP_WAIT_POLICY="
+          f"{os.environ.get('OMP_WAIT_POLICY')}; load average {os.getloadavg()[0]:.1f})")
     if not args.skip_ward:
         bench_ward(args.n_ward, args.d_ward, args.runs, args.seed)
     if not args.skip_kl:
