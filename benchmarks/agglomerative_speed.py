@@ -151,7 +151,7 @@ def engine_counters(X, model):
     h = np.zeros(n - 1)
     stats = np.zeros(KA.N_STATS, dtype=np.int64)
     KA.generic_linkage(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h,
-                       numba.get_num_threads(), KA.K_CAND, stats)
+                       numba.get_num_threads(), 0, stats)
     return dict(rescans=stats[KA.ST_RESCAN], list_hits=stats[KA.ST_LISTHIT],
                 exact_builds=stats[KA.ST_FULL], bounds_initial=stats[KA.ST_B_INIT],
                 bounds_rescans=stats[KA.ST_B_RESCAN], bounds_new_clusters=stats[KA.ST_B_MERGE],

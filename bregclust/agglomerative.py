@@ -483,7 +483,7 @@ def _run(X, w, plan, algorithm):
         return si[order], sj[order], h[order]
     stats = np.zeros(KA.N_STATS, dtype=np.int64)
     status = KA.generic_linkage(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode,
-                                plan.fn, si, sj, h, numba.get_num_threads(), KA.K_CAND, stats)
+                                plan.fn, si, sj, h, numba.get_num_threads(), 0, stats)
     if status != KA.OK or not np.isfinite(h).all():
         raise ValueError(
             f"a merge cost of model {plan.name!r} is not finite (NaN or overflow): the data, "

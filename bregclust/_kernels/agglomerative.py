@@ -392,7 +392,8 @@ def _heap_update(heap, where, key, slot, size):
 # a list certifies more refreshes before its slot must be rescanned. The lists are the tuple
 # ``cand = (cc, ci, cg, cn, ctau, gen)``: values, entries, generations (n, K), lengths,
 # thresholds (n,) and the generation of every slot (n,).
-K_CAND = 256
+K_CAND = 256  # with the pruning bounds (an entry costs a bound; a rescan ~n bounds)
+K_CAND_EXACT = 64  # exact costs only (each list build inserts ~n exact costs)
 # status codes returned by generic_linkage
 OK, NAN_COST = 0, 1
 # counters of generic_linkage (``stats``): refreshes that rescanned the slots above, refreshes
@@ -444,20 +445,20 @@ def _cand_head(cand, x):
 @njit(**JIT)
 def _cand_insert(cand, x, c, y):
     """Insert ``(c, y)`` into the candidate list of ``x``, sorted by (value, slot); ``y < 0``
-    marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list drops
-    its dead entries, then evicts its last entry, whose value then bounds the slots left out
-    (``ctau``)."""
+    marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list
+    rejects an entry not below its last one (whose value then bounds the slots left out,
+    ``ctau``); otherwise it drops its dead entries and, if still full, evicts its last entry."""
     cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
     s = _slot_of(y)
     if cn[x] == K:
-        _cand_compact(cand, x)
-    m = cn[x]
-    if m == K:
         if not (c < cc[x, K - 1] or (c == cc[x, K - 1] and s < _slot_of(ci[x, K - 1]))):
             if c < ctau[x]:
                 ctau[x] = c
             return
+        _cand_compact(cand, x)
+    m = cn[x]
+    if m == K:  # no dead entries: evict the last one
         if cc[x, K - 1] < ctau[x]:
             ctau[x] = cc[x, K - 1]
         m = K - 1
@@ -555,6 +556,8 @@ def _costs_to(kind, b, act, lo, na, st, fc, gcode, fn, row, nthreads):
     m = na - lo
     if m > 2 * PAR_REFINE and nthreads > 1:
         _costs_par(kind, b, act, lo, na, st, fc, gcode, fn, row, min(m, 8 * nthreads))
+    elif nthreads == 1:  # one block through the parallel entry point: its loop runs faster
+        _costs_par(kind, b, act, lo, na, st, fc, gcode, fn, row, 1)
     else:
         d = st[0].shape[1]
         work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
@@ -1322,6 +1325,8 @@ def _refine(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthre
     if m > PAR_REFINE and nthreads > 1:
         _refine_par(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
                     min(m, memos.shape[0]))
+    elif nthreads == 1 and m > 0:  # one block, as in _costs_to
+        _refine_par(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, 1)
     else:
         _refine_block(b, act, idx, 0, m, st, fc, gcode, fn, pv, out, lvl, memos[0], stamp)
 
@@ -1355,6 +1360,8 @@ def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
     """:func:`_exact_block` over ``q < m``, in parallel blocks when there are enough."""
     if nthreads > 1 and m > PAR_REFINE // 4:
         _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads)
+    elif nthreads == 1 and m > 0:  # one block, as in _costs_to
+        _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, 1)
     else:
         d = st[0].shape[1]
         work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
@@ -1656,8 +1663,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
     nthreads : int
         Sizes the parallel blocks (the results do not depend on it).
     kcand : int
-        Length of the candidate lists (:data:`K_CAND` by default in the callers; the results do
-        not depend on it, only the number of rescans does).
+        Length of the candidate lists; 0 for :data:`K_CAND` with the pruning bounds and
+        :data:`K_CAND_EXACT` without (the results do not depend on it, only the number of
+        rescans does).
     stats : ndarray of int64, shape (N_STATS,)
         OUT: counters (see :data:`N_STATS`).
 
@@ -1673,12 +1681,14 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
     stats[:] = 0
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    K = min(max(kcand, 1), max(n - 1, 1))
+    # pruning bounds for sparse separable models (see _pivot_lower); exact costs otherwise
+    use_lb = kind == SEPARABLE and sup.shape[1] > 0
+    if kcand <= 0:
+        kcand = K_CAND if use_lb else K_CAND_EXACT
+    K = min(kcand, max(n - 1, 1))
     cand = _new_cand(n, K)
     cc, ci, cg, cn, ctau, gen = cand
     status = np.zeros(n, dtype=np.int64)
-    # pruning bounds for sparse separable models (see _pivot_lower); exact costs otherwise
-    use_lb = kind == SEPARABLE and sup.shape[1] > 0
     # per-slot sums of the level-1 bound (kl only)
     P = np.zeros((n if use_lb and gcode == _GEN_KL else 0, N_SUMS))
     LG = np.zeros((P.shape[0], 2 * sup.shape[1] if P.shape[0] > 0 else 0))
