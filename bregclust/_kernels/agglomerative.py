@@ -445,14 +445,16 @@ def _cand_head(cand, x):
 @njit(**JIT)
 def _cand_insert(cand, x, c, y):
     """Insert ``(c, y)`` into the candidate list of ``x``, sorted by (value, slot); ``y < 0``
-    marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list
-    rejects an entry not below its last one (whose value then bounds the slots left out,
-    ``ctau``); otherwise it drops its dead entries and, if still full, evicts its last entry."""
+    marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list whose
+    last entry is live rejects an entry not below it (whose value then bounds the slots left
+    out, ``ctau``); otherwise it drops its dead entries and, if still full, evicts its last
+    entry."""
     cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
     s = _slot_of(y)
     if cn[x] == K:
-        if not (c < cc[x, K - 1] or (c == cc[x, K - 1] and s < _slot_of(ci[x, K - 1]))):
+        if gen[_slot_of(ci[x, K - 1])] == cg[x, K - 1] and not (
+                c < cc[x, K - 1] or (c == cc[x, K - 1] and s < _slot_of(ci[x, K - 1]))):
             if c < ctau[x]:
                 ctau[x] = c
             return
