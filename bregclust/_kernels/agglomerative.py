@@ -1213,24 +1213,54 @@ PAR_REFINE = 128  # level-2 refinements or exact costs per region
 
 @njit(**JIT)
 def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, out, lvl):
-    """:func:`_level1s` (stored factors) for the sparse slots ``x = xs[t]``, ``t0 <= t < t1``,
-    of one weight, with the pivot's terms read once: the same arithmetic, so the same floats.
-    OUT ``out[t]``, ``lvl[t] = 1``; a NaN bound is left as NaN for the caller."""
+    """:func:`_level1s` (stored factors) of the pivot ``b`` and the slots ``x = xs[t]``,
+    ``t0 <= t < t1``, with the pivot's terms read once and the weight-dependent terms (chord
+    positions, ``F_b``) computed once per weight (kept for weight 1 and for the last other
+    weight): the same arithmetic, so the same floats. OUT ``out[t]``, ``lvl[t] = 1``; a NaN
+    bound is left as NaN for the caller; ``lvl[t] = 0`` marks a dense ``x`` (no such bound);
+    ``x = b`` is skipped."""
     sw = sup.shape[1]
     wb = w[b]
     cb0 = C[b, 0]
     acb = abs(C[b, 0])
     acb1 = abs(C[b, 1])
     pb9 = P[b, 9 + N_GRID]
-    wx = w[xs[t0]]
-    W = wx + wb
-    r = wb / W
-    j0, j1, mode, lam = _chord_at(wx, wb)
-    F = _chord_h(b, wb, wx, P)
     Fmag = P[b, 8 + N_GRID]
-    gs = 2.0 * math.sqrt(r * (1.0 - r))
+    # terms of weight 1 (singletons) and of the last other weight
+    W1 = 1.0 + wb
+    r = wb / W1
+    a0, a1, amode, alam = _chord_at(1.0, wb)
+    F1 = _chord_h(b, wb, 1.0, P)
+    gs1 = 2.0 * math.sqrt(r * (1.0 - r))
+    wl = -1.0
+    Wl = 0.0
+    l0 = 0
+    l1 = 0
+    lmode = 0
+    llam = 0.0
+    Fl = 0.0
+    gsl = 0.0
     for t in range(t0, t1):
         x = xs[t]
+        if x == b:
+            continue
+        if slen[x] < 0:
+            lvl[t] = 0
+            continue
+        wx = w[x]
+        if wx == 1.0:
+            W = W1
+            j0, j1, mode, lam, F, gs = a0, a1, amode, alam, F1, gs1
+        else:
+            if wx != wl:
+                wl = wx
+                Wl = wx + wb
+                r = wb / Wl
+                l0, l1, lmode, llam = _chord_at(wx, wb)
+                Fl = _chord_h(b, wb, wx, P)
+                gsl = 2.0 * math.sqrt(r * (1.0 - r))
+            W = Wl
+            j0, j1, mode, lam, F, gs = l0, l1, lmode, llam, Fl, gsl
         dot = 0.0
         for p in range(slen[x]):
             dot += LG[x, sw + p] * PV7[sup[x, p]]
@@ -1249,28 +1279,24 @@ def _lower_block(b, act, t0, t1, st, fc, gcode, fn, pv, out, lvl, memo, stamp):
     vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
     memo[0, 0] = 0.0
-    # the common case (kl, sparse pivot and slots, stored factors) in runs of one weight
-    # through _level1s_rows: the bound _pivot_lower returns for it, computed the same way
-    fast = (gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
-            and LG.shape[1] >= 2 * sup.shape[1])
-    t = t0
-    while t < t1:
-        x = act[t]
-        if not fast or x == b or slen[x] < 0:
-            if x != b:
+    # the common case (kl, sparse pivot and slots, stored factors) through _level1s_rows: the
+    # bound _pivot_lower returns for it, computed the same way; the other slots through it
+    if (gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
+            and LG.shape[1] >= 2 * sup.shape[1]):
+        _level1s_rows(b, act, t0, t1, w, C, P, sup, slen, LG, PV[7], out, lvl)
+        for t in range(t0, t1):
+            x = act[t]
+            if x == b:
+                continue
+            if lvl[t] == 0:  # dense x
                 out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, True)
-            t += 1
-            continue
-        wx = w[x]
-        e = t + 1
-        while e < t1 and act[e] != b and slen[act[e]] >= 0 and w[act[e]] == wx:
-            e += 1
-        _level1s_rows(b, act, t, e, w, C, P, sup, slen, LG, PV[7], out, lvl)
-        for u in range(t, e):
-            if out[u] != out[u] or out[u] == NO_BOUND:  # as _pivot_lower: level 2 then
-                out[u], lvl[u] = _pivot_lower(b, act[u], st, fc, gcode, fn, pv, memo, stamp,
-                                              False)
-        t = e
+            elif out[t] != out[t] or out[t] == NO_BOUND:  # as _pivot_lower: level 2 then
+                out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, False)
+        return
+    for t in range(t0, t1):
+        x = act[t]
+        if x != b:
+            out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, True)
 
 
 @njit(**PJIT)
