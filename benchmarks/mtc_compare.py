@@ -84,7 +84,9 @@ MT_SETTINGS = {
     "MBC-sq": dict(rep="tfidf", est=MultitaskBregmanClustering,
                    kw=dict(divergence="sqeuclidean")),
     "MBC-kl": dict(rep="tf", est=MultitaskBregmanClustering, kw=dict(divergence="kl")),
-    "LNKMTC": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(C=500.0, b=30),
+    # the estimator's defaults: C="auto" (label-free choice of C), b=30, random-partition
+    # start, unit-norm factor rows
+    "LNKMTC": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(),
                    as_run=dict(init="random-partition", normalize_factor=True)),
     "LSKMTC": dict(rep="tfidf", est=SpectralKernelMTC,
                    kw=dict(C=1000.0, b=1, n_eigenvectors=30),
