@@ -211,7 +211,7 @@ def demo_shared_subspace(Xs, ys, random_state=0):
 def demo_model_relation(Xs, ys, random_state=0, *, tol=1e-3):
     """MTCMRL with the estimator's defaults (cosine similarity, lam=alpha=4), ``tol=1e-3``.
 
-    ``tol=1e-3`` (the default is ``1e-4``) lets the sweeps stop at convergence within the
+    ``tol=1e-3`` (the default is ``1e-7``) lets the sweeps stop at convergence within the
     demo's time; the labels are read off the same way.
 
     Parameters
