@@ -46,7 +46,7 @@ CASES = [
     ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits", None,
      "Headline: the best multi-task method beats the best single-task baseline"),
     ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits --methods MBC-sq,LNKMTC-C0",
-     None, "LNKMTC-C0: NonparametricKernelMTC(C=0.0"),
+     None, "LNKMTC-C0: NonparametricKernelMTC(C=0.0) on tfidf [control]"),
     ("lam_auto_sweep.py --datasets tr11 --runs 1 --lloyd 1 --paper-table 0.5",
      "cluto_docs/tr11.mat", "Table 3 from the sweeps"),
     ("mtcmrl_paper.py --datasets reuters --runs 1 --tol-study --tol-grid 20:1e-4 50:1e-6",
