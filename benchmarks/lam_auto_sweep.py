@@ -29,12 +29,12 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mbc_paper import _load  # noqa: E402
+from mbc_paper import PAPER_T3, _load  # noqa: E402
 
 from bregclust.divergences import get_divergence  # noqa: E402
 from bregclust.kmeans import BregmanKMeans, auto_smoothing, bregman_kmeans_plusplus, smoothing_point  # noqa: E402
 from bregclust.mbc import AUTO_LAM_GRID, MultitaskBregmanClustering  # noqa: E402
-from bregclust.metrics import nmi  # noqa: E402
+from bregclust.metrics import ari, nmi  # noqa: E402
 
 GRID = (0.0,) + tuple(AUTO_LAM_GRID)
 
@@ -339,6 +339,36 @@ def print_table(results, rname, others=("current", "bisect 0.5 (current)")):
     print("runs per data set: " + ", ".join(f"{n} {R}" for n, _, R in means))
 
 
+def print_paper_table(results, args, lam):
+    """``mbc_paper.py``'s Table 3 (NMI and ARI, IND -> MBC at ``lam``, paper beside) from the
+    sweeps' stored labels.
+
+    A sweep draws its centres as ``mbc_paper.py`` does (same generator, same order) and fits
+    IND as MBC at ``lam = 0``, so with the same ``--seed`` its runs are ``mbc_paper.py``'s runs:
+    the table equals ``mbc_paper.py --runs R --lam LAM`` on the same data without refitting.
+    """
+    g = GRID.index(lam)
+    print(f"\nTable 3 from the sweeps: NMI and ARI (mean+-std over the runs), IND -> MBC "
+          f"lam={lam:g}; {args.divergence} on {args.representation}")
+    print(f"{'data':<8} {'task':<4} {'runs':>4} | {'NMI IND':>10} {'NMI MBC':>10} {'paper':>10} | "
+          f"{'ARI IND':>10} {'ARI MBC':>10} {'paper':>10}")
+    for name, r in results.items():
+        ys = _load(name, args.representation).ys
+        n1 = int(r["n"][0])
+        for t, y in enumerate(ys):
+            cols = []
+            for metric in (nmi, ari):
+                for gg in (0, g):
+                    labs = r["labels"][:, gg, :n1] if t == 0 else r["labels"][:, gg, n1:]
+                    v = np.array([metric(y, lab) for lab in labs])
+                    cols.append(f"{v.mean():.2f}+-{v.std():.2f}")
+            p = PAPER_T3.get(name)
+            pn = f"{p[t][0][0]:.2f}/{p[t][1][0]:.2f}" if p else "-"
+            pa = f"{p[t][2][0]:.2f}/{p[t][3][0]:.2f}" if p else "-"
+            print(f"{name:<8} X{t + 1:<3} {r['labels'].shape[0]:>4} | {cols[0]:>10} {cols[1]:>10} "
+                  f"{pn:>10} | {cols[2]:>10} {cols[3]:>10} {pa:>10}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="tr11,tr45")
@@ -353,7 +383,12 @@ def main(argv=None):
                     help="also print the mbc_paper-style table with RULE (a key of RULES) as auto")
     ap.add_argument("--runs-per-dataset", default=None, metavar="NAME=RUNS,...",
                     help="override --runs for some data sets (e.g. ohscal=8)")
+    ap.add_argument("--paper-table", type=float, default=None, metavar="LAM",
+                    help="also print mbc_paper.py's Table 3 at this lam (a grid value) from "
+                         "the sweeps' labels")
     args = ap.parse_args(argv)
+    if args.paper_table is not None and args.paper_table not in GRID:
+        ap.error(f"--paper-table {args.paper_table:g} is not a value of the grid {GRID}")
     results = {}
     override = dict(item.split("=") for item in (args.runs_per_dataset or "").split(",") if item)
     default_runs = args.runs
@@ -388,6 +423,8 @@ def main(argv=None):
     print_scores(score(results, RULES))
     if args.table:
         print_table(results, args.table)
+    if args.paper_table is not None:
+        print_paper_table(results, args, args.paper_table)
 
 
 if __name__ == "__main__":

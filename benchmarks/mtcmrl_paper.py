@@ -313,6 +313,16 @@ def run_dataset(name, args):
 TOL_STUDY = ((100, 1e-4), (300, 1e-6), (1000, 1e-7), (3000, 1e-8), (20000, 1e-10))
 
 
+def _tol_setting(text):
+    """``"MAX_ITER:TOL"`` -> ``(int, float)`` for ``--tol-grid``."""
+    try:
+        m, t = text.split(":")
+        return int(m), float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--tol-grid: {text!r} is not MAX_ITER:TOL (e.g. 1000:1e-7)") from None
+
+
 def tol_study(name, args):
     """Accuracy, sweeps and label agreement with the tightest setting for each
     (max_iter, tol) of TOL_STUDY: SNMF, and MTCMRL too when ``--grid LAM ALPHA`` is given."""
@@ -336,16 +346,40 @@ def tol_study(name, args):
             Y0.append(indicators(lab, h))
         starts.append(Y0)
     runs = [("SNMF", (0.0, 0.0, 0.0))] + ([("MTCMRL", (lam, al, args.beta))] if args.grid else [])
+    grid = sorted(args.tol_grid or TOL_STUDY, key=lambda s: (-s[1], s[0]))
+    if any(b[0] < a[0] for a, b in zip(grid, grid[1:])):
+        raise SystemExit("--tol-grid: a tighter tol must not have a smaller MAX_ITER "
+                         f"(sorted by tol: {grid}); give each setting at least the sweeps of "
+                         "the looser ones")
     for method, (lm, a, b) in runs:
         out = {}
-        for max_iter, tol in TOL_STUDY:
+        if method == "SNMF":
+            # SNMF's state is Y alone, so a tighter setting continues the looser one's fit
+            # (the grid is checked to tighten tol and never lower max_iter): the iterates, and
+            # so the labels and sweep counts, equal those of a fit from the start.
+            for Y0 in starts:
+                for t, (X, M, Y, h) in enumerate(zip(Xs, Ms, Y0, hs)):
+                    done, last = 0, None
+                    for max_iter, tol in grid:
+                        met = last is not None and last[0] - last[1] <= tol * abs(last[0])
+                        if not met and done < max_iter:
+                            f = mr._fit_loop([X], [M], [None], [Y], [np.zeros((1, h))], 0.0,
+                                             1.0, 0.0, 0.0, max_iter - done, tol)
+                            Y, done = f["Ys"][0], done + f["n_iter"]
+                            last = tuple(f["history"][-2:]) if f["converged"] else None
+                            met = f["converged"]
+                        labs, sweeps, maxed = out.setdefault((max_iter, tol), ([], [], [0]))
+                        if t == 0:
+                            labs.append([])
+                        labs[-1].append(Y.argmax(1))
+                        sweeps.append(done)
+                        maxed[0] += not met
+            out = {k: (v[0], v[1], v[2][0]) for k, v in out.items()}
+        for max_iter, tol in ([] if method == "SNMF" else grid):
             labs, sweeps, maxed = [], [], 0
             for Y0 in starts:
                 if method == "SNMF":
-                    fits = [mr._fit_loop([X], [M], [None], [Y], [np.zeros((1, h))], 0.0, 1.0,
-                                         0.0, 0.0, max_iter, tol)
-                            for X, M, Y, h in zip(Xs, Ms, Y0, hs)]
-                    labs.append([f["Ys"][0].argmax(1) for f in fits])
+                    continue
                 else:
                     W0 = [np.ones((X.shape[1], h)) for X, h in zip(Xs, hs)]
                     fits = [mr._fit_loop(Xs, Ms, factors, Y0, W0, lm, args.mu, a, b, max_iter,
@@ -354,7 +388,7 @@ def tol_study(name, args):
                 sweeps += [f["n_iter"] for f in fits]
                 maxed += sum(not f["converged"] for f in fits)
             out[(max_iter, tol)] = (labs, sweeps, maxed)
-        ref = out[TOL_STUDY[-1]][0]
+        ref = out[grid[-1]][0]
         for (max_iter, tol), (labs, sweeps, maxed) in out.items():
             acc = np.array([[clustering_accuracy(y, lab) for y, lab in zip(ys, L)]
                             for L in labs]) * 100
@@ -535,6 +569,10 @@ def main(argv=None):
                    help="as run: relative decrease of J that stops (default: the estimator's)")
     p.add_argument("--tol-study", action="store_true",
                    help="instead of the tables: accuracy and sweeps for several (max_iter, tol)")
+    p.add_argument("--tol-grid", nargs="+", type=_tol_setting, metavar="MAX_ITER:TOL",
+                   help="settings of --tol-study (default: " + " ".join(
+                       f"{m}:{t:g}" for m, t in TOL_STUDY) + "); the tightest tol is the "
+                        "reference of the label agreement")
     p.add_argument("--snmf-study", action="store_true",
                    help="instead of the tables: SNMF accuracy over --starts starts for each "
                         "unstated detail (start, features, similarity, stopping, read-off)")

@@ -569,7 +569,7 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         of centres (each row takes the label of its nearest centre) or an ``(n_t, h_t)``
         non-negative matrix used as ``Y^t``. ``"k-means"`` is a deprecated alias of
         ``"k-means++"``.
-    max_iter : int, default=1000
+    max_iter : int, default=3000
         Maximum number of sweeps over the tasks.
     tol : float, default=1e-7
         Stop when one sweep lowers ``J`` by at most ``tol * |J|``. The default gives converged
@@ -677,7 +677,7 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=2, *, lam=4.0, mu=0.5, alpha=4.0, beta=0.5,
-                 similarity="cosine", similarity_params=None, init="k-means++", max_iter=1000,
+                 similarity="cosine", similarity_params=None, init="k-means++", max_iter=3000,
                  tol=1e-7, algorithm="damped", random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.lam = lam
@@ -828,7 +828,7 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
         :class:`~bregclust.kmeans.BregmanKMeans` (squared Euclidean); an
         ``(n_clusters, n_features)`` array gives centres. ``"k-means"`` is a deprecated alias
         of ``"k-means++"``.
-    max_iter : int, default=1000
+    max_iter : int, default=3000
         Maximum number of iterations.
     tol : float, default=1e-7
         Stop when one iteration lowers the objective by at most ``tol`` times its value. The
@@ -864,7 +864,7 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=2, *, similarity="cosine", similarity_params=None,
-                 init="k-means++", max_iter=1000, tol=1e-7, algorithm="damped", random_state=None,
+                 init="k-means++", max_iter=3000, tol=1e-7, algorithm="damped", random_state=None,
                  verbose=0):
         self.n_clusters = n_clusters
         self.similarity = similarity

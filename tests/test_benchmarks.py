@@ -45,6 +45,12 @@ CASES = [
      "Spearman(-own, NMI) over the grid"),
     ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits", None,
      "Headline: the best multi-task method beats the best single-task baseline"),
+    ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits --methods MBC-sq,LNKMTC-C0",
+     None, "LNKMTC-C0: NonparametricKernelMTC(C=0.0) on tfidf [control]"),
+    ("lam_auto_sweep.py --datasets tr11 --runs 1 --lloyd 1 --paper-table 0.5",
+     "cluto_docs/tr11.mat", "Table 3 from the sweeps"),
+    ("mtcmrl_paper.py --datasets reuters --runs 1 --tol-study --tol-grid 20:1e-4 50:1e-6",
+     "reuters21578", "SNMF    max_iter=50     tol=1e-06"),
 ]
 
 
@@ -71,3 +77,25 @@ def test_benchmark_script_runs(cmd, expected, tmp_path):
     assert expected in res.stdout, f"{cmd}: {expected!r} not in output:\n{res.stdout[-3000:]}"
     if "--plot-dir" in cmd:
         assert sorted(p.name for p in tmp_path.glob("*.png")) == PLOTS[args[0]]
+
+
+def test_mtc_compare_headline_leaves_controls_out(capsys):
+    """A control (LNKMTC-C0) is shown with its mark but never counted as the best multi-task
+    method of a cell, so it cannot make the headline's wins."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import mtc_compare as mc
+    finally:
+        sys.path.remove(str(BENCH))
+    cells = [dict(data="d", task="t1", best=0.5, best_b="NCut (cosine 10-NN)",
+                  mt={"MBC-sq": 0.45, "LNKMTC-C0": 0.7}),
+             dict(data="d", task="t2", best=0.5, best_b="NCut (cosine 10-NN)",
+                  mt={"MBC-sq": 0.6, "LNKMTC-C0": 0.3})]
+    for c in cells:
+        c["marks"] = {m: mc._mark(v, c["best"]) for m, v in c["mt"].items()}
+    mc.summary(cells, ["MBC-sq", "LNKMTC-C0"])
+    out = capsys.readouterr().out
+    assert "| d | t1 | 0.500 (NCut) | 0.450 L | 0.700 W |" in out
+    assert "beats the best single-task baseline by more than 0.01 NMI on 1 of 2 task cells" in out
+    assert "wins by MBC-sq: d/t2" in out and "wins by LNKMTC-C0" not in out
+    assert "LNKMTC-C0" not in mc.DEFAULT_METHODS

@@ -183,7 +183,7 @@ def test_fit_mbc_default_lam_is_auto(tmp_path, capsys):
 def test_demo_all_methods(capsys):
     assert main(["demo", "--quiet"]) == 0
     out = capsys.readouterr().out
-    for name in ("IND k-means", "MBC (sqeuclidean", "MBC (kl", "AGG (Ward", "LNKMTC (C=500)",
+    for name in ("IND k-means", "MBC (sqeuclidean", "MBC (kl", "AGG (Ward", "LNKMTC (C=auto: ",
                  "LSKMTC (C=1000)", "LSSMTC (random start", "LSSMTC lam=1 control", "MTCMRL"):
         assert name in out, name
     import re

@@ -48,7 +48,7 @@ def _converging_tasks(sizes=(3, 4)):
     With little noise (``_blobs_tasks``' default) ``M^t`` is almost exactly of rank ``h_t``,
     the SNMF residual nearly vanishes and J is dominated by the cross-task term, which then
     drifts down by about 1e-6 of J per sweep for thousands of sweeps (labels unchanged), so the
-    relative test of ``tol = 1e-7`` is not met by ``max_iter = 1000``. More samples and noise
+    relative test of ``tol = 1e-7`` is not met by ``max_iter = 1000``, the former default. More samples and noise
     (clusters still separated: every fit below recovers them exactly) give the SNMF term its
     usual weight, as on real data.
     """
@@ -434,7 +434,7 @@ def test_reuters_tasks_monotone_and_accurate():
 # ------------------------------------------------------------------ converged defaults, as printed
 def test_default_tolerances_are_the_converged_ones():
     for est in (ModelRelationClustering(), SymmetricNMF()):
-        assert est.tol == 1e-7 and est.max_iter == 1000 and est.algorithm == "damped"
+        assert est.tol == 1e-7 and est.max_iter == 3000 and est.algorithm == "damped"
 
 
 def test_snmf_default_stops_below_tol():
