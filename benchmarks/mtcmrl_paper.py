@@ -378,15 +378,11 @@ def tol_study(name, args):
         for max_iter, tol in ([] if method == "SNMF" else grid):
             labs, sweeps, maxed = [], [], 0
             for Y0 in starts:
-                if method == "SNMF":
-                    continue
-                else:
-                    W0 = [np.ones((X.shape[1], h)) for X, h in zip(Xs, hs)]
-                    fits = [mr._fit_loop(Xs, Ms, factors, Y0, W0, lm, args.mu, a, b, max_iter,
-                                         tol)]
-                    labs.append([Y.argmax(1) for Y in fits[0]["Ys"]])
-                sweeps += [f["n_iter"] for f in fits]
-                maxed += sum(not f["converged"] for f in fits)
+                W0 = [np.ones((X.shape[1], h)) for X, h in zip(Xs, hs)]
+                f = mr._fit_loop(Xs, Ms, factors, Y0, W0, lm, args.mu, a, b, max_iter, tol)
+                labs.append([Y.argmax(1) for Y in f["Ys"]])
+                sweeps.append(f["n_iter"])
+                maxed += not f["converged"]
             out[(max_iter, tol)] = (labs, sweeps, maxed)
         ref = out[grid[-1]][0]
         for (max_iter, tol), (labs, sweeps, maxed) in out.items():
