@@ -28,7 +28,7 @@ from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator
 from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, check_memory
 
 from ._multitask import (
     Interval,
@@ -64,49 +64,102 @@ def _stack(Xs):
     return np.vstack(Xs)
 
 
+def _unique_rows(X):
+    """``(first, inverse)``: rows ``first`` of CSR ``X`` are its distinct rows, in order of first
+    occurrence, and row ``i`` of ``X`` equals row ``first[inverse[i]]``.
+
+    Tasks often share documents (the same corpus under two label sets); the row space, and so
+    the Gram eigenproblem, only needs each distinct row once. Rows are compared by their stored
+    pattern and values (canonical CSR), so numerically equal rows stored differently are kept
+    apart, which only costs time.
+    """
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    seen, first, inverse = {}, [], np.empty(X.shape[0], dtype=np.intp)
+    ind, dat, ptr = X.indices, X.data, X.indptr
+    for i in range(X.shape[0]):
+        a, b = ptr[i], ptr[i + 1]
+        key = (ind[a:b].tobytes(), dat[a:b].tobytes())
+        j = seen.setdefault(key, len(first))
+        if j == len(first):
+            first.append(i)
+        inverse[i] = j
+    return np.asarray(first, dtype=np.intp), inverse
+
+
+def _weighted_distinct_rows(X, first, inverse):
+    """``(Xw, w)``: ``Xw = diag(w) X[first]`` with ``w = sqrt(multiplicity)`` of each distinct
+    row, so ``Xw^T Xw = X^T X`` and ``Xw`` spans the row space of ``X``. ``w`` is None (and
+    ``Xw`` is ``X``) when no row repeats."""
+    if first.size == X.shape[0]:
+        return X, None
+    w = np.sqrt(np.bincount(inverse).astype(np.float64))
+    return sp.csr_matrix(sp.diags(w) @ X[first]), w
+
+
+def _span_factors(X):
+    """The factorisation behind :class:`_SpanBasis` (its one cubic-cost step).
+
+    Returns ``(V, A, s, first, inverse)``. Either ``V`` (d x r, orthonormal) and ``A = X V``,
+    or ``V = None``, ``A = U``: the eigenvectors of the Gram matrix ``Xw Xw^T`` of the distinct
+    rows ``first`` of sparse ``X`` weighted by the square root of their multiplicity (see
+    :func:`_weighted_distinct_rows`; ``inverse`` maps rows of ``X`` to them). A plain function
+    of ``X`` so that ``memory`` (joblib) can cache it across fits.
+    """
+    n, d = X.shape
+    eps = np.finfo(np.float64).eps
+    if not sp.issparse(X):
+        U, s, Vt = np.linalg.svd(X, full_matrices=False)
+        keep = s > (s[0] if s.size else 0.0) * max(n, d) * eps
+        if not keep.any():
+            keep = np.zeros_like(s, dtype=bool)
+        s = s[keep]
+        return Vt[keep].T.copy(), U[:, keep] * s, s, None, None
+    if d <= n:
+        G = (X.T @ X).toarray()
+        e, V = np.linalg.eigh(G)
+        e, V = e[::-1], V[:, ::-1]
+        keep = e > (e[0] if e.size else 0.0) * max(n, d) * eps * 10
+        e, V = e[keep], np.ascontiguousarray(V[:, keep])
+        return V, np.asarray(X @ V), np.sqrt(e), None, None
+    # Repeated rows (tasks sharing documents) are factorised once: the Gram matrix of the
+    # weighted distinct rows has the same non-zero spectrum and row-space basis.
+    first, inverse = _unique_rows(X)
+    Xw, _ = _weighted_distinct_rows(X, first, inverse)
+    G = (Xw @ Xw.T).toarray()
+    e, U = np.linalg.eigh(G)
+    del G
+    e, U = e[::-1], U[:, ::-1]
+    # Gram eigenvectors of tiny eigenvalues give V = X^T U / s with a loss of
+    # orthogonality ~ eps * e_max / e: keep e above sqrt(eps) * e_max.
+    keep = e > (e[0] if e.size else 0.0) * np.sqrt(eps)
+    e, U = e[keep], U[:, keep]
+    return None, U, np.sqrt(e), first, inverse
+
+
 class _SpanBasis:
     """An orthonormal basis ``V`` (d x r) of the row space of the stacked data ``X``.
 
     Stores ``Y = X V`` (n x r, with ``Y^T Y = diag(s^2)``) and maps subspace coordinates ``Z``
     (r x l) to ``W = V Z`` (d x l) without forming ``V`` when ``d`` is the large side of sparse
-    data (there ``V = X^T U diag(1/s)``).
+    data (there ``V = Xw^T U diag(1/s)``, ``Xw`` the weighted distinct rows of ``X``).
+    ``factors``: :func:`_span_factors`'s output for this ``X`` (e.g. from a cache).
     """
 
-    def __init__(self, X):
-        n, d = X.shape
-        eps = np.finfo(np.float64).eps
+    def __init__(self, X, factors=None):
+        V, A, s, first, inverse = _span_factors(X) if factors is None else factors
+        self.V = V
         self._X = None
         self._coef = None
-        self.V = None
-        if not sp.issparse(X):
-            U, s, Vt = np.linalg.svd(X, full_matrices=False)
-            keep = s > (s[0] if s.size else 0.0) * max(n, d) * eps
-            if not keep.any():
-                keep = np.zeros_like(s, dtype=bool)
-            s = s[keep]
-            self.V = Vt[keep].T.copy()
-            self.Y = U[:, keep] * s
-        elif d <= n:
-            G = (X.T @ X).toarray()
-            e, V = np.linalg.eigh(G)
-            e, V = e[::-1], V[:, ::-1]
-            keep = e > (e[0] if e.size else 0.0) * max(n, d) * eps * 10
-            e, V = e[keep], np.ascontiguousarray(V[:, keep])
-            self.V = V
-            self.Y = np.asarray(X @ V)
-            s = np.sqrt(e)
-        else:
-            G = (X @ X.T).toarray()
-            e, U = np.linalg.eigh(G)
-            e, U = e[::-1], U[:, ::-1]
-            # Gram eigenvectors of tiny eigenvalues give V = X^T U / s with a loss of
-            # orthogonality ~ eps * e_max / e: keep e above sqrt(eps) * e_max.
-            keep = e > (e[0] if e.size else 0.0) * np.sqrt(eps)
-            e, U = e[keep], U[:, keep]
-            s = np.sqrt(e)
-            self.Y = U * s
-            self._X = X
+        if V is None:
+            U = A
+            self._X, w = _weighted_distinct_rows(X, first, inverse)
             self._coef = U / s
+            A = U * s  # = Xw V
+            if w is not None:
+                A = (A / w[:, np.newaxis])[inverse]  # row i of X is row inverse[i] of Xw / w
+        self.Y = A
         self.s2 = s * s
         self.rank = int(s.size)
 
@@ -117,6 +170,12 @@ class _SpanBasis:
         W = np.asarray(self._X.T @ (self._coef @ Z))
         Q, R = np.linalg.qr(W)
         return Q * np.sign(np.diag(R))[np.newaxis, :]
+
+
+def _span_basis(X, memory):
+    """:class:`_SpanBasis` of ``X``; ``memory`` (a checked joblib.Memory) caches its
+    factorisation (a no-op when its location is None)."""
+    return _SpanBasis(X, memory.cache(_span_factors)(X))
 
 
 def _smallest_eigvecs(s2, H, l, solver="auto"):
@@ -403,6 +462,12 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     n_init : int, default=1
         k-means restarts per task for ``init="k-means++"``.
     random_state : int, RandomState instance or None, default=None
+    memory : str, joblib.Memory or None, default=None
+        Caches the factorisation of the stacked data's row space in this directory (the
+        fit's one cubic-cost step: an SVD, or an eigendecomposition of the smaller Gram
+        matrix, ``O(min(n, d)^3)`` for ``n`` distinct rows), as scikit-learn's
+        ``AgglomerativeClustering`` caches its tree: refits on the same data (other seeds,
+        ``lam``, ``n_components``, starts) then skip it. None caches nothing.
 
     Attributes
     ----------
@@ -458,7 +523,8 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """
 
     def __init__(self, n_clusters=2, *, n_components=2, lam=0.5, max_iter=20, tol=1e-6,
-                 init="k-means++", init_offset=0.2, n_init=1, random_state=None):
+                 init="k-means++", init_offset=0.2, n_init=1, random_state=None,
+                 memory=None):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.lam = lam
@@ -468,6 +534,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.init_offset = init_offset
         self.n_init = n_init
         self.random_state = random_state
+        self.memory = memory
 
     _parameter_constraints = {
         "lam": [Interval(numbers.Real, 0.0, 1.0)],
@@ -521,7 +588,8 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         parsed = parse_init(self.init, Xs, ks, aliases=self._init_aliases, membership=True)
         lam = float(self.lam)
         rng = check_random_state(self.random_state)
-        basis = _SpanBasis(_stack(Xs))
+        memory = check_memory(self.memory)
+        basis = _span_basis(_stack(Xs), memory)
         l = _check_n_components(self.n_components, basis.rank)
         P0 = self._initial_partitions(Xs, c, parsed, rng)
         m = len(Xs)
@@ -617,6 +685,12 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
     classes : array-like or None, default=None
         The classes (and their order). Default: the sorted labels of the source rows. Every
         class needs at least one source row.
+    memory : str, joblib.Memory or None, default=None
+        Caches the factorisation of the row space of ``X`` in this directory (the fit's one
+        cubic-cost step: an SVD, or an eigendecomposition of the smaller Gram matrix,
+        ``O(min(n, d)^3)`` for ``n`` distinct rows), as scikit-learn's
+        ``AgglomerativeClustering`` caches its tree: refits on the same data (other ``lam``,
+        ``n_components``, ``init``) then skip it. None caches nothing.
 
     Attributes
     ----------
@@ -663,7 +737,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
     }
 
     def __init__(self, *, n_components=100, lam=0.5, max_iter=20, tol=1e-6,
-                 init="source-means", init_offset=0.2, classes=None):
+                 init="source-means", init_offset=0.2, classes=None, memory=None):
         self.n_components = n_components
         self.lam = lam
         self.max_iter = max_iter
@@ -671,6 +745,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         self.init = init
         self.init_offset = init_offset
         self.classes = classes
+        self.memory = memory
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -693,6 +768,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         self
         """
         check_params(self, self._parameter_constraints)
+        memory = check_memory(self.memory)
         X = check_array(X, name="X")
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
@@ -744,7 +820,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         lam = float(self.lam)
         ysrc = self._class_index(ys, classes)
         P1 = _onehot(ysrc, c, 0.0)
-        basis = _SpanBasis(_stack([X_source, X_target]))
+        basis = _span_basis(_stack([X_source, X_target]), memory)
         l = _check_n_components(self.n_components, basis.rank)
         P2 = self._initial_target(X_source, ysrc, X_target, classes)
         P_list, Z, M, Mk_list, history, n_iter, converged, _ = _lss_fit(

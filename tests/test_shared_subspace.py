@@ -16,6 +16,7 @@ from bregclust.shared_subspace import (
     _lss_fit,
     _SpanBasis,
     _stack,
+    _unique_rows,
     _w_step,
 )
 
@@ -103,6 +104,64 @@ def test_w_step_sparse_gram_paths_match_dense():
         Ws = bs.components(_w_step(bs, P, 3))
         np.testing.assert_allclose(Ws @ Ws.T, Wd @ Wd.T, atol=1e-7)
 
+
+
+def test_repeated_rows_factorised_once_same_basis_and_w_step():
+    # Tasks sharing documents: the d > n Gram route factorises each distinct row once
+    # (weighted by sqrt(multiplicity)); Y^T Y = diag(s^2), the row-space projector, Y = X V
+    # and the W-step are those of the dense SVD of the stacked rows.
+    rng = np.random.default_rng(5)
+    X = rng.poisson(0.4, size=(30, 120)).astype(float)
+    X[7] = X[3]  # a repeat inside one task too
+    Xd = np.vstack([X, X[:20], X])
+    Xs = sp.csr_matrix(Xd)
+    first, inverse = _unique_rows(Xs)
+    assert first.size == 29 and np.array_equal(Xd[first][inverse], Xd)
+    bs, bd = _SpanBasis(Xs), _SpanBasis(Xd)
+    assert bs.rank == bd.rank == 29
+    np.testing.assert_allclose(np.sort(bs.s2), np.sort(bd.s2), rtol=1e-10)
+    np.testing.assert_allclose(bs.Y.T @ bs.Y, np.diag(bs.s2), atol=1e-9 * bs.s2.max())
+    V = np.asarray(bs._X.T @ bs._coef)  # the implicit V
+    np.testing.assert_allclose(V @ V.T, bd.V @ bd.V.T, atol=1e-10)
+    np.testing.assert_allclose(Xs @ V, bs.Y, atol=1e-10)
+    P = rng.uniform(size=(Xd.shape[0], 3))
+    for l in (1, 4):
+        Ws = bs.components(_w_step(bs, P, l))
+        Wd = bd.components(_w_step(bd, P, l))
+        np.testing.assert_allclose(Ws @ Ws.T, Wd @ Wd.T, atol=1e-7)
+    # no repeats: the factors are those of the rows themselves (nothing re-weighted)
+    first, _ = _unique_rows(sp.csr_matrix(X[:7]))
+    assert np.array_equal(first, np.arange(7))
+    assert _SpanBasis(sp.csr_matrix(X[:7]))._X.shape == (7, 120)
+
+
+def test_memory_caches_the_factorisation_and_changes_nothing(tmp_path):
+    rng = np.random.default_rng(6)
+    Xs = [sp.csr_matrix(rng.poisson(0.5, size=(25, 80)).astype(float)) for _ in range(2)]
+    kw = dict(n_components=2, lam=0.75, init="random")
+    ref = [SharedSubspaceClustering(3, random_state=s, **kw).fit(Xs) for s in (0, 1)]
+    cached = [SharedSubspaceClustering(3, random_state=s, memory=str(tmp_path), **kw).fit(Xs)
+              for s in (0, 1, 0)]
+    for a, b in zip(ref + ref[:1], cached):
+        np.testing.assert_array_equal(a.objective_history_, b.objective_history_)
+        for la, lb in zip(a.labels_, b.labels_):
+            np.testing.assert_array_equal(la, lb)
+    # one factorisation stored for three fits on the same data; new data adds one
+    assert len(list(tmp_path.rglob("output.pkl"))) == 1
+    SharedSubspaceClustering(3, random_state=0, memory=str(tmp_path), **kw).fit(
+        [X * 2.0 for X in Xs])
+    assert len(list(tmp_path.rglob("output.pkl"))) == 2
+    est = pickle.loads(pickle.dumps(cached[0]))
+    np.testing.assert_array_equal(est.transform(Xs[0]), cached[0].transform(Xs[0]))
+    Xsrc, Xtgt = Xs[0].toarray(), Xs[1].toarray()
+    y = np.r_[np.arange(25) % 3, -np.ones(25, dtype=int)]
+    t0 = SharedSubspaceTransfer(n_components=2).fit(np.vstack([Xsrc, Xtgt]), y)
+    t1 = SharedSubspaceTransfer(n_components=2, memory=str(tmp_path)).fit(
+        np.vstack([Xsrc, Xtgt]), y)
+    np.testing.assert_array_equal(t0.transduction_, t1.transduction_)
+    assert len(list(tmp_path.rglob("output.pkl"))) == 3
+    with pytest.raises(ValueError, match="memory"):
+        SharedSubspaceClustering(3, memory=5).fit(Xs)
 
 def test_lambda_one_is_per_task_relaxed_kmeans():
     Xs, ys = _tasks(seed=2)
