@@ -96,7 +96,7 @@ MT_SETTINGS = {
     "LSSMTC": dict(rep="counts", est=SharedSubspaceClustering,
                    kw=dict(n_components=2, lam=0.75, init="random")),
     "MTCMRL": dict(rep="tfidf", est=ModelRelationClustering,
-                   kw=dict(lam=4.0, alpha=4.0, mu=0.5, beta=0.5), max_n=3000),
+                   kw=dict(lam=4.0, alpha=4.0, mu=0.5, beta=0.5), max_n=4000),
     # Controls (run only when named in --methods; shown in the table, left out of the headline):
     # LNKMTC without its cross-task MMD term (C=0), to tell its kernel learning and kernel
     # k-means apart from the multi-task coupling.
