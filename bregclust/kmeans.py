@@ -116,11 +116,12 @@ def auto_smoothing(X, divergence, n_clusters, sample_weight=None):
     0.0
     """
     div = get_divergence(divergence)
-    if div.domain == "real":
-        return 0.0  # without counting the non-zeros (a full pass over dense data)
     n, d = X.shape
     w_total = float(n) if sample_weight is None else float(np.sum(sample_weight))
-    nnz = np.count_nonzero(X.data) if sp.issparse(X) else np.count_nonzero(X)
+    if div.domain == "real":
+        nnz = 0  # unused there: skip the count (a full pass over dense data)
+    else:
+        nnz = np.count_nonzero(X.data) if sp.issparse(X) else np.count_nonzero(X)
     return _auto_smoothing_from_counts(div, n, d, nnz, w_total, n_clusters)
 
 

@@ -88,14 +88,10 @@ def _unique_rows(X):
     return np.asarray(first, dtype=np.intp), inverse
 
 
-def _weighted_distinct_rows(X, first, inverse):
-    """``(Xw, w)``: ``Xw = diag(w) X[first]`` with ``w = sqrt(multiplicity)`` of each distinct
-    row, so ``Xw^T Xw = X^T X`` and ``Xw`` spans the row space of ``X``. ``w`` is None (and
-    ``Xw`` is ``X``) when no row repeats."""
-    if first.size == X.shape[0]:
-        return X, None
-    w = np.sqrt(np.bincount(inverse).astype(np.float64))
-    return sp.csr_matrix(sp.diags(w) @ X[first]), w
+def _multiplicity_weights(inverse):
+    """``sqrt`` of how often each distinct row occurs: ``Xw = diag(w) X[first]`` has the row
+    space of ``X`` and ``Xw^T Xw = X^T X``."""
+    return np.sqrt(np.bincount(inverse).astype(np.float64))
 
 
 def _span_factors(X):
@@ -104,7 +100,7 @@ def _span_factors(X):
     Returns ``(V, A, s, first, inverse)``. Either ``V`` (d x r, orthonormal) and ``A = X V``,
     or ``V = None``, ``A = U``: the eigenvectors of the Gram matrix ``Xw Xw^T`` of the distinct
     rows ``first`` of sparse ``X`` weighted by the square root of their multiplicity (see
-    :func:`_weighted_distinct_rows`; ``inverse`` maps rows of ``X`` to them). A plain function
+    :func:`_multiplicity_weights`; ``inverse`` maps rows of ``X`` to them). A plain function
     of ``X`` so that ``memory`` (joblib) can cache it across fits.
     """
     n, d = X.shape
@@ -126,8 +122,13 @@ def _span_factors(X):
     # Repeated rows (tasks sharing documents) are factorised once: the Gram matrix of the
     # weighted distinct rows has the same non-zero spectrum and row-space basis.
     first, inverse = _unique_rows(X)
-    Xw, _ = _weighted_distinct_rows(X, first, inverse)
-    G = (Xw @ Xw.T).toarray()
+    repeats = first.size < n
+    Xu = X[first] if repeats else X
+    G = (Xu @ Xu.T).toarray()
+    if repeats:  # Gram matrix of diag(w) Xu, scaled in place (no n x n temporary)
+        w = _multiplicity_weights(inverse)
+        G *= w[:, np.newaxis]
+        G *= w[np.newaxis, :]
     e, U = np.linalg.eigh(G)
     del G
     e, U = e[::-1], U[:, ::-1]
@@ -143,7 +144,8 @@ class _SpanBasis:
 
     Stores ``Y = X V`` (n x r, with ``Y^T Y = diag(s^2)``) and maps subspace coordinates ``Z``
     (r x l) to ``W = V Z`` (d x l) without forming ``V`` when ``d`` is the large side of sparse
-    data (there ``V = Xw^T U diag(1/s)``, ``Xw`` the weighted distinct rows of ``X``).
+    data (there ``V = Xw^T U diag(1/s)``, ``Xw = diag(w) Xu`` the distinct rows ``Xu`` of ``X``
+    weighted by :func:`_multiplicity_weights`).
     ``factors``: :func:`_span_factors`'s output for this ``X`` (e.g. from a cache).
     """
 
@@ -154,10 +156,13 @@ class _SpanBasis:
         self._coef = None
         if V is None:
             U = A
-            self._X, w = _weighted_distinct_rows(X, first, inverse)
+            repeats = first.size < X.shape[0]
+            self._X = X[first] if repeats else X
             self._coef = U / s
             A = U * s  # = Xw V
-            if w is not None:
+            if repeats:
+                w = _multiplicity_weights(inverse)
+                self._coef *= w[:, np.newaxis]  # V = Xw^T U / s = Xu^T (diag(w) U / s)
                 A = (A / w[:, np.newaxis])[inverse]  # row i of X is row inverse[i] of Xw / w
         self.Y = A
         self.s2 = s * s
