@@ -45,7 +45,11 @@ def _first_bad(mask):
 def check_finite(X, *, name="X"):
     """Raise ``ValueError`` naming the first NaN or infinite entry of ``X``."""
     data = X.data if sp.issparse(X) else X
-    if data.size and not np.isfinite(data).all():
+    # The sum is finite when every entry is (one reduction, no n x d boolean temporary); only
+    # a sum that is not (a bad entry, or finite entries overflowing) needs the entrywise test.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = data.sum() if data.size else 0.0
+    if not np.isfinite(total) and not np.isfinite(data).all():
         if sp.issparse(X):
             coo = X.tocoo()
             bad = ~np.isfinite(coo.data)

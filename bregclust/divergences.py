@@ -156,6 +156,23 @@ class _SeparableForm:
         g = self.gen
         K.generic_pairwise(g.code, g.fn_phi, g.fn_dphi, Xd, U, out)
 
+    def generic_assigned(self, div, Xd, U, labels, w, out):
+        g = self.gen
+        K.generic_assigned(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
+
+
+def _assigned_by_cluster(form, div, Xd, U, labels, w, out, chunk=4096):
+    """``generic_assigned`` of a form without its own kernel: its ``generic_pairwise`` against
+    each centre, on the rows of that cluster, ``chunk`` rows at a time."""
+    out[:] = 0.0
+    for j in range(U.shape[0]):
+        idx = np.flatnonzero((labels == j) & (w > 0))
+        for s in range(0, idx.size, chunk):
+            rows = idx[s:s + chunk]
+            d = np.empty((rows.size, 1))
+            form.generic_pairwise(div, Xd[rows], U[j:j + 1], d)
+            out[rows] = d[:, 0]
+
 
 class _L1Form(_SeparableForm):
     """l1_subgradient: ``Xg = [X+, X-]``, ``phi_x = 2 ||x||_1``, sign indicators as ``G``."""
@@ -179,6 +196,9 @@ class _L1Form(_SeparableForm):
 
     def generic_pairwise(self, div, Xd, U, out):
         K.l1_pairwise_exact(Xd, U, out)
+
+    def generic_assigned(self, div, Xd, U, labels, w, out):
+        _assigned_by_cluster(self, div, Xd, U, labels, w, out)
 
 
 class _MahalanobisForm:
@@ -219,6 +239,9 @@ class _MahalanobisForm:
         for j in range(U.shape[0]):
             diff = Xd - U[j]
             out[:, j] = np.einsum("ij,jk,ik->i", diff, A, diff)
+
+    def generic_assigned(self, div, Xd, U, labels, w, out):
+        _assigned_by_cluster(self, div, Xd, U, labels, w, out)
 
 
 # ---------------------------------------------------------------------------- sided centroids
@@ -432,8 +455,13 @@ class Divergence:
                 raise ValueError(f"{name} must be a 2-D array (n, n_features), got shape {A.shape}.")
             X = np.ascontiguousarray(A, dtype=np.float64)
             data = X
-        if check_nan and data.size and np.isnan(data).any():
-            raise ValueError(f"{name} contains NaN; remove or impute missing values first.")
+        # A NaN makes the sum NaN (one reduction, no temporary); so can inf - inf, hence the
+        # entrywise test when the sum is NaN.
+        if check_nan and data.size:
+            with np.errstate(over="ignore", invalid="ignore"):
+                total = data.sum()
+            if np.isnan(total) and np.isnan(data).any():
+                raise ValueError(f"{name} contains NaN; remove or impute missing values first.")
         self.check_n_features(X.shape[1], name=name)
         return X
 

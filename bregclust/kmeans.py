@@ -453,7 +453,7 @@ default="auto"
             if init_is_array:
                 init = init - shift
         z = smoothing_point(X, div, w) if beta > 0 else None
-        prepared = div.prepare(X)
+        prepared = div._prepare(X)  # X is validated above
 
         best = None
         for run in range(n_init):
@@ -608,7 +608,8 @@ def _scale_exponent(X, div):
     data = X.data if sp.issparse(X) else np.asarray(X)
     if not data.size:
         return 0
-    m = float(np.abs(data).max())
+    # max(max, -min): no |X| temporary, which cost as much as a Lloyd pass on dense data
+    m = max(float(data.max()), -float(data.min()))
     if not (np.isfinite(m) and m > 0):
         return 0
     e = int(np.frexp(m)[1])
@@ -647,7 +648,7 @@ def _centring_offset(X, div, w):
 
 
 def _inertia(X, labels, centers, w, div, chunk=4096):
-    """``sum_i w_i d(x_i, u_{labels_i})`` by the definition of ``d``, cluster by cluster.
+    """``sum_i w_i d(x_i, u_{labels_i})`` by the definition of ``d`` (rows of zero weight count 0).
 
     Sparse ``X`` uses the GEMM form on its non-zeros (:meth:`Divergence.pairwise`, the form of
     the Lloyd passes; sparse data are never centred): the definition would densify every row,
@@ -663,18 +664,11 @@ def _inertia(X, labels, centers, w, div, chunk=4096):
                 d = div.pairwise(X[rows], centers[j:j + 1])[:, 0]
                 total += float(np.sum(w[rows] * d))
         return total
-    total = 0.0
-    for j in range(centers.shape[0]):
-        idx = np.flatnonzero(labels == j)
-        for s in range(0, idx.size, chunk):
-            rows = idx[s:s + chunk]
-            keep = w[rows] > 0  # 0 * inf counts as 0, as in the objective's definition
-            if not keep.any():
-                continue
-            rows = rows[keep]
-            d = div.generic_pairwise(_rows(X, rows), centers[j:j + 1])[:, 0]
-            total += float(np.sum(w[rows] * d))
-    return total
+    # One pass in row order without per-cluster copies (they cost more than a Lloyd pass).
+    d = np.empty(X.shape[0])
+    div._ready().generic_assigned(div, X, np.ascontiguousarray(centers), labels, w, d)
+    with np.errstate(over="ignore"):  # an overflow is reported by the caller
+        return float(np.sum(w * d))
 
 
 def _objective(mins, w, centers, div, beta, z):

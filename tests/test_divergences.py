@@ -97,6 +97,38 @@ def test_registry_lists_builtins_and_custom():
     assert get_divergence("Itakura-Saito").name == "itakura_saito"
 
 
+def test_generic_assigned_is_the_oracle_entry_of_each_label(div):
+    """The exact objective's one-pass kernel (``form.generic_assigned``, used for ``inertia_``)
+    gives ``generic_pairwise[i, labels[i]]`` for rows of positive weight and 0 for the others,
+    boundary values (zeros in kl data, inf divergences) included."""
+    rng = np.random.default_rng(7)
+    X = sample(div, 40, rng)
+    U = centres(div, 3, rng)
+    if div.domain != "real":
+        U[1, 0] = 0.0  # a centre on the boundary: +inf wherever x_0 > 0 (kl), by convention
+    labels = rng.integers(0, 3, size=40).astype(np.int64)
+    w = rng.random(40)
+    w[::5] = 0.0
+    full = np.empty((40, 3))
+    form = div._ready()
+    form.generic_pairwise(div, X, U, full)
+    out = np.full(40, -1.0)
+    form.generic_assigned(div, X, U, labels, w, out)
+    expected = np.where(w > 0, full[np.arange(40), labels], 0.0)
+    np.testing.assert_array_equal(out, expected)
+    if div.name == "kl":
+        assert np.isinf(expected).any() and (expected == 0.0).any()
+
+
+def test_generic_assigned_sqeuclidean_overflow_is_inf_not_nan():
+    div = get_divergence("sqeuclidean")
+    X = np.array([[1e200, 0.0], [1.0, 2.0]])
+    U = np.array([[-1e200, 0.0], [1.0, 2.0]])
+    out = np.empty(2)
+    div._ready().generic_assigned(div, X, U, np.array([0, 1]), np.ones(2), out)
+    assert out[0] == np.inf and out[1] == 0.0
+
+
 def test_self_divergence_zero_and_nonnegative(div):
     rng = np.random.default_rng(0)
     X = sample(div, 30, rng, zeros=False)

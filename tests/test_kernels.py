@@ -30,6 +30,29 @@ def test_fused_argmin_matches_numpy():
     assert np.allclose(Q, np.maximum(D, 0))
 
 
+def test_fused_argmin_flags_non_finite_candidates_with_nan():
+    """A NaN candidate anywhere in a row (an overflow in the GEMM form), or a non-finite
+    minimum, makes ``mins`` NaN, so the caller evaluates that row by the definition; finite
+    rows keep their exact minimum. The dense and CSR Lloyd passes share this argmin."""
+    inf, nan = np.inf, np.nan
+    # rows: NaN after the minimum, NaN first, +inf and -inf candidates, -inf minimum, finite
+    P = np.array([[3.0, nan, 1.0], [nan, 3.0, 1.0], [-inf, 1.0, inf], [1.0, inf, 2.0],
+                  [1.0, 2.0, 0.5]])
+    labels = np.empty(5, dtype=np.int64)
+    mins = np.empty(5)
+    K.fused_argmin(P, np.full(5, 4.0), np.zeros(3), labels, mins)
+    assert np.isnan(mins[:4]).all()
+    assert labels[4] == 1 and mins[4] == 2.0
+    X = np.ones((5, 3))
+    S = np.zeros((1, 3, 3))
+    W = np.zeros((1, 3))
+    GT = np.array([[1.0, 2.0, 0.5]] * 3) / 3.0  # every row gives the last row's candidates
+    labels[:] = -1
+    K.lloyd.lloyd_step_dense_serial(X, np.full(5, 4.0), GT, np.array([0.0, nan, 0.0]), np.ones(5),
+                                    2, labels, mins, S, W)
+    assert np.isnan(mins).all() and (labels == 0).all()
+
+
 def test_fused_kernels_clamp_rounding_negatives():
     P = np.array([[1.0 + 1e-15]])
     labels = np.empty(1, dtype=np.int64)

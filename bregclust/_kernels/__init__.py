@@ -31,6 +31,7 @@ from .generators import (
 from .lloyd import (
     fused_argmin,
     fused_pairwise,
+    generic_assigned,
     generic_pairwise,
     l1_pairwise_exact,
     lloyd_step_csr,
@@ -48,7 +49,7 @@ __all__ = [
     "agglomerative", "centroids", "generators", "lloyd", "DOMAIN_CODES", "JIT", "PJIT",
     "abs_phi", "is_dphi", "is_dphi_inv", "is_phi", "kl_dphi", "kl_dphi_inv", "kl_phi",
     "make_inverse", "sign_dphi", "sq_dphi", "sq_dphi_inv", "sq_phi", "fused_argmin",
-    "fused_pairwise", "generic_pairwise", "l1_pairwise_exact", "lloyd_step_csr",
+    "fused_pairwise", "generic_assigned", "generic_pairwise", "l1_pairwise_exact", "lloyd_step_csr",
     "lloyd_step_dense", "map_scalar", "map_scalar_par", "rowsum", "rowsum_csr", "rowsum_par",
     "weighted_sums_csr", "weighted_sums_dense",
 ]

@@ -31,20 +31,24 @@ def _nearest(p, c, phi_xi, i, labels, mins):
     ``phi_xi + c[j] - p[j]`` clamped at 0. Returns the label.
 
     A non-finite candidate or minimum (an overflow, ``inf - inf``) never becomes 0: ``mins[i]``
-    is then NaN, which the caller reads as "evaluate this row by the definition"."""
+    is then NaN, which the caller reads as "evaluate this row by the definition".
+
+    A NaN candidate is detected through the running sum ``tot`` of the candidates (NaN stays
+    NaN; ``inf - inf`` also gives NaN, and such a row is an overflow too): an add per
+    candidate costs a third of the branch a per-candidate test costs in this, the hottest
+    loop of k-means (``benchmarks/kmeans_speed.py``)."""
     best = np.inf
     bj = 0
-    flag = False
+    tot = 0.0
     for j in range(c.shape[0]):
         v = c[j] - p[j]
+        tot += v
         if v < best:
             best = v
             bj = j
-        elif v != v:
-            flag = True
     labels[i] = bj
     v = phi_xi + best
-    if flag or not (abs(v) < np.inf):
+    if tot != tot or not (abs(v) < np.inf):
         mins[i] = np.nan
     else:
         mins[i] = v if v > 0.0 else 0.0
@@ -281,6 +285,33 @@ def rowsum_csr_serial(code, fn, data, indptr, n_features, out):
 
 
 @njit(**JIT)
+def _generic_divergence(code, fphi, fdphi, X, i, U, j):
+    """``d(X[i], U[j])`` by the definition, with the conventions of :func:`generic_pairwise`."""
+    if code == SQ:  # branch-free first (vectorises); the careful loop only when not finite
+        s = 0.0
+        for l in range(X.shape[1]):
+            t = X[i, l] - U[j, l]
+            s += t * t
+        if s < np.inf:
+            return s
+    s = 0.0
+    for l in range(X.shape[1]):
+        x = X[i, l]
+        u = U[j, l]
+        if x == u:
+            continue
+        if code == SQ:
+            t = (x - u) * (x - u)
+        else:
+            t = (phi_of(code, fphi, x) - phi_of(code, fphi, u)
+                 - (x - u) * dphi_of(code, fdphi, u))
+        if not (t < np.inf):  # NaN or +inf
+            return np.inf
+        s += t
+    return s if s > 0.0 else 0.0
+
+
+@njit(**JIT)
 def generic_pairwise(code, fphi, fdphi, X, U, out):
     """The oracle, OUT ``out[i, j] = sum_l f(x_il) - f(u_jl) - (x_il - u_jl) f'(u_jl)``.
 
@@ -289,26 +320,20 @@ def generic_pairwise(code, fphi, fdphi, X, U, out):
     squared Euclidean term is evaluated as ``(x - u)^2``, which is the same quantity without the
     cancellation (and overflow) of ``x^2 - u^2 - 2 (x - u) u``.
     """
-    n, d = X.shape
-    k = U.shape[0]
-    for i in range(n):
-        for j in range(k):
-            s = 0.0
-            for l in range(d):
-                x = X[i, l]
-                u = U[j, l]
-                if x == u:
-                    continue
-                if code == SQ:
-                    t = (x - u) * (x - u)
-                else:
-                    t = (phi_of(code, fphi, x) - phi_of(code, fphi, u)
-                         - (x - u) * dphi_of(code, fdphi, u))
-                if not (t < np.inf):  # NaN or +inf
-                    s = np.inf
-                    break
-                s += t
-            out[i, j] = s if s > 0.0 else 0.0
+    for i in range(X.shape[0]):
+        for j in range(U.shape[0]):
+            out[i, j] = _generic_divergence(code, fphi, fdphi, X, i, U, j)
+
+
+@njit(**JIT)
+def generic_assigned(code, fphi, fdphi, X, U, labels, w, out):
+    """OUT ``out[i] = d(x_i, u_{labels[i]})`` by the definition (:func:`generic_pairwise`) for
+    the rows with ``w[i] > 0``, 0 for the others (``0 * inf`` counts as 0 in an objective).
+
+    One pass over ``X`` in row order, no copies: the exact objective of a fit. Serial, so the
+    values do not depend on the thread count."""
+    for i in range(X.shape[0]):
+        out[i] = _generic_divergence(code, fphi, fdphi, X, i, U, labels[i]) if w[i] > 0 else 0.0
 
 
 @njit(**PJIT)
