@@ -36,6 +36,8 @@ CASES = [
      "webkb4_linqs", "| LSSMTC"),
     ("kl_smoothing.py --datasets tr23 --seeds 1", "cluto_docs/tr23.mat",
      "auto within 0.02 NMI of the best fixed smoothing on"),
+    ("kl_smoothing.py --datasets tr23 --seeds 2 --block 1", "cluto_docs/tr23.mat",
+     "The criterion on disjoint blocks of 1 seeds"),
     ("compile_time.py", None, "<= 5 s"),
     ("dask_kmeans.py --n 20000 --d 10 --k 5 --chunks 4 --iters 2 --skip-daskml "
      "--scaling 5000,10000 --plot-dir {tmp}", None, "identical labels to the in-memory fit: True"),
@@ -99,3 +101,30 @@ def test_mtc_compare_headline_leaves_controls_out(capsys):
     assert "beats the best single-task baseline by more than 0.01 NMI on 1 of 2 task cells" in out
     assert "wins by MBC-sq: d/t2" in out and "wins by LNKMTC-C0" not in out
     assert "LNKMTC-C0" not in mc.DEFAULT_METHODS
+
+
+def test_kl_smoothing_blocks_and_merge():
+    """The block table counts, per column, the blocks where it is within 0.02 of that block's
+    best fixed column; merging saved runs orders seeds and refuses repeated ones."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import kl_smoothing as ks
+    finally:
+        sys.path.remove(str(BENCH))
+    # columns 1, 10, 100, 1000, auto; two blocks of two seeds
+    nmi = {"1": [0.30, 0.30, 0.50, 0.50], "10": [0.40, 0.40, 0.40, 0.40],
+           "100": [0.39, 0.39, 0.30, 0.30], "1000": [0.10, 0.10, 0.10, 0.10],
+           "auto": [0.38, 0.39, 0.45, 0.47]}
+    rec = {"n": 4, "K": 2, "beta": 3.0, "seeds": [0, 1, 2, 3], "nmi": nmi, "seconds": 1.0}
+    passes, nb = ks.block_passes(rec, 2)
+    assert nb == 2
+    # block 1: best 0.40 (10): 10, 100 (0.39) and auto (0.385) pass; block 2: best 0.50 (1):
+    # only 1 passes (auto 0.46 is 0.04 below)
+    assert passes.tolist() == [1, 1, 1, 0, 1]
+    a = dict(rec, seeds=[3, 1], nmi={c: v[2:] for c, v in nmi.items()})
+    b = dict(rec, seeds=[0, 2], nmi={c: v[:2] for c, v in nmi.items()})
+    m = ks.merge([a, b])
+    assert m["seeds"] == [0, 1, 2, 3]
+    assert m["nmi"]["1"] == [0.30, 0.50, 0.30, 0.50]
+    with pytest.raises(ValueError, match="repeat"):
+        ks.merge([a, a])
