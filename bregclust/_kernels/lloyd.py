@@ -325,14 +325,14 @@ def generic_pairwise(code, fphi, fdphi, X, U, out):
             out[i, j] = _generic_divergence(code, fphi, fdphi, X, i, U, j)
 
 
-@njit(**JIT)
+@njit(**PJIT)
 def generic_assigned(code, fphi, fdphi, X, U, labels, w, out):
     """OUT ``out[i] = d(x_i, u_{labels[i]})`` by the definition (:func:`generic_pairwise`) for
     the rows with ``w[i] > 0``, 0 for the others (``0 * inf`` counts as 0 in an objective).
 
-    One pass over ``X`` in row order, no copies: the exact objective of a fit. Serial, so the
-    values do not depend on the thread count."""
-    for i in range(X.shape[0]):
+    One pass over ``X``, no copies: the exact objective of a fit. Rows in parallel; each value
+    is computed on its own, so ``out`` does not depend on the thread count (the caller sums)."""
+    for i in prange(X.shape[0]):
         out[i] = _generic_divergence(code, fphi, fdphi, X, i, U, labels[i]) if w[i] > 0 else 0.0
 
 
