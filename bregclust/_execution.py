@@ -145,24 +145,31 @@ def chunk_rows(k):
     return max(256, _CHUNK_ELEMENTS // max(k, 1))
 
 
-def _reference(div, X, phi_x):
+def _reference(div, X, phi_x, w=None):
     """A point ``m`` to subtract from data and centres before the GEMM form, or ``None``.
 
     Only for translation-invariant divergences (``d(x - m, u - m) = d(x, u)``) on dense data.
     The GEMM form ``phi(x) + phi(u) - 2 <x, A u>`` loses about ``log10(phi(m) / s2)`` digits,
-    ``m`` the mean row and ``s2 = mean phi(x) - phi(m)`` the mean squared spread about it; the
-    data are centred once that exceeds 4 digits, so results on data near the origin stay
-    bit-for-bit those of the plain GEMM form. Overflowing magnitudes are not centred (a huge
-    mean would wipe out the small rows); the exact fallback handles them.
+    ``m`` the (``w``-weighted) mean row and ``s2 = mean phi(x) - phi(m)`` the mean squared
+    spread about it (``phi_x``: phi's row values, which the GEMM form needs anyway); the data
+    are centred once that exceeds 4 digits, so results on data near the origin stay bit-for-bit
+    those of the plain GEMM form. Overflowing magnitudes are not centred (a huge mean would
+    wipe out the small rows); the exact fallback handles them.
     """
     if not div.translation_invariant or sp.issparse(X) or X.shape[0] == 0:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
-        m = X.mean(axis=0)
+        if w is None:
+            m = X.mean(axis=0)
+            mean_phi = float(phi_x.mean())
+        else:
+            W = float(w.sum())
+            m = (w @ X) / W
+            mean_phi = float(w @ phi_x) / W
         if not np.isfinite(m).all():
             return None
         pm = float(div._phi_rows(m[None, :])[0])
-        s2 = float(phi_x.mean()) - pm
+        s2 = mean_phi - pm
     if not (np.isfinite(pm) and np.isfinite(s2)):
         return None
     return m if pm > 1e4 * max(s2, 0.0) else None
@@ -264,6 +271,9 @@ def assign(div, X, U, prepared=None, step=None, centres=None):
 def _fix_non_finite(div, X, U, labels, mins, w=None, S=None, W=None):
     """Re-assign by the definition the rows whose fast minimum is not finite (the kernels flag
     an overflow or ``inf - inf`` with NaN); move their weight in ``S``/``W`` when given."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(mins.sum()):  # every minimum finite (one reduction, no temporaries)
+            return
     rows = np.flatnonzero(~np.isfinite(mins))
     if not rows.size:
         return

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._execution import array_backend, blas_one_thread
+from ._execution import _reference, array_backend, blas_one_thread
 from ._validation import (
     EmptyClusterWarning,
     check_array,
@@ -451,16 +451,18 @@ default="auto"
                 X = _ldexp(X, -e)
                 if init_is_array:
                     init = np.ldexp(init, -e)
-            # Translation-invariant divergences: cluster X - m (m the weighted mean), so the GEMM
-            # form ||x||^2 + ||u||^2 - 2 x.u does not cancel catastrophically on data far from the
-            # origin; the offset is added back to the centres at the end.
-            shift = _centring_offset(X, div, w)
+            # Translation-invariant divergences: cluster X - m (m the weighted mean) when the
+            # GEMM form phi(x) + phi(u) - 2 x.Au would cancel catastrophically (data far from
+            # the origin; decided from phi's row values, which the passes need anyway); the
+            # offset is added back to the centres at the end.
+            prepared = div._prepare(X)  # X is validated above
+            shift = _reference(div, X, prepared[1], w)
             if shift is not None:
                 X = X - shift
+                prepared = div._prepare(X)
                 if init_is_array:
                     init = init - shift
             z = smoothing_point(X, div, w) if beta > 0 else None
-            prepared = div._prepare(X)  # X is validated above
 
             best = None
             for run in range(n_init):
@@ -632,28 +634,6 @@ def _ldexp(X, e):
     return np.ldexp(X, e)
 
 
-def _centring_offset(X, div, w):
-    """Weighted mean of dense ``X`` when centring is needed for accuracy, else ``None``.
-
-    ``d(x - m, u - m) = d(x, u)`` holds for the squared Euclidean and Mahalanobis divergences
-    (the only built-in ones with that property). The GEMM form ``||x||^2 + ||u||^2 - 2 x.u``
-    then loses about ``log10(||m||^2 / s^2)`` digits, ``s^2`` the mean squared distance to
-    ``m``; the data are centred once that exceeds 4 digits (``||m||^2 > 1e4 s^2``), so results
-    on well-centred data stay bit-for-bit those of the plain GEMM form. Sparse data are not
-    centred (it would make them dense).
-    """
-    if sp.issparse(X) or not div.translation_invariant:
-        return None
-    W = w.sum()
-    m = (w @ X) / W
-    mm = float(m @ m)
-    # s^2 = E||x||^2 - ||m||^2: no n x d temporary (``X - m`` twice cost more than the Lloyd
-    # passes of a short fit). Its rounding error, about eps E||x||^2 ~ eps ||m||^2 where it
-    # matters, is far below the 1e-4 ||m||^2 threshold, so only ties at the threshold move.
-    s2 = float(w @ np.einsum("ij,ij->i", X, X)) / W - mm
-    return m if mm > 1e4 * s2 else None
-
-
 def _inertia(X, labels, centers, w, div, chunk=4096):
     """``sum_i w_i d(x_i, u_{labels_i})`` by the definition of ``d`` (rows of zero weight count 0).
 
@@ -679,9 +659,10 @@ def _inertia(X, labels, centers, w, div, chunk=4096):
 
 
 def _objective(mins, w, centers, div, beta, z):
-    # Not ``w @ mins``: a BLAS dot spawns BLAS threads, which cost ~10 ms per call when the
-    # cores are busy (measured); a plain reduction costs ~0.2 ms.
-    return _objective_from(float(np.sum(w * mins)), centers, div, beta, z)
+    # ``w @ mins``: the fit runs with BLAS limited to one thread (a multi-threaded BLAS dot
+    # cost ~10 ms per call on busy cores), where the dot takes ~0.05 ms and ``np.sum(w * mins)``,
+    # with its temporary, ~0.4 ms per Lloyd pass.
+    return _objective_from(float(w @ mins), centers, div, beta, z)
 
 
 def _objective_from(obj, centers, div, beta, z):

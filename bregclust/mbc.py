@@ -32,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._execution import array_backend
+from ._execution import _reference, array_backend
 from ._multitask import (
     Interval,
     MultiTaskMixin,
@@ -670,14 +670,11 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, tra
 
 def _common_offset(Xs, div):
     """The mean of all tasks' rows when centring is needed for accuracy (dense tasks and a
-    translation-invariant divergence, as :func:`bregclust.kmeans._centring_offset`), else
-    ``None``."""
-    from .kmeans import _centring_offset
-
+    translation-invariant divergence, as in :class:`bregclust.BregmanKMeans`), else ``None``."""
     if not div.translation_invariant or any(sp.issparse(X) for X in Xs):
         return None
     X = np.vstack(Xs)
-    return _centring_offset(X, div, np.ones(X.shape[0]))
+    return _reference(div, X, div._phi_rows(X))
 
 
 def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
