@@ -304,3 +304,30 @@ def test_max_iter_warns():
     X, _ = blobs("sqeuclidean")
     with pytest.warns(ConvergenceWarning, match="reached max_iter=1"):
         BregmanKMeans(3, init="random", max_iter=1, tol=0.0, random_state=0).fit(X)
+
+
+def test_centring_rule_is_weighted_and_measured_in_phi():
+    """The fit centres data far from the origin by the weighted mean (zero weights do not
+    count), decided from phi's row values: Mahalanobis in its own norm, so an offset along a
+    direction A hardly weighs does not trigger it."""
+    from bregclust._execution import _reference
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    w = rng.random(50)
+    w[:20] = 0.0
+    sq = get_divergence("sqeuclidean")
+    assert _reference(sq, X, sq._phi_rows(X), w) is None
+    Xf = X + 1e4
+    np.testing.assert_allclose(_reference(sq, Xf, sq._phi_rows(Xf), w), (w @ Xf) / w.sum())
+    X2 = X.copy()
+    X2[:, 0] += 1e4
+    mah = get_divergence("mahalanobis", A=np.diag([1e-12, 1.0, 1.0]))
+    assert _reference(mah, X2, mah._phi_rows(X2), w) is None
+    assert _reference(sq, X2, sq._phi_rows(X2), w) is not None
+    # end to end: far from the origin, weighted, the same partition as near it
+    C0 = X[[20, 30, 40]]
+    a = BregmanKMeans(3, init=C0, n_init=1).fit(X, sample_weight=w)
+    b = BregmanKMeans(3, init=C0 + 1e8, n_init=1).fit(X + 1e8, sample_weight=w)
+    assert np.array_equal(a.labels_, b.labels_)
+    np.testing.assert_allclose(b.cluster_centers_ - 1e8, a.cluster_centers_, atol=1e-6)
