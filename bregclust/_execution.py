@@ -24,6 +24,7 @@ from threadpoolctl import ThreadpoolController
 
 from . import _kernels as K
 from ._kernels import lloyd as KL
+from ._validation import maybe_non_finite
 
 __all__ = ["PreparedCentres", "pairwise", "assign", "assign_and_sum", "weighted_sums",
            "serial", "prepare_data"]
@@ -271,9 +272,8 @@ def assign(div, X, U, prepared=None, step=None, centres=None):
 def _fix_non_finite(div, X, U, labels, mins, w=None, S=None, W=None):
     """Re-assign by the definition the rows whose fast minimum is not finite (the kernels flag
     an overflow or ``inf - inf`` with NaN); move their weight in ``S``/``W`` when given."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(mins.sum()):  # every minimum finite (one reduction, no temporaries)
-            return
+    if not maybe_non_finite(mins):
+        return
     rows = np.flatnonzero(~np.isfinite(mins))
     if not rows.size:
         return

@@ -42,14 +42,20 @@ def _first_bad(mask):
     return int(r), int(c)
 
 
+def maybe_non_finite(a):
+    """False when one sum proves every entry of the array ``a`` finite; True when the caller
+    must look entry by entry (a NaN or inf, or finite entries whose sum overflows).
+
+    One reduction and no boolean temporary of ``a``'s size: the entrywise tests on the hot
+    paths (input checks of every fit, the minima of every Lloyd pass) run only when needed."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(a.size) and not np.isfinite(a.sum())
+
+
 def check_finite(X, *, name="X"):
     """Raise ``ValueError`` naming the first NaN or infinite entry of ``X``."""
     data = X.data if sp.issparse(X) else X
-    # The sum is finite when every entry is (one reduction, no n x d boolean temporary); only
-    # a sum that is not (a bad entry, or finite entries overflowing) needs the entrywise test.
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = data.sum() if data.size else 0.0
-    if not np.isfinite(total) and not np.isfinite(data).all():
+    if maybe_non_finite(data) and not np.isfinite(data).all():
         if sp.issparse(X):
             coo = X.tocoo()
             bad = ~np.isfinite(coo.data)

@@ -38,7 +38,7 @@ from scipy.special import wrightomega
 from . import _execution as E
 from . import _kernels as K
 from ._kernels import generators as KG
-from ._validation import DomainError, check_label_array, check_scalar
+from ._validation import DomainError, check_label_array, check_scalar, maybe_non_finite
 
 __all__ = [
     "Divergence",
@@ -455,13 +455,8 @@ class Divergence:
                 raise ValueError(f"{name} must be a 2-D array (n, n_features), got shape {A.shape}.")
             X = np.ascontiguousarray(A, dtype=np.float64)
             data = X
-        # A NaN makes the sum NaN (one reduction, no temporary); so can inf - inf, hence the
-        # entrywise test when the sum is NaN.
-        if check_nan and data.size:
-            with np.errstate(over="ignore", invalid="ignore"):
-                total = data.sum()
-            if np.isnan(total) and np.isnan(data).any():
-                raise ValueError(f"{name} contains NaN; remove or impute missing values first.")
+        if check_nan and maybe_non_finite(data) and np.isnan(data).any():
+            raise ValueError(f"{name} contains NaN; remove or impute missing values first.")
         self.check_n_features(X.shape[1], name=name)
         return X
 

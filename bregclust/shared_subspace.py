@@ -88,10 +88,13 @@ def _unique_rows(X):
     return np.asarray(first, dtype=np.intp), inverse
 
 
-def _multiplicity_weights(inverse):
-    """``sqrt`` of how often each distinct row occurs: ``Xw = diag(w) X[first]`` has the row
-    space of ``X`` and ``Xw^T Xw = X^T X``."""
-    return np.sqrt(np.bincount(inverse).astype(np.float64))
+def _distinct_rows(X, first, inverse):
+    """``(Xu, w)``: the distinct rows ``Xu = X[first]`` and ``w``, the square root of how often
+    each occurs, so ``Xw = diag(w) Xu`` has the row space of ``X`` and ``Xw^T Xw = X^T X``.
+    ``(X, None)`` when no row repeats."""
+    if first.size == X.shape[0]:
+        return X, None
+    return X[first], np.sqrt(np.bincount(inverse).astype(np.float64))
 
 
 def _span_factors(X):
@@ -100,7 +103,7 @@ def _span_factors(X):
     Returns ``(V, A, s, first, inverse)``. Either ``V`` (d x r, orthonormal) and ``A = X V``,
     or ``V = None``, ``A = U``: the eigenvectors of the Gram matrix ``Xw Xw^T`` of the distinct
     rows ``first`` of sparse ``X`` weighted by the square root of their multiplicity (see
-    :func:`_multiplicity_weights`; ``inverse`` maps rows of ``X`` to them). A plain function
+    :func:`_distinct_rows`; ``inverse`` maps rows of ``X`` to them). A plain function
     of ``X`` so that ``memory`` (joblib) can cache it across fits.
     """
     n, d = X.shape
@@ -122,11 +125,9 @@ def _span_factors(X):
     # Repeated rows (tasks sharing documents) are factorised once: the Gram matrix of the
     # weighted distinct rows has the same non-zero spectrum and row-space basis.
     first, inverse = _unique_rows(X)
-    repeats = first.size < n
-    Xu = X[first] if repeats else X
+    Xu, w = _distinct_rows(X, first, inverse)
     G = (Xu @ Xu.T).toarray()
-    if repeats:  # Gram matrix of diag(w) Xu, scaled in place (no n x n temporary)
-        w = _multiplicity_weights(inverse)
+    if w is not None:  # Gram matrix of diag(w) Xu, scaled in place (no n x n temporary)
         G *= w[:, np.newaxis]
         G *= w[np.newaxis, :]
     e, U = np.linalg.eigh(G)
@@ -145,7 +146,7 @@ class _SpanBasis:
     Stores ``Y = X V`` (n x r, with ``Y^T Y = diag(s^2)``) and maps subspace coordinates ``Z``
     (r x l) to ``W = V Z`` (d x l) without forming ``V`` when ``d`` is the large side of sparse
     data (there ``V = Xw^T U diag(1/s)``, ``Xw = diag(w) Xu`` the distinct rows ``Xu`` of ``X``
-    weighted by :func:`_multiplicity_weights`).
+    weighted by :func:`_distinct_rows`).
     ``factors``: :func:`_span_factors`'s output for this ``X`` (e.g. from a cache).
     """
 
@@ -156,12 +157,10 @@ class _SpanBasis:
         self._coef = None
         if V is None:
             U = A
-            repeats = first.size < X.shape[0]
-            self._X = X[first] if repeats else X
+            self._X, w = _distinct_rows(X, first, inverse)
             self._coef = U / s
             A = U * s  # = Xw V
-            if repeats:
-                w = _multiplicity_weights(inverse)
+            if w is not None:
                 self._coef *= w[:, np.newaxis]  # V = Xw^T U / s = Xu^T (diag(w) U / s)
                 A = (A / w[:, np.newaxis])[inverse]  # row i of X is row inverse[i] of Xw / w
         self.Y = A
