@@ -1,0 +1,79 @@
+"""Progress bars of long fits: one tqdm bar per restart at ``verbose=1``, on stderr.
+
+Every estimator's iterative loop reports through :func:`progress`, so ``verbose`` means the
+same thing everywhere: ``0`` silent, ``1`` a progress bar per restart showing the iteration
+count and the current objective, ``2`` the bar plus one printed line per iteration (for
+logs). The bar is written to ``sys.stderr`` (standard output stays for results) and closes
+when the loop ends, converged or not.
+"""
+
+import sys
+
+__all__ = ["progress"]
+
+
+class _Bar:
+    """The handle a loop updates; a no-op when ``verbose == 0``."""
+
+    __slots__ = ("_bar", "_verbose", "_desc", "_n")
+
+    def __init__(self, verbose, total, desc):
+        self._verbose = int(verbose)
+        self._desc = desc
+        self._n = 0
+        self._bar = None
+        if self._verbose >= 1:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
+                             dynamic_ncols=True, mininterval=0.2)
+
+    def step(self, objective=None, n=1, **postfix):
+        """One iteration (``n`` of them) done; ``objective``: the value after it."""
+        self._n += n
+        if self._bar is None:
+            return
+        if objective is not None:
+            postfix = {"objective": f"{objective:.6g}", **postfix}
+        if postfix:
+            self._bar.set_postfix(postfix, refresh=False)
+        self._bar.update(n)
+        if self._verbose >= 2:
+            extra = "".join(f", {k} {v}" for k, v in postfix.items() if k != "objective")
+            obj = "" if objective is None else f": objective {objective:.10g}"
+            self._bar.write(f"  {self._desc} iteration {self._n}{obj}{extra}", file=sys.stderr)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+class progress:
+    """Context manager yielding a bar for one restart of an iterative fit.
+
+    Parameters
+    ----------
+    verbose : int
+        The estimator's ``verbose``: 0 gives a bar that does nothing.
+    total : int or None
+        The iteration budget (``max_iter``), or None when unknown.
+    desc : str
+        What runs, e.g. ``"BregmanKMeans restart 0"``.
+
+    Examples
+    --------
+    >>> with progress(0, total=3, desc="demo") as bar:
+    ...     for it in range(3):
+    ...         bar.step(objective=1.0 / (it + 1))
+    """
+
+    def __init__(self, verbose, total=None, desc=""):
+        self._handle = _Bar(verbose, total, desc)
+
+    def __enter__(self):
+        return self._handle
+
+    def __exit__(self, *exc):
+        self._handle.close()
+        return False
