@@ -63,20 +63,20 @@ def blobs_dask(n, d, k, nchunks, seed=0):
 def _warm():
     """Compile (or load from numba's cache) every kernel a fit uses, in this process."""
 
-    from bregclust import _dask as D
-    from bregclust import get_divergence
+    import dask
+    import dask.array as da
+
+    from bregclust import BregmanKMeans
 
     rng = np.random.default_rng(0)
     X = np.abs(rng.normal(size=(2000, 50))) + 0.1
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
         warnings.simplefilter("ignore")
         for name in ("sqeuclidean", "kl", "itakura_saito"):
-            div = get_divergence(name)
-            meta = (0, 0, X.shape[0])
-            D._stats_chunk(X, None, div, meta)
-            D._lloyd_chunk(X, None, X[:20], div, meta)
-            D._cost_chunk(X, None, X[:20], div)
-            D._predict_chunk(X, X[:20], div)
+            # a one-chunk dask fit runs every chunk pass of a fit in this process
+            Xd = da.from_array(X, chunks=(X.shape[0], -1))
+            km = BregmanKMeans(20, divergence=name, max_iter=2, random_state=0).fit(Xd)
+            km.labels_.compute()
     return True
 
 

@@ -1,6 +1,5 @@
 """bregclust: clustering with Bregman divergences and multi-task clustering."""
 
-from . import _dask  # noqa: F401  (registers the dask array backend; imports no dask itself)
 from ._validation import DomainError, EmptyClusterWarning
 from .agglomerative import (
     AgglomerativeBregman,

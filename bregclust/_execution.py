@@ -4,7 +4,11 @@ A :class:`~bregclust.divergences.Divergence` record describes *what* a divergenc
 generator, GEMM form, centroids); this module decides *how* the ``n x k`` work runs:
 
 * :func:`pairwise`, :func:`assign`, :func:`assign_and_sum` and :func:`weighted_sums` implement the
-  record's public methods of the same names;
+  record's public methods of the same names, on arrays the boundary has validated (and, in a
+  fit, conditioned: :mod:`bregclust._conditioning`);
+* :class:`Block` and the block passes (:func:`lloyd_block`, :func:`top_block`, ...) are what a
+  data source (:mod:`bregclust._sources`, :mod:`bregclust._dask`) runs on each of its blocks
+  of rows, and :func:`combine` adds their results;
 * :class:`PreparedCentres` holds the GEMM parts of a set of centres so a loop that reuses the same
   centres (or already has them) does not recompute ``grad phi(U)`` and ``phi(U)``;
 * chunks run on a small thread pool (one worker per core, ``BREGCLUST_NUM_THREADS`` overrides)
@@ -12,10 +16,12 @@ generator, GEMM form, centroids); this module decides *how* the ``n x k`` work r
   threads would oversubscribe the cores.
 """
 
+import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 
 import numba
 import numpy as np
@@ -26,8 +32,11 @@ from . import _kernels as K
 from ._kernels import lloyd as KL
 from ._validation import maybe_non_finite
 
-__all__ = ["PreparedCentres", "pairwise", "assign", "assign_and_sum", "weighted_sums",
-           "serial", "prepare_data"]
+__all__ = ["PreparedCentres", "prepare", "phi_rows", "prepare_centres", "exact_pairwise",
+           "exact_objective", "exact_assigned", "pairwise", "assign", "assign_and_sum", "weighted_sums", "serial",
+           "blas_one_thread", "Block", "LloydPart", "Rows", "Cost", "lloyd_block", "label_block",
+           "assign_block", "top_block", "cost_block", "sample_block", "take_block", "combine",
+           "label_digest", "farthest_by_passes"]
 
 PARALLEL_MIN = 1 << 18  # elements below which elementwise kernels run serially
 _CHUNK_ELEMENTS = 1 << 17  # rows per chunk = this / k  (1 MB of float64 per block)
@@ -146,78 +155,94 @@ def chunk_rows(k):
     return max(256, _CHUNK_ELEMENTS // max(k, 1))
 
 
-def _reference(div, X, phi_x, w=None):
-    """A point ``m`` to subtract from data and centres before the GEMM form, or ``None``.
+# ----------------------------------------------------------------------------- the record's parts
+# The registry record describes a divergence through its form (GEMM parts, the exact definition);
+# this engine is the one caller of the form, on arrays the boundary has validated.
+def prepare(div, X):
+    """``(Xg, phi_x)``: what every pass derives from ``X`` alone (see
+    :meth:`Divergence.prepare`)."""
+    return div.form.prepare(div, X)
 
-    Only for translation-invariant divergences (``d(x - m, u - m) = d(x, u)``) on dense data.
-    The GEMM form ``phi(x) + phi(u) - 2 <x, A u>`` loses about ``log10(phi(m) / s2)`` digits,
-    ``m`` the (``w``-weighted) mean row and ``s2 = mean phi(x) - phi(m)`` the mean squared
-    spread about it (``phi_x``: phi's row values, which the GEMM form needs anyway); the data
-    are centred once that exceeds 4 digits, so results on data near the origin stay bit-for-bit
-    those of the plain GEMM form. Overflowing magnitudes are not centred (a huge mean would
-    wipe out the small rows); the exact fallback handles them.
+
+def phi_rows(div, X):
+    """``phi(x_i)`` of every row of a validated array."""
+    return div.form.phi_rows(div, X)
+
+
+def prepare_centres(div, U):
+    """:class:`PreparedCentres` of validated centres ``U`` (dense, C order, float64)."""
+    form = div.form
+    if not div.differentiable:
+        G, c = form.gemm_parts(div, U)
+        return PreparedCentres(U, G, c, None, fused=False)
+    G = form.grad(div, U)
+    phi = form.phi_rows(div, U)
+    with np.errstate(invalid="ignore"):
+        c = np.einsum("ij,ij->i", U, G) - phi
+    return PreparedCentres(U, G, c, phi, fused=form.fused)
+
+
+def exact_pairwise(div, Xd, U):
+    """The definition of ``d`` between dense rows ``Xd`` and centres ``U`` (the oracle)."""
+    out = np.empty((Xd.shape[0], U.shape[0]))
+    div.form.generic_pairwise(div, Xd, U, out)
+    return out
+
+
+def exact_objective(div, X, U, labels, w, chunk=4096):
+    """``sum_i w_i d(x_i, u_{labels_i})`` by the definition (rows of zero weight count 0).
+
+    Sparse ``X`` takes the GEMM form on its non-zeros, cluster by cluster: the definition would
+    densify every row, ``O(n d)`` time and memory instead of ``O(nnz)``.
     """
-    if not div.translation_invariant or sp.issparse(X) or X.shape[0] == 0:
-        return None
-    with np.errstate(over="ignore", invalid="ignore"):
-        if w is None:
-            m = X.mean(axis=0)
-            mean_phi = float(phi_x.mean())
-        else:
-            W = float(w.sum())
-            m = (w @ X) / W
-            mean_phi = float(w @ phi_x) / W
-        if not np.isfinite(m).all():
-            return None
-        pm = float(div._phi_rows(m[None, :])[0])
-        s2 = mean_phi - pm
-    if not (np.isfinite(pm) and np.isfinite(s2)):
-        return None
-    return m if pm > 1e4 * max(s2, 0.0) else None
+    if sp.issparse(X):
+        keep = np.flatnonzero(w > 0)
+        total = 0.0
+        for j in range(U.shape[0]):
+            idx = keep[labels[keep] == j]
+            for s in range(0, idx.size, chunk):
+                rows = idx[s:s + chunk]
+                d = pairwise(div, X[rows], U[j:j + 1])[:, 0]
+                with np.errstate(over="ignore", invalid="ignore"):
+                    total += float(w[rows] @ d)
+        return total
+    d = np.empty(X.shape[0])
+    div.form.generic_assigned(div, X, np.ascontiguousarray(U), labels, w, d)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by the caller
+        return float(np.sum(w * d))
 
 
-def prepare_data(div, X):
-    """What a pass derives from ``X`` alone: ``(Xc, prepared, m)``.
-
-    ``m`` is the offset of :func:`_reference` (or ``None``), ``Xc = X - m`` and ``prepared``
-    is :meth:`Divergence.prepare` of ``Xc``. A caller that passes over the same block again
-    (a dask chunk kept in worker memory) can keep it and hand it to :func:`assign_and_sum`.
-    """
-    prepared = div._prepare(X)
-    m = _reference(div, X, prepared[1])
-    if m is None:
-        return X, prepared, None
-    X = X - m
-    return X, div._prepare(X), m
-
-
-def _centred(div, X, U, prepared, data=None):
-    """``(X, U, prepared, m)``, centred by :func:`_reference` when ``prepared`` is not given
-    (``data``: :func:`prepare_data` of ``X``, when already computed)."""
-    if prepared is not None:
-        return X, U, prepared, None
-    Xc, prepared, m = data if data is not None else prepare_data(div, X)
-    return Xc, (U if m is None else U - m), prepared, m
+def exact_assigned(div, X, U, labels):
+    """``d(x_i, u_{labels_i})`` of every row by the definition (sparse rows: the GEMM form of
+    their non-zeros, cluster by cluster)."""
+    n = X.shape[0]
+    out = np.empty(n)
+    if sp.issparse(X):
+        for j in range(U.shape[0]):
+            idx = np.flatnonzero(labels == j)
+            if idx.size:
+                out[idx] = pairwise(div, X[idx], U[j:j + 1])[:, 0]
+        return out
+    div.form.generic_assigned(div, X, U, labels, np.ones(n), out)
+    return out
 
 
 def _exact_rows(div, X, rows, U):
     """The definition of ``d`` for the rows ``rows`` of ``X`` against every centre."""
     Xr = X[rows]
     Xr = Xr.toarray() if sp.issparse(Xr) else np.ascontiguousarray(Xr)
-    out = np.empty((Xr.shape[0], U.shape[0]))
-    div._ready().generic_pairwise(div, Xr, U, out)
-    return out
+    return exact_pairwise(div, Xr, U)
 
 
+# ----------------------------------------------------------------------------- passes
 def pairwise(div, X, U, prepared=None):
-    """``D[i, j] = d(x_i, u_j)`` by the GEMM form; boundary centres by the generic kernel.
+    """``D[i, j] = d(x_i, u_j)`` by the GEMM form; boundary centres by the definition.
 
     Entries of the GEMM form that are not finite (an overflow, or ``inf - inf``) are never
     clamped to 0: their rows are evaluated by the definition instead.
     """
-    X, U, prepared, _ = _centred(div, X, U, prepared)
-    Xg, phi_x = prepared
-    G, c = div._ready().gemm_parts(div, U)
+    Xg, phi_x = prepared if prepared is not None else prepare(div, X)
+    G, c = div.form.gemm_parts(div, U)
     bad = ~(np.isfinite(G).all(axis=1) & np.isfinite(c))
     if bad.any():
         G = G.copy()
@@ -236,28 +261,26 @@ def pairwise(div, X, U, prepared=None):
     return D
 
 
-def assign(div, X, U, prepared=None, step=None, centres=None):
+def assign(div, X, centres, prepared=None, step=None):
     """Nearest centre of every row: ``(labels, mins)``, chunked over rows on the pool.
 
-    Rows whose GEMM minimum is not finite (overflow) are assigned by the definition of ``d``.
+    ``centres``: :class:`PreparedCentres`. Rows whose GEMM minimum is not finite (overflow)
+    are assigned by the definition of ``d``.
     """
-    if centres is None:
-        X, U, prepared, _ = _centred(div, X, U, prepared)
-    Xg, phi_x = prepared if prepared is not None else div._prepare(X)
-    pc = centres if centres is not None else div._prepare_centres(U)
-    U = pc.U
+    Xg, phi_x = prepared if prepared is not None else prepare(div, X)
+    U = centres.U
     n = Xg.shape[0]
     k = U.shape[0]
     labels = np.empty(n, dtype=np.int64)
     mins = np.empty(n)
     step = step or chunk_rows(k)
-    if not pc.finite:
+    if not centres.finite:
         for s in range(0, n, step):
             D = pairwise(div, X[s:s + step], U)
             labels[s:s + step] = np.argmin(D, axis=1)
             mins[s:s + step] = D[np.arange(D.shape[0]), labels[s:s + step]]
         return labels, mins
-    GT, c = pc.GT, pc.c
+    GT, c = centres.GT, centres.c
 
     def work(s):
         e = min(n, s + step)
@@ -304,6 +327,8 @@ def fused_pass(prepared, GT, c, w):
     mins = np.empty(n)
     S = np.zeros((T, k, d))
     W = np.zeros((T, k))
+    if n == 0:
+        return labels, mins, S[0], W[0]
     if sp.issparse(Xg):
         kern = K.lloyd_step_csr if T > 1 else KL.lloyd_step_csr_serial
         kern(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
@@ -315,24 +340,16 @@ def fused_pass(prepared, GT, c, w):
     return labels, mins, S.sum(axis=0) if T > 1 else S[0], W.sum(axis=0)
 
 
-def assign_and_sum(div, X, U, w, prepared=None, centres=None, data=None):
+def assign_and_sum(div, X, w, centres, prepared=None):
     """One Lloyd pass ``(labels, mins, S, W)``: fused when the centres allow it, else
-    :func:`assign` then :func:`weighted_sums` (``data``: :func:`prepare_data` of ``X``)."""
-    m = None
-    if centres is None:
-        Xc, U, prepared, m = _centred(div, X, U, prepared, data)
-    if m is not None:  # far from the origin: assign on centred data, sum the original rows
-        labels, mins = assign(div, Xc, U, prepared=prepared)
-        S, W = weighted_sums(X, labels, U.shape[0], w)
+    :func:`assign` then :func:`weighted_sums`."""
+    prepared = prepared if prepared is not None else prepare(div, X)
+    if not centres.fused:
+        labels, mins = assign(div, X, centres, prepared=prepared)
+        S, W = weighted_sums(X, labels, centres.U.shape[0], w)
         return labels, mins, S, W
-    prepared = prepared if prepared is not None else div._prepare(X)
-    pc = centres if centres is not None else div._prepare_centres(U)
-    if not pc.fused:
-        labels, mins = assign(div, X, pc.U, prepared=prepared, centres=pc)
-        S, W = weighted_sums(X, labels, pc.U.shape[0], w)
-        return labels, mins, S, W
-    labels, mins, S, W = fused_pass(prepared, pc.GT, pc.c, w)
-    _fix_non_finite(div, X, pc.U, labels, mins, w, S, W)
+    labels, mins, S, W = fused_pass(prepared, centres.GT, centres.c, w)
+    _fix_non_finite(div, X, centres.U, labels, mins, w, S, W)
     return labels, mins, S, W
 
 
@@ -340,6 +357,8 @@ def weighted_sums(X, labels, k, w):
     """``(S, W)``: per-cluster weighted sums of rows (k x d) and total weights (k,)."""
     n = X.shape[0]
     labels = np.asarray(labels, dtype=np.int64)
+    if n == 0:
+        return np.zeros((k, X.shape[1])), np.zeros(k)
     # One block of rows per worker, each with its own (k x d) buffer, summed afterwards.
     workers = n_workers() if n * X.shape[1] > PARALLEL_MIN else 1
     step = -(-n // workers)
@@ -361,42 +380,267 @@ def weighted_sums(X, labels, k, w):
     return S, W
 
 
-# ----------------------------------------------------------------------------- array backends
-# Inputs that do not live in memory (dask arrays) are handled by an optional backend module that
-# registers itself here when the package is imported (bregclust._dask, from the package
-# __init__). The estimators ask this registry instead of importing the backend, so the backend
-# can build on the estimators' engines (Lloyd steps, the MBC loop) without an import cycle.
-_ARRAY_BACKENDS = []
 
 
-def register_array_backend(accepts, backend):
-    """Register ``backend`` for the inputs where ``accepts(X)`` is true.
+# ----------------------------------------------------------------------------- blocks of rows
+class Block:
+    """Rows ``start .. start + len(X) - 1`` of a data set, as a fit sees them (conditioned).
+
+    A data source (:mod:`bregclust._sources`) hands its blocks to the block passes below: an
+    in-memory source has one block (the whole data set), a dask source one per chunk.
+    ``prepared(div)`` computes the GEMM preparation ``(Xg, phi_x)`` once and keeps it.
 
     Parameters
     ----------
-    accepts : callable
-        ``accepts(X) -> bool``; must not import anything heavy for ordinary arrays.
-    backend : object
-        Namespace with the entry points the estimators call: ``kmeans_fit``,
-        ``kmeans_predict``, ``kmeans_transform``, ``kmeans_score``, ``mbc_fit``,
-        ``mbc_predict``, ``mbc_transform``.
+    X : ndarray or CSR matrix
+        Validated rows (float64, C order / canonical CSR).
+    w : ndarray of shape (n,), optional
+        Sample weights; None for unit weights.
+    start : int, default=0
+        Global index of the first row.
+    index : int, default=0
+        Position of the block in its data source.
+    prep : tuple, optional
+        Its GEMM preparation, when already known.
     """
-    _ARRAY_BACKENDS.append((accepts, backend))
+
+    __slots__ = ("X", "w", "start", "index", "prep")
+
+    def __init__(self, X, w=None, start=0, index=0, prep=None):
+        self.X = X
+        self.w = w
+        self.start = int(start)
+        self.index = int(index)
+        self.prep = prep
+
+    @property
+    def n(self):
+        return self.X.shape[0]
+
+    def weights(self):
+        """The weights as an array (ones for unit weights)."""
+        return np.ones(self.X.shape[0]) if self.w is None else self.w
+
+    def prepared(self, div):
+        """``(Xg, phi_x)`` of the block, computed on first use."""
+        if self.prep is None:
+            self.prep = prepare(div, self.X)
+        return self.prep
 
 
-def array_backend(X):
-    """The registered backend for ``X``, or None for in-memory arrays and sparse matrices.
+def label_digest(labels):
+    """A 16-byte digest of a label array (chunked sources compare labels by digest)."""
+    return hashlib.blake2b(np.ascontiguousarray(labels).tobytes(), digest_size=16).digest()
+
+
+@dataclass
+class LloydPart:
+    """What a Lloyd pass returns for one block, or for a data set once blocks are combined.
+
+    Attributes
+    ----------
+    S : ndarray of shape (k, d)
+        Per-cluster weighted sums of the rows.
+    W : ndarray of shape (k,)
+        Per-cluster total weights.
+    objective : float
+        ``sum_i w_i d(x_i, u_label)`` (the GEMM minima).
+    labels, mins : ndarray or None
+        The labels and minima (kept by in-memory sources only).
+    digest : dict or None
+        ``{block index: label digest}`` (chunked sources compare labels by digest).
+    Phi : ndarray of shape (k,) or None
+        Per-cluster weighted sums of ``phi(x)`` (asked with ``extra="phi"``).
+    PN : ndarray of shape (k, 2 d) or None
+        Per-cluster positive and negative masses (asked with ``extra="pn"``;
+        l1_subgradient).
+    """
+
+    S: np.ndarray
+    W: np.ndarray
+    objective: float
+    labels: object = None
+    mins: object = None
+    digest: object = None
+    Phi: object = None
+    PN: object = None
+
+
+def _label_extras(div, block, labels, k, w, extra):
+    if extra == "phi":
+        return {"Phi": np.bincount(labels, weights=w * block.prepared(div)[1], minlength=k)}
+    if extra == "pn":
+        Xg = block.prepared(div)[0]
+        return {"PN": weighted_sums(Xg, labels, k, w)[0]}
+    return {}
+
+
+def lloyd_block(block, div, centres, keep=False, extra=None):
+    """One Lloyd pass over a block: nearest centres and the statistics of those labels.
 
     Parameters
     ----------
-    X : object
-        An input as given to an estimator.
+    block : Block
+    div : Divergence
+    centres : PreparedCentres
+    keep : bool, default=False
+        Keep the labels and minima (an in-memory source); otherwise their digest.
+    extra : {None, "phi", "pn"}
+        Also the per-cluster sums of ``phi(x)`` or the sign masses (multi-task statistics).
 
     Returns
     -------
-    backend : object or None
+    LloydPart
     """
-    for accepts, backend in _ARRAY_BACKENDS:
-        if accepts(X):
-            return backend
-    return None
+    w = block.weights()
+    labels, mins, S, W = assign_and_sum(div, block.X, w, centres, block.prepared(div))
+    with np.errstate(over="ignore", invalid="ignore"):
+        obj = float(w @ mins)
+    part = LloydPart(S=S, W=W, objective=obj,
+                     **_label_extras(div, block, labels, centres.U.shape[0], w, extra))
+    if keep:
+        part.labels, part.mins = labels, mins
+    else:
+        part.digest = {block.index: label_digest(labels)}
+    return part
+
+
+def label_block(block, div, labels, k, extra=None):
+    """The statistics of given labels of a block (:class:`LloydPart` without an objective)."""
+    w = block.weights()
+    S, W = weighted_sums(block.X, labels, k, w)
+    return LloydPart(S=S, W=W, objective=float("nan"), labels=labels,
+                     **_label_extras(div, block, labels, k, w, extra))
+
+
+def assign_block(block, div, centres):
+    """``(labels, mins)`` of a block (the labels of :func:`lloyd_block`)."""
+    if centres.fused:
+        labels, mins, _, _ = assign_and_sum(div, block.X, block.weights(), centres,
+                                            block.prepared(div))
+        return labels, mins
+    return assign(div, block.X, centres, prepared=block.prepared(div))
+
+
+def _dense_rows(X, idx):
+    R = X[idx]
+    return R.toarray() if sp.issparse(R) else np.array(R, dtype=np.float64)
+
+
+@dataclass
+class Rows:
+    """Rows of a data set with their global indices and per-row values (combined by
+    concatenation)."""
+
+    idx: np.ndarray
+    rows: np.ndarray
+    w: np.ndarray
+    key: object = None
+    labels: object = None
+    mins: object = None
+
+
+def top_block(block, div, centres, m):
+    """The ``m`` rows of a block with the largest ``w_i d(x_i, u_label)`` (ties: lower row
+    first), for the empty-cluster rule."""
+    labels, mins = assign_block(block, div, centres)
+    w = block.weights()
+    order = np.argsort(-(w * mins), kind="stable")[:m]
+    return Rows(idx=block.start + order, rows=_dense_rows(block.X, order), w=w[order],
+                key=-(w * mins)[order], labels=labels[order], mins=mins[order])
+
+
+@dataclass
+class Cost:
+    """``sum_i w_i min_c d(x_i, c)`` over the finite minima and the weight at infinity."""
+
+    cost: float
+    ninf: int
+
+
+def cost_block(block, div, centres):
+    """:class:`Cost` of a block (k-means|| sampling)."""
+    _, mins = assign(div, block.X, centres, prepared=block.prepared(div))
+    w = block.weights()
+    inf = ~np.isfinite(mins)
+    return Cost(cost=float(np.sum(w[~inf] * mins[~inf])),
+                ninf=int(np.count_nonzero(inf & (w > 0))))
+
+
+def sample_block(block, div, centres, ell, cost, seed):
+    """k-means|| sampling: row ``i`` kept with probability ``min(1, ell w_i d_i / cost)``
+    (points at infinite divergence first, when ``cost.ninf > 0``)."""
+    _, mins = assign(div, block.X, centres, prepared=block.prepared(div))
+    w = block.weights()
+    rng = np.random.default_rng(seed)
+    if cost.ninf > 0:
+        p = np.where(~np.isfinite(mins) & (w > 0), min(1.0, ell / cost.ninf), 0.0)
+    elif cost.cost > 0:
+        p = np.minimum(1.0, ell * w * mins / cost.cost)
+    else:
+        p = np.zeros(block.n)
+    keep = np.flatnonzero(rng.uniform(size=block.n) < p)
+    return Rows(idx=block.start + keep, rows=_dense_rows(block.X, keep), w=w[keep])
+
+
+def take_block(block, idx):
+    """Dense rows at global indices ``idx`` (all inside the block), with their weights."""
+    local = np.asarray(idx, dtype=np.int64) - block.start
+    return Rows(idx=np.asarray(idx, dtype=np.int64), rows=_dense_rows(block.X, local),
+                w=block.weights()[local])
+
+
+def combine(*parts):
+    """Combine the results of one pass over several blocks (in block order).
+
+    :class:`LloydPart` and :class:`Cost` fields add (dict fields merge), :class:`Rows`
+    concatenate, objects with a ``merge`` method (data statistics) merge, tuples combine
+    entry by entry."""
+    first = parts[0]
+    if len(parts) == 1 or first is None:
+        return first
+    if isinstance(first, tuple):
+        return tuple(combine(*[p[i] for p in parts]) for i in range(len(first)))
+    if hasattr(first, "merge"):
+        return first.merge(*parts)
+    if isinstance(first, (int, float)):
+        return sum(parts[1:], first)
+    if isinstance(first, Rows):
+        out = {}
+        for f in fields(Rows):
+            vals = [getattr(p, f.name) for p in parts]
+            out[f.name] = None if vals[0] is None else np.concatenate(vals)
+        return Rows(**out)
+    out = {}
+    for f in fields(first):
+        vals = [getattr(p, f.name) for p in parts]
+        if vals[0] is None:
+            out[f.name] = None
+        elif isinstance(vals[0], dict):
+            merged = {}
+            for v in vals:
+                merged.update(v)
+            out[f.name] = merged
+        elif isinstance(vals[0], np.ndarray):
+            acc = vals[0].copy()
+            for v in vals[1:]:
+                acc += v
+            out[f.name] = acc
+        else:
+            out[f.name] = sum(vals[1:], vals[0])
+    return type(first)(**out)
+
+
+def farthest_by_passes(src, div, centres):
+    """Rows of a chunked source as ``(x as a 1 x d array, label, w, min)`` in decreasing
+    ``w min`` order (ties: lower row first), fetched lazily: each block sends its top ``m``
+    rows, which contain the global top ``m``; ``m`` grows when the walk goes past them."""
+    m = 16
+    done = 0
+    while done < src.n:
+        top = src.run(top_block, div, centres, m)
+        order = np.lexsort((top.idx, top.key))[:m]
+        for j in order[done:]:
+            yield (top.rows[j:j + 1], int(top.labels[j]), float(top.w[j]), float(top.mins[j]))
+        done = min(m, src.n)
+        m *= 4

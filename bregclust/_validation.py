@@ -17,6 +17,7 @@ __all__ = [
     "check_array",
     "check_finite",
     "check_tasks",
+    "check_task_list",
     "check_sample_weight",
     "check_n_clusters",
     "check_scalar",
@@ -122,11 +123,18 @@ def check_array(X, *, name="X", accept_sparse=True, divergence=None, side="left"
     return X
 
 
-def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=True):
-    """Validate a list of tasks sharing one feature space.
+def check_task_list(Xs, *, name="Xs"):
+    """A list of tasks: refuses a single matrix, a string, a dict, a non-sequence or an empty
+    list with a message saying what to pass.
 
-    Returns a list of validated matrices (see :func:`check_array`). Raises ``ValueError`` for an
-    empty list or tasks with different numbers of features, naming the task.
+    Parameters
+    ----------
+    Xs : sequence
+    name : str, default="Xs"
+
+    Returns
+    -------
+    list
     """
     if Xs is None:
         raise TypeError(f"{name} must be a list of 2-D arrays (one per task), got None; e.g. [X1, X2].")
@@ -140,12 +148,27 @@ def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=
             f"{name} must be a list of 2-D arrays (one per task), got a {type(Xs).__name__}; "
             "pass the tasks as a list, e.g. list(tasks.values()) for a dict."
         )
+    if hasattr(Xs, "ndim") and hasattr(Xs, "chunks"):
+        raise TypeError(
+            f"{name} must be a list of 2-D arrays (one per task), got a single dask array; "
+            "wrap it as [X] for one task."
+        )
     try:
         Xs = list(Xs)
     except TypeError as exc:
         raise TypeError(f"{name} must be a list of 2-D arrays, one per task.") from exc
     if len(Xs) == 0:
         raise ValueError(f"{name} is empty; pass at least one task (a list of 2-D arrays).")
+    return Xs
+
+
+def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=True):
+    """Validate a list of tasks sharing one feature space.
+
+    Returns a list of validated matrices (see :func:`check_array`). Raises ``ValueError`` for an
+    empty list or tasks with different numbers of features, naming the task.
+    """
+    Xs = check_task_list(Xs, name=name)
     out = []
     for t, X in enumerate(Xs):
         out.append(check_array(X, name=f"task {t}", divergence=divergence,
@@ -160,14 +183,26 @@ def check_tasks(Xs, *, name="Xs", divergence=None, min_samples=1, accept_sparse=
     return out
 
 
-def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
+def check_sample_weight(sample_weight, n_samples, *, name="sample_weight", allow_zero=False,
+                        where=None, start=0):
     """Non-negative finite float64 weights of length ``n_samples`` (ones when None).
+
+    The one sample-weight check of the package: estimators call it at their boundary, the
+    registry's array methods with ``allow_zero=True`` (a block of rows may carry no weight),
+    and chunked sources on every chunk with ``where`` naming it.
 
     Parameters
     ----------
     sample_weight : array-like of shape (n_samples,), scalar or None
     n_samples : int
     name : str, default="sample_weight"
+    allow_zero : bool, default=False
+        Accept weights that sum to zero.
+    where : str, optional
+        Where the weights come from, for the message (e.g. ``"chunk 2 (global rows
+        200..299)"``); row numbers in messages are then offset by ``start``.
+    start : int, default=0
+        Global index of the first weight (with ``where``).
 
     Returns
     -------
@@ -179,7 +214,8 @@ def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
     TypeError
         Complex, string or object weights.
     ValueError
-        Wrong shape, NaN/inf, negative weights, weights summing to zero or to infinity.
+        Wrong shape, NaN/inf, negative weights, weights summing to zero (unless
+        ``allow_zero``) or to infinity.
     """
     if sample_weight is None:
         return np.ones(n_samples)
@@ -193,10 +229,14 @@ def check_sample_weight(sample_weight, n_samples, *, name="sample_weight"):
         raise ValueError(
             f"{name} must be 1-D of length n_samples={n_samples}, got shape {w.shape}."
         )
-    if not np.isfinite(w).all() or (w < 0).any():
-        raise ValueError(f"{name} must be finite and non-negative.")
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        r = int(np.argmax(bad))
+        at = f"; {where} has {w[r]:g} at global row {start + r}" if where else (
+            f"; it has {w[r]:g} at position {r}")
+        raise ValueError(f"{name} must be finite and non-negative{at}.")
     total = float(np.sum(w))
-    if total <= 0:
+    if total <= 0 and not allow_zero:
         raise ValueError(f"{name} sums to zero; at least one sample needs positive weight.")
     if not np.isfinite(total):
         raise ValueError(

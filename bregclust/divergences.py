@@ -35,10 +35,17 @@ from numba import njit
 from numba.core.registry import CPUDispatcher
 from scipy.special import wrightomega
 
+from . import _conditioning as C
 from . import _execution as E
 from . import _kernels as K
 from ._kernels import generators as KG
-from ._validation import DomainError, check_label_array, check_scalar, maybe_non_finite
+from ._validation import (
+    DomainError,
+    check_label_array,
+    check_sample_weight,
+    check_scalar,
+    maybe_non_finite,
+)
 
 __all__ = [
     "Divergence",
@@ -144,12 +151,12 @@ class _SeparableForm:
         return out
 
     def prepare(self, div, X):
-        return X, div._phi_rows(X)
+        return X, self.phi_rows(div, X)
 
     def gemm_parts(self, div, U):
-        G = div.grad(U)
+        G = self.grad(div, U)
         with np.errstate(invalid="ignore"):
-            c = np.einsum("ij,ij->i", U, G) - div._phi_rows(U)
+            c = np.einsum("ij,ij->i", U, G) - self.phi_rows(div, U)
         return G, c
 
     def generic_pairwise(self, div, Xd, U, out):
@@ -338,6 +345,10 @@ class Divergence:
         Degree ``p`` with ``d(s x, s y) = s^p d(x, y)`` for ``s > 0`` (2 for the quadratic
         forms, 1 for kl and l1_subgradient, 0 for Itakura-Saito); ``None`` when unknown (user
         generators). Estimators rescale data of extreme magnitude by a power of two with it.
+    coordinate_scale_invariant : bool
+        ``d(D x, D y) = d(x, y)`` for every positive diagonal ``D`` (Itakura-Saito): data of
+        extreme magnitude are rescaled column by column instead (see
+        :mod:`bregclust._conditioning`).
     """
 
     name: str
@@ -360,6 +371,7 @@ class Divergence:
     binder: object = field(default=None, repr=False)
     translation_invariant: bool = False
     homogeneity: object = None
+    coordinate_scale_invariant: bool = False
 
     # ------------------------------------------------------------------ pickling / params
     def __reduce__(self):
@@ -494,21 +506,6 @@ class Divergence:
             raise ValueError(f"labels has {lab.shape[0]} entries but X has {n} rows.")
         return lab
 
-    @staticmethod
-    def _as_weights(sample_weight, n):
-        if sample_weight is None:
-            return np.ones(n)
-        w = np.asarray(sample_weight)
-        if w.dtype.kind not in "biuf":
-            raise TypeError(f"sample_weight must hold real numbers, got dtype {w.dtype}.")
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        if w.shape != (n,):
-            raise ValueError(f"sample_weight must have shape ({n},) (one weight per row of X), "
-                             f"got {w.shape}.")
-        if np.isnan(w).any():
-            raise ValueError("sample_weight contains NaN.")
-        return w
-
     # ------------------------------------------------------------------ domain checks
     def check_domain(self, X, *, name="X", side="left", advice=None):
         """Raise :class:`DomainError` if ``X`` leaves the domain of this divergence.
@@ -586,12 +583,8 @@ class Divergence:
         -------
         ndarray of shape (n,)
         """
-        form = self._ready()
-        return form.phi_rows(self, self._as_data(X))
-
-    def _phi_rows(self, X):
-        """:meth:`phi_rows` on validated input (no conversion)."""
-        return self._ready().phi_rows(self, X)
+        self._ready()
+        return E.phi_rows(self, self._as_data(X))
 
     def grad(self, U):
         """``grad phi`` of each row of a dense array.
@@ -654,12 +647,8 @@ class Divergence:
         Xg : ndarray or CSR matrix
         phi_x : ndarray of shape (n,)
         """
-        form = self._ready()
-        return form.prepare(self, self._as_data(X))
-
-    def _prepare(self, X):
-        """:meth:`prepare` on validated input (no conversion)."""
-        return self._ready().prepare(self, X)
+        self._ready()
+        return E.prepare(self, self._as_data(X))
 
     def gemm_parts(self, U):
         """``(G, c)`` with ``D = phi_x 1^T + 1 c^T - Xg G^T`` (see :meth:`prepare`).
@@ -689,19 +678,7 @@ class Divergence:
             Pass it as ``centres=`` to :meth:`assign_and_sum`.
         """
         self._ready()
-        return self._prepare_centres(self._as_centres(U))
-
-    def _prepare_centres(self, U):
-        """:meth:`prepare_centres` on validated centres (no conversion)."""
-        form = self._ready()
-        if not self.differentiable:
-            G, c = form.gemm_parts(self, U)
-            return E.PreparedCentres(U, G, c, None, fused=False)
-        G = self.grad(U)
-        phi = self._phi_rows(U)
-        with np.errstate(invalid="ignore"):
-            c = np.einsum("ij,ij->i", U, G) - phi
-        return E.PreparedCentres(U, G, c, phi, fused=form.fused)
+        return E.prepare_centres(self, self._as_centres(U))
 
     def pairwise(self, X, U, *, prepared=None):
         """The matrix ``D[i, j] = d(x_i, u_j)``, shape ``(n, k)``, by the GEMM form.
@@ -731,7 +708,9 @@ class Divergence:
         self._ready()
         X = self._as_data(X, check_nan=prepared is None)
         U = self._as_centres(U, X.shape[1])
-        return E.pairwise(self, X, U, prepared)
+        if prepared is not None:
+            return E.pairwise(self, X, U, prepared)
+        return C.pairwise_rows(self, X, U)
 
     def assign(self, X, U, *, prepared=None, chunk_rows=None):
         """Nearest centre of every row, chunked over rows on a small thread pool.
@@ -756,7 +735,13 @@ class Divergence:
         U = self._as_centres(U, X.shape[1])
         if chunk_rows is not None:
             check_scalar(chunk_rows, "chunk_rows", kind=numbers.Integral, lo=1)
-        return E.assign(self, X, U, prepared=prepared, step=chunk_rows)
+        if prepared is not None or chunk_rows is not None:
+            cond = C.IDENTITY if prepared is not None else C.for_assignment(self, X, U)
+            labels, mins = E.assign(self, cond.apply(X),
+                                    E.prepare_centres(self, cond.apply_centres(U)),
+                                    prepared=prepared, step=chunk_rows)
+            return labels, cond.undo_divergences(mins)
+        return C.assign_rows(self, X, U)
 
     def assign_and_sum(self, X, U, sample_weight=None, *, prepared=None, centres=None):
         """One Lloyd pass: :meth:`assign` and :meth:`weighted_sums` for those labels, in a
@@ -785,12 +770,22 @@ class Divergence:
         """
         self._ready()
         X = self._as_data(X, check_nan=prepared is None)
-        w = self._as_weights(sample_weight, X.shape[0])
-        if centres is None:
-            U = self._as_centres(U, X.shape[1])
-        elif centres.U.shape[1] != X.shape[1]:
-            raise ValueError(f"centres have {centres.U.shape[1]} features but X has {X.shape[1]}.")
-        return E.assign_and_sum(self, X, U, w, prepared=prepared, centres=centres)
+        w = check_sample_weight(sample_weight, X.shape[0], allow_zero=True)
+        if centres is not None:
+            if centres.U.shape[1] != X.shape[1]:
+                raise ValueError(f"centres have {centres.U.shape[1]} features but X has "
+                                 f"{X.shape[1]}.")
+            return E.assign_and_sum(self, X, w, centres, prepared)
+        U = self._as_centres(U, X.shape[1])
+        cond = C.IDENTITY if prepared is not None else C.for_assignment(self, X, U)
+        if cond.data_identity:
+            return E.assign_and_sum(self, X, w, E.prepare_centres(self, U), prepared)
+        # far from the origin or of extreme magnitude: assign the conditioned rows, sum the
+        # rows as given
+        labels, mins = E.assign(self, cond.apply(X),
+                                E.prepare_centres(self, cond.apply_centres(U)))
+        S, W = E.weighted_sums(X, labels, U.shape[0], w)
+        return labels, cond.undo_divergences(mins), S, W
 
     # ------------------------------------------------------------------ slow, obvious versions
     def generic_pairwise(self, X, U):
@@ -864,7 +859,7 @@ class Divergence:
         """
         X = self._as_data(X)
         labels = self._as_labels(labels, X.shape[0], k)
-        w = self._as_weights(sample_weight, X.shape[0])
+        w = check_sample_weight(sample_weight, X.shape[0], allow_zero=True)
         return E.weighted_sums(X, labels, int(k), w)
 
     def right_centroid(self, X, labels, k, sample_weight=None):
@@ -909,7 +904,7 @@ class Divergence:
         self._need_differentiable("the left-type centroid")
         X = self._as_data(X)
         labels = self._as_labels(labels, X.shape[0], k)
-        w = self._as_weights(sample_weight, X.shape[0])
+        w = check_sample_weight(sample_weight, X.shape[0], allow_zero=True)
         k = int(k)
         M, W = self._indicator(labels, k, w)
         S = np.zeros((k, X.shape[1]))
@@ -1398,7 +1393,8 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
 
 def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=False,
              centroid=None, form=None, differentiable=True, ward=False, param_names=(),
-             binder=None, translation_invariant=False, homogeneity=None):
+             binder=None, translation_invariant=False, homogeneity=None,
+             coordinate_scale_invariant=False):
     gen = Generator(code, phi, dphi, inv, domain) if phi is not None else None
     if form is None and gen is not None:
         form = _SeparableForm(gen)
@@ -1408,6 +1404,7 @@ def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=
         formula=formula, builtin=True, generator=gen, form=form(gen) if isinstance(form, type)
         else form, centroid_rule=centroid, ward=ward, param_names=param_names, binder=binder,
         translation_invariant=translation_invariant, homogeneity=homogeneity,
+        coordinate_scale_invariant=coordinate_scale_invariant,
     )
     _add(div)
 
@@ -1423,7 +1420,8 @@ _builtin("kl", ("gkl", "i_divergence", "kullback_leibler", "generalized_kl", "ge
          "nonnegative", KG.KL, K.kl_phi, K.kl_dphi, K.kl_dphi_inv, "sum x log(x/y) - x + y",
          centroid=_kl_centroid, homogeneity=1)
 _builtin("itakura_saito", ("is", "itakura"), "positive", KG.IS, K.is_phi, K.is_dphi,
-         K.is_dphi_inv, "sum x/y - log(x/y) - 1", centroid=_is_centroid, homogeneity=0)
+         K.is_dphi_inv, "sum x/y - log(x/y) - 1", centroid=_is_centroid, homogeneity=0,
+         coordinate_scale_invariant=True)
 _builtin("l1_subgradient", ("l1", "l1_sub"), "real", KG.ABS, K.abs_phi, K.sign_dphi, None,
          "sum (0 if x y > 0 else 2 |x|)", form=_L1Form, differentiable=False, homogeneity=1)
 

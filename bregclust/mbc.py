@@ -32,20 +32,25 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._execution import _reference, array_backend
+from . import _conditioning as C
+from . import _execution as E
+from ._conditioning import DataStats
 from ._multitask import (
     Interval,
     MultiTaskMixin,
     Options,
+    as_history,
     check_n_clusters_per_task,
     parse_init,
     resolve_n_init,
-    resolve_smoothing,
 )
+from ._seeding import kmeans_parallel, kmeans_plusplus, random_centres
+from ._smoothing import push_inside, resolve_smoothing
+from ._sources import as_source
 from ._transport import transport_plan
-from ._validation import check_tasks
+from ._validation import check_task_list
 from .divergences import get_divergence
-from .kmeans import _lloyd
+from .kmeans import lloyd
 from .metrics import partition_emd
 
 __all__ = [
@@ -295,19 +300,15 @@ class _SmoothModel:
     """Task statistics of a differentiable generator: the GEMM parts of the centres and the
     per-cluster sums ``S`` and ``Phi`` (sums of rows and of ``phi(x)``)."""
 
-    @staticmethod
-    def smoothing_stats(task, div, z):
-        task.phi_z = float(div.phi_rows(z[None, :])[0])
+    extra = "phi"
 
     @staticmethod
-    def set_labels(task, div, M, labels):
-        Xg, phi_x = task.prep
-        if task.pending is not None and task.pending[0] is labels:
-            S = task.pending[1]  # summed during the assignment pass (one read of X)
-        else:
-            S = M @ task.X
-            S = S.toarray() if sp.issparse(S) else np.asarray(S)
-        Phi = M @ phi_x
+    def smoothing_stats(task, div, z):
+        task.phi_z = float(E.phi_rows(div, np.ascontiguousarray(z[None, :]))[0])
+
+    @staticmethod
+    def set_stats(task, part):
+        S, Phi = part.S, part.Phi
         if task.beta > 0:
             S = S + task.beta * task.z
             Phi = Phi + task.beta * task.phi_z
@@ -315,20 +316,11 @@ class _SmoothModel:
         task.Phi = np.asarray(Phi, dtype=np.float64)
 
     @staticmethod
-    def set_centers(task, div):
-        pc = task.centres = div.prepare_centres(task.U)
+    def set_centers(task, pc):
         task.G = pc.G
         task.GT = pc.GT  # (d, k), C order for sparse @ dense
         task.phiU = pc.phi
         task.c = pc.c
-
-    @staticmethod
-    def assign(task, div):
-        labels, _, S, _ = div.assign_and_sum(task.X, task.U, prepared=task.prep,
-                                             centres=task.centres)
-        if task.centres.fused:
-            task.pending = (labels, S)
-        return labels
 
     @staticmethod
     def data_term(task, div):
@@ -346,28 +338,24 @@ class _SignMassModel:
     ``sum |x|`` with the sign subgradient): per-cluster positive and negative masses ``PN``.
     Its block problem has no exact sided centroid (see :func:`_l1_step`)."""
 
+    extra = "pn"
+
     @staticmethod
     def smoothing_stats(task, div, z):
         task.z_pn = np.concatenate([np.maximum(z, 0), np.maximum(-z, 0)])
 
     @staticmethod
-    def set_labels(task, div, M, labels):
-        Xg, _ = task.prep
-        PN = M @ Xg
-        PN = PN.toarray() if sp.issparse(PN) else np.asarray(PN)
+    def set_stats(task, part):
+        PN = part.PN
         if task.beta > 0:
             PN = PN + task.beta * task.z_pn
         task.PN = PN
-        d = task.X.shape[1]
+        d = task.source.d
         task.S = PN[:, :d] - PN[:, d:]
 
     @staticmethod
-    def set_centers(task, div):
-        task.centres = None
-
-    @staticmethod
-    def assign(task, div):
-        return div.assign(task.X, task.U, prepared=task.prep)[0]
+    def set_centers(task, pc):
+        pass
 
     @staticmethod
     def data_term(task, div):
@@ -378,7 +366,7 @@ class _SignMassModel:
 
     @staticmethod
     def pair_cost(div, a, b):
-        return div.pairwise(a.U, b.U)
+        return E.pairwise(div, a.U, b.U)
 
 
 def _model(div):
@@ -386,65 +374,84 @@ def _model(div):
     return _SmoothModel if div.differentiable else _SignMassModel
 
 
-def _init_task_state(task, n, k, beta, z, div):
-    """The state every MBC task starts with (in memory, or on dask: ``bregclust._dask``): size,
-    clusters, smoothing pseudo-point and its statistics, the divergence's task model, no labels
-    and no pending fused assignment ``(labels, row sums per cluster)``."""
-    task.n = n
-    task.k = k
-    task.beta = beta
-    task.z = z
-    task.phi_z = 0.0
-    task.z_pn = None
-    task.model = _model(div)
-    if beta > 0:
-        task.model.smoothing_stats(task, div, z)
-    task.labels = None
-    task.pending = None
+class _LabelToken(str):
+    """The labels of a chunked task, stood in for by a digest of every block's labels.
+
+    :func:`_mbc_run` only compares labels (``np.array_equal``) and hands them back to
+    :meth:`_Task.set_labels`; the labels themselves stay where the data are.
+    """
 
 
 class _Task:
-    """Per-task data, per-cluster statistics and cached centre quantities (plain attributes).
+    """One task of an MBC fit: its data source, per-cluster statistics and cached centre
+    quantities (plain attributes).
 
     Statistics (with the smoothing pseudo-points): ``counts``, ``S`` (sums of rows), and those
     of the task's model (:class:`_SmoothModel`: ``Phi``, sums of ``phi(x)``;
-    :class:`_SignMassModel`: ``PN``, positive and negative mass). Centre cache: ``U`` and, for
-    differentiable generators, the registry's prepared centres (``G = grad phi(U)``,
-    ``c = <u, g> - phi(u)``, ``phiU``), refreshed once per centre update, so the objective, the
-    pair costs and the centre step never recompute them.
+    :class:`_SignMassModel`: ``PN``, positive and negative mass). Centre cache: ``U`` and the
+    engine's prepared centres (``G = grad phi(U)``, ``c = <u, g> - phi(u)``, ``phiU``),
+    refreshed once per centre update, so the objective, the pair costs and the centre step
+    never recompute them. Every assignment pass returns the statistics of its labels too
+    (kept in ``pending`` for :meth:`set_labels`), so a chunked task's labels never leave its
+    workers.
     """
 
-    __slots__ = ("X", "prep", "n", "k", "beta", "z", "phi_z", "z_pn", "labels", "counts",
-                 "S", "Phi", "PN", "U", "G", "GT", "c", "phiU", "pending", "centres", "model")
+    __slots__ = ("source", "n", "k", "beta", "z", "phi_z", "z_pn", "labels", "counts",
+                 "S", "Phi", "PN", "U", "G", "GT", "c", "phiU", "pending", "centres", "model",
+                 "inertia")
 
-    def __init__(self, X, prep, k, beta, z, div):
-        self.X = X
-        self.prep = prep
-        _init_task_state(self, X.shape[0], k, beta, z, div)
-
+    def __init__(self, source, k, beta, z, div):
+        self.source = source
+        self.n = source.n
+        self.k = k
+        self.beta = beta
+        self.z = z
+        self.phi_z = 0.0
+        self.z_pn = None
+        self.model = _model(div)
+        if beta > 0:
+            self.model.smoothing_stats(self, div, z)
+        self.labels = None
+        self.pending = None
+        self.U = None
+        self.inertia = None
 
     def set_labels(self, labels, div):
-        """Recompute the cluster statistics for ``labels``."""
+        """The cluster statistics of ``labels``: those of the last :meth:`assign` pass when
+        they are its labels, else computed from the labels (in-memory tasks)."""
+        part = self.pending
+        mine = part is not None and (
+            labels is part.labels if not isinstance(labels, _LabelToken)
+            else part.digest is not None and labels == self._token(part))
+        if not mine:
+            if isinstance(labels, _LabelToken):
+                raise RuntimeError("a chunked task's labels come from its last assign() pass.")
+            part = self.source.label_stats(div, labels, self.k, self.model.extra)
+            self.pending = part
         self.labels = labels
-        n, k = self.n, self.k
-        M = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
-        self.counts = np.bincount(labels, minlength=k).astype(np.float64)
-        self.model.set_labels(self, div, M, labels)
+        self.counts = part.W
+        self.model.set_stats(self, part)
+
+    @staticmethod
+    def _token(part):
+        return _LabelToken("".join(part.digest[i].hex() for i in sorted(part.digest)))
 
     def set_centers(self, U, div):
         self.U = np.ascontiguousarray(U, dtype=np.float64)
-        self.model.set_centers(self, div)
+        self.centres = E.prepare_centres(div, self.U)
+        self.model.set_centers(self, self.centres)
 
     def assign(self, div):
-        """Nearest centres of the task's points, reusing the prepared centres.
-
-        ``grad phi(U)`` and ``phi(U)`` (three passes over the ``k x d`` centres, the dominant
-        cost for 20 Newsgroups' 170,000 terms) are computed once per centre update. When the
-        fused kernels apply, the cluster sums for the new labels come out of the same pass
-        and are kept for :meth:`set_labels`.
-        """
-        self.pending = None
-        return self.model.assign(self, div)
+        """Nearest centres of the task's points (one pass, which also sums the statistics of
+        the new labels). Returns the labels (an array in memory, a label digest when the
+        task is chunked)."""
+        part = self.source.lloyd(div, self.centres, self.model.extra)
+        self.pending = part
+        self.inertia = part.objective
+        if part.labels is not None:
+            return part.labels
+        token = self._token(part)
+        return token
 
     @property
     def weights(self):
@@ -599,7 +606,7 @@ def _h_step_empirical(div, tasks, W, D, c, t, mode, run):
         P += (W[(t, s)] * inv[:, None]) @ D[(t, s)].T
         P += (W[(s, t)] * inv[None, :]).T @ D[(s, t)]
     P *= c
-    Dx = div.pairwise(tk.X, tk.U, prepared=tk.prep)
+    Dx = tk.source.pairwise(div, tk.U)
     old = tk.labels
     rows = np.arange(tk.n)
     scores = Dx + P[old]
@@ -668,31 +675,35 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, tra
 
 
 
-def _common_offset(Xs, div):
-    """The mean of all tasks' rows when centring is needed for accuracy (dense tasks and a
-    translation-invariant divergence, as in :class:`bregclust.BregmanKMeans`), else ``None``."""
-    if not div.translation_invariant or any(sp.issparse(X) for X in Xs):
-        return None
-    X = np.vstack(Xs)
-    return _reference(div, X, div._phi_rows(X))
-
-
 def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
     """``lam = 0`` or one task: the tasks decouple into independent Bregman k-means problems.
 
-    Each task runs the very loop of :class:`~bregclust.BregmanKMeans` (``kmeans._lloyd``), so
-    the same initial centres give identical labels and centres. The objective history is the
-    sum over tasks of ``objective_t / n_t`` (a task that stopped early keeps its last value).
+    Each task runs the very loop of :class:`~bregclust.BregmanKMeans` (:func:`lloyd`), so the
+    same initial centres give identical labels and centres. The objective history is the sum
+    over tasks of ``objective_t / n_t`` (a task that stopped early keeps its last value).
     """
-    res = [_lloyd(tk.X, tk.prep, np.ones(tk.n), np.array(U0[t], dtype=np.float64, copy=True),
-                  div, tk.beta, tk.z, max_iter, tol, verbose, run)
+    res = [lloyd(tk.source, div, np.array(U0[t], dtype=np.float64, copy=True), tk.beta, tk.z,
+                 max_iter, tol, run, verbose=verbose, desc=f"MultitaskBregmanClustering task {t}",
+                 stacklevel=4)
            for t, tk in enumerate(tasks)]
-    length = max(len(r[3]) for r in res)
-    history = [sum(r[3][min(i, len(r[3]) - 1)] / tk.n for r, tk in zip(res, tasks))
+    length = max(len(r.history) for r in res)
+    history = [sum(r.history[min(i, len(r.history) - 1)] / tk.n for r, tk in zip(res, tasks))
                for i in range(length)]
-    return dict(labels=[r[0] for r in res], centers=[r[1] for r in res], relations={},
-                n_iter=max(r[2] for r in res), history=history, blocks=[],
+    labels = None if any(r.part.labels is None for r in res) else [r.part.labels for r in res]
+    return dict(labels=labels, centers=[r.centres for r in res], relations={},
+                n_iter=max(r.n_iter for r in res), history=history, blocks=[],
                 objective=history[-1])
+
+
+def _restore_state(div, tasks, res):
+    """Set every task's statistics to those of a run's final labels (a pass from its final
+    centres when the labels stayed with a chunked source)."""
+    for t, (tk, U) in enumerate(zip(tasks, res["centers"])):
+        tk.set_centers(U, div)
+        if res["labels"] is not None and not isinstance(res["labels"][t], _LabelToken):
+            tk.set_labels(res["labels"][t], div)
+        else:
+            tk.set_labels(tk.assign(div), div)
 
 
 # =========================================================================== lam="auto"
@@ -705,13 +716,13 @@ AUTO_LAM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 AUTO_LAM_FRACTION = 0.5
 
 
-def _mean_task_divergence(div, centers, labels):
-    """Mean over ordered pairs ``t != s`` of ``d_M`` between the fitted mixtures (EMD with the
-    empirical cluster proportions and cost ``d(u^t_z, u^s_l)``, as ``task_divergences_``)."""
-    T = len(centers)
-    props = [np.bincount(lab, minlength=U.shape[0]) / lab.shape[0]
-             for lab, U in zip(labels, centers)]
-    vals = [partition_emd(centers[t], props[t], centers[s], props[s], div)
+def _mean_task_divergence(div, tasks):
+    """Mean over ordered pairs ``t != s`` of ``d_M`` between the tasks' current mixtures (EMD
+    with the empirical cluster proportions and cost ``d(u^t_z, u^s_l)``, as
+    ``task_divergences_``)."""
+    T = len(tasks)
+    props = [tk.counts / tk.n for tk in tasks]
+    vals = [partition_emd(tasks[t].U, props[t], tasks[s].U, props[s], div)
             for t in range(T) for s in range(T) if s != t]
     return float(np.mean(vals))
 
@@ -800,14 +811,6 @@ def select_lam(fit, d_m, objective, grid=AUTO_LAM_GRID, fraction=AUTO_LAM_FRACTI
 
 
 # =========================================================================== the estimator
-def _tasks_backend(Xs):
-    """The array backend (:func:`bregclust._execution.array_backend`) of the first task that
-    needs one (a ``dask.array.Array``), or None when every task is in memory."""
-    if not isinstance(Xs, (list, tuple)):
-        return None
-    return next((b for b in map(array_backend, Xs) if b is not None), None)
-
-
 class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     """Multitask Bregman Clustering (MBC; Zhang & Zhang, AAAI 2010).
 
@@ -998,12 +1001,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     }
 
     def _initial_centers(self, div, tasks, parsed, rng):
-        from .kmeans import _rows, _smoothed, bregman_kmeans_plusplus
-
         U0 = []
         for t, (tk, (kind, val)) in enumerate(zip(tasks, parsed)):
             if kind == "centers":
-                C = val
+                C0 = val
             elif kind == "labels":
                 tk.set_labels(val, div)
                 w = tk.weights
@@ -1013,17 +1014,17 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                         f"init labels for task {t} leave cluster {z} empty; give every cluster "
                         "at least one point or use smoothing > 0."
                     )
-                C = tk.S / w[:, None]
-            elif kind == "k-means++":
-                C, _ = bregman_kmeans_plusplus(tk.X, tk.k, div, random_state=rng,
-                                               smoothing=tk.beta, _prepared=tk.prep, _z=tk.z)
+                C0 = tk.S / w[:, None]
+            elif kind == "k-means++" and not tk.source.chunked:
+                C0, _ = kmeans_plusplus(tk.source.block, div, tk.k, rng, tk.beta, tk.z)
+            elif kind == "k-means++":  # k-means|| on chunked data
+                C0 = kmeans_parallel(tk.source, div, tk.k, rng, tk.beta, tk.z)
             else:
-                ids = rng.choice(tk.n, size=tk.k, replace=False)
-                C = _smoothed(_rows(tk.X, ids), np.ones(tk.k), tk.beta, tk.z)
-            div.check_domain(C, name=f"initial centres of task {t}", side="right",
+                C0 = random_centres(tk.source, tk.k, rng, tk.beta, tk.z)
+            div.check_domain(C0, name=f"initial centres of task {t}", side="right",
                              advice="Use smoothing > 0 (e.g. smoothing='auto') so centres stay "
                              "inside the domain.")
-            U0.append(np.array(C, dtype=np.float64))
+            U0.append(np.array(C0, dtype=np.float64))
         return U0
 
     def _auto_lam(self, div, tasks, U0, run, trace):
@@ -1039,12 +1040,13 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 res = call()
-            dm = _mean_task_divergence(div, res["centers"], res["labels"])
             # the tasks' state is overwritten by the next run: keep copies
-            res = dict(res, labels=[np.array(v) for v in res["labels"]],
-                       centers=[np.array(v) for v in res["centers"]])
-            for tk, lab in zip(tasks, res["labels"]):
-                tk.set_labels(lab, div)
+            labels = res["labels"]
+            if labels is not None and not any(isinstance(v, _LabelToken) for v in labels):
+                labels = [np.array(v) for v in labels]
+            res = dict(res, centers=[np.array(v) for v in res["centers"]], labels=labels)
+            _restore_state(div, tasks, res)
+            dm = _mean_task_divergence(div, tasks)
             obj = _partition_objective(div, tasks, res["centers"])
             runs[lam] = (res, caught)
             return res, dm, obj
@@ -1062,18 +1064,31 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                   f"objectives {objectives}, lam_={lam:g}")
         return lam, res, ratios, objectives
 
+    def _sources(self, Xs, div):
+        """One validated data source per task (any mix of in-memory and dask tasks)."""
+        Xs = check_task_list(Xs)
+        sources = [as_source(X, None, div, name=f"task {t}") for t, X in enumerate(Xs)]
+        d0 = sources[0].d
+        for t, src in enumerate(sources):
+            if src.d != d0:
+                raise ValueError(
+                    f"all tasks must share one feature space: task 0 has {d0} features but task "
+                    f"{t} has {src.d}. Vectorise the tasks with a common vocabulary/feature map."
+                )
+        return sources
+
     # ------------------------------------------------------------------ fit / predict
     def fit(self, Xs, y=None, *, trace=False):
         """Cluster every task of ``Xs`` jointly.
 
         Parameters
         ----------
-        Xs : list of {array-like, sparse matrix}, each of shape (n_t, n_features)
+        Xs : list of {array-like, sparse matrix, dask.array.Array}, each of shape (n_t, n_features)
             The tasks; all share one feature space and lie in the divergence's domain.
             Tasks may be row-chunked ``dask.array.Array`` (``pip install bregclust[dask]``):
             each assignment pass then runs on the dask cluster, the transport plans and the
-            centre step on the client; ``labels_`` are lazy dask arrays and ``"k-means++"``
-            seeds a dask task by k-means||.
+            centre step on the client; their ``labels_`` are lazy dask arrays and
+            ``"k-means++"`` seeds a dask task by k-means||.
         y : ignored
         trace : bool, default=False
             Also record the objective after the centre and relation blocks of every sweep in
@@ -1090,48 +1105,55 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             Empty task list, tasks with different feature counts, ``K_t > n_t``, bad
             parameters; :class:`~bregclust.DomainError` for data outside the domain.
         """
-        from .kmeans import smoothing_point
-
-        backend = _tasks_backend(Xs)
-        if backend is not None:
-            return backend.mbc_fit(self, Xs, trace=trace)
         self._validate_params()
         div = get_divergence(self.divergence, **(self.divergence_params or {}))
-        Xs = check_tasks(Xs, divergence=div)
-        T = len(Xs)
-        K = check_n_clusters_per_task(self.n_clusters, [X.shape[0] for X in Xs])
-        betas = resolve_smoothing(self.smoothing, div, Xs, K)
+        sources = self._sources(Xs, div)
+        T = len(sources)
+        K = check_n_clusters_per_task(self.n_clusters, [src.n for src in sources])
         auto = isinstance(self.lam, str)
         lam_positive = auto or self.lam > 0
-        if div.right_domain == "positive" and min(betas) == 0.0 and lam_positive and T > 1:
+        if (T > 1 and lam_positive and not div.differentiable
+                and self.centroid_solver != "exact"):
+            raise ValueError(
+                f"centroid_solver='geodesic' needs a differentiable divergence; {div.name} is "
+                "not differentiable."
+            )
+        chunked = any(src.chunked for src in sources)
+        if chunked and self.marginals != "uniform":
+            raise ValueError("marginals='empirical' needs in-memory tasks (its assignment step "
+                             "reads every label); use marginals='uniform' with dask tasks.")
+        init = self.init
+        if isinstance(init, str) and init == "k-means||":
+            init = "k-means++"  # the k-means++ of a chunked task is k-means||
+        parsed = parse_init(init, sources, K)
+        for t, (kind, _) in enumerate(parsed):
+            if kind == "labels" and sources[t].chunked:
+                raise ValueError(f"init labels for task {t} need in-memory tasks; give dask "
+                                 "tasks initial centres, 'k-means++' (k-means|| on dask) or "
+                                 "'random'.")
+        n_init = resolve_n_init(self.n_init, parsed)
+        rng = check_random_state(self.random_state)
+        # One conditioning for all tasks (the relation costs compare centres across tasks).
+        stats = [src.stats(div) for src in sources]
+        given = [val for kind, val in parsed if kind == "centers"]
+        cond = C.decide(div, DataStats.merge(*stats),
+                        centres=np.vstack(given) if given else None)
+        smoothing = [resolve_smoothing(self.smoothing, div, st.counts(), k)
+                     for st, k in zip(stats, K)]
+        if (div.right_domain == "positive" and min(smoothing) == 0.0 and lam_positive
+                and T > 1):
             raise ValueError(
                 f"{div.name} with lam > 0 needs smoothing > 0: the relation step compares "
                 "centres with each other, and a centre with a zero coordinate has an infinite "
                 "divergence. Use smoothing='auto' or a positive value."
             )
-        if T > 1 and lam_positive and not div.differentiable and self.centroid_solver != "exact":
-            raise ValueError(
-                f"centroid_solver='geodesic' needs a differentiable divergence; {div.name} is "
-                "not differentiable."
-            )
-        for X in Xs:
-            div.check_n_features(X.shape[1])
-        parsed = parse_init(self.init, Xs, K)
-        n_init = resolve_n_init(self.n_init, parsed)
-        rng = check_random_state(self.random_state)
-        Xs_in = Xs
-        # Translation-invariant divergences: cluster every task minus one common offset (the
-        # relation costs d(u_s, u_t) are unchanged), as BregmanKMeans does, so the GEMM form
-        # does not cancel catastrophically on data far from the origin.
-        shift = _common_offset(Xs, div)
-        if shift is not None:
-            Xs = [X - shift for X in Xs]
-            parsed = [(kind, val - shift) if kind == "centers" else (kind, val)
-                      for kind, val in parsed]
+        parsed = [(kind, cond.apply_centres(val)) if kind == "centers" else (kind, val)
+                  for kind, val in parsed]
         tasks = []
-        for t, (X, beta) in enumerate(zip(Xs, betas)):
-            z = smoothing_point(X, div) if beta > 0 else None
-            tasks.append(_Task(X, div.prepare(X), K[t], beta, z, div))
+        for src, st, k, beta in zip(sources, stats, K, smoothing):
+            beta = cond.apply_mass(beta)
+            z = push_inside(cond.mean(st), div) if beta > 0 else None
+            tasks.append(_Task(src.conditioned(cond), k, beta, z, div))
         lam = (0.0 if T == 1 else None) if auto else float(self.lam)
         ratios, objectives = {}, {}
         best = None
@@ -1154,35 +1176,42 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                       f"{res['objective']:.6g}, {res['n_iter']} iterations")
             if best is None or res["objective"] < best["objective"]:
                 best = res
+        _restore_state(div, tasks, best)
+        D = _pair_costs(div, tasks)
+        relations = (best["relations"] if coupled else
+                     _w_step(tasks, D, self.marginals, "final"))
+        task_div = np.zeros((T, T))
+        for (t, s) in D:
+            task_div[t, s] = partition_emd(tasks[t].U, tasks[t].counts / tasks[t].n, tasks[s].U,
+                                           tasks[s].counts / tasks[s].n, div)
+        labels = [tk.source.labels(div, tk.centres, tk.pending) for tk in tasks]
+        inertia = [tk.source.final_objective(div, tk.pending, tk.U) for tk in tasks]
+        # back to the data's units
         self.divergence_ = div
         self.lam_ = float(lam)
         self.lam_ratios_ = dict(ratios)
-        self.lam_objectives_ = dict(objectives)
-        self.smoothing_ = list(betas)
+        self.lam_objectives_ = {v: cond.undo_divergences(o) for v, o in objectives.items()}
+        self.smoothing_ = [float(b) for b in smoothing]
         self.n_clusters_ = list(K)
-        self._set_fitted_tasks(Xs_in, best["labels"], best["history"])
-        self.cluster_centers_ = [np.asarray(u) for u in best["centers"]]
+        self.n_tasks_ = T
+        self.n_features_in_ = int(sources[0].d)
+        self.labels_ = [lab if src.chunked else np.asarray(lab, dtype=np.int64)
+                        for lab, src in zip(labels, sources)]
+        self.objective_history_ = as_history(cond.undo_divergences(np.asarray(best["history"])))
+        self.cluster_centers_ = [cond.undo_centres(tk.U) for tk in tasks]
         self.n_iter_ = int(best["n_iter"])
-        self.objective_ = float(best["objective"])
-        self.block_history_ = list(best["blocks"])
-        for tk, lab, U in zip(tasks, self.labels_, self.cluster_centers_):
-            tk.set_labels(lab, div)
-            tk.set_centers(U, div)
-        D = _pair_costs(div, tasks)
-        self.relations_ = (best["relations"] if coupled else
-                           _w_step(tasks, D, self.marginals, "final"))
-        self.task_divergences_ = np.zeros((T, T))
-        for (t, s) in D:
-            self.task_divergences_[t, s] = partition_emd(
-                tasks[t].U, tasks[t].counts / tasks[t].n, tasks[s].U,
-                tasks[s].counts / tasks[s].n, div)
-        self.inertia_ = []
-        for t, tk in enumerate(tasks):
-            D_t = div.pairwise(tk.X, self.cluster_centers_[t], prepared=tk.prep)
-            self.inertia_.append(float(D_t[np.arange(tk.n), tk.labels].sum()))
-        if shift is not None:
-            self.cluster_centers_ = [U + shift for U in self.cluster_centers_]
+        self.objective_ = float(cond.undo_divergences(best["objective"]))
+        self.block_history_ = [(name, float(cond.undo_divergences(v)))
+                               for name, v in best["blocks"]]
+        self.relations_ = relations
+        self.task_divergences_ = cond.undo_divergences(task_div)
+        self.inertia_ = [float(cond.undo_divergences(v)) for v in inertia]
         return self
+
+    def _task_source(self, X, task):
+        check_is_fitted(self)
+        t = self._check_task(task)
+        return as_source(X, None, self.divergence_, n_features=self.n_features_in_), t
 
     def predict(self, X, task=None):
         """Nearest centre of task ``task`` (smallest ``d(x, u)``) for each row of ``X``.
@@ -1198,14 +1227,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         labels : ndarray of shape (n_samples,)
             A lazy dask array when ``X`` is one.
         """
-        check_is_fitted(self)
-        t = self._check_task(task)
-        backend = array_backend(X)
-        if backend is not None:
-            return backend.mbc_predict(self, X, t)
-        X = self._check_X(X, self.divergence_)
-        labels, _ = self.divergence_.assign(X, self.cluster_centers_[t])
-        return labels
+        src, t = self._task_source(X, task)
+        return src.predict(self.divergence_, self.cluster_centers_[t])
 
     def transform(self, X, task=None):
         """Divergences ``d(x_i, u^t_z)`` to every centre of task ``task``.
@@ -1221,13 +1244,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         D : ndarray of shape (n_samples, K_task)
             A lazy dask array when ``X`` is one.
         """
-        check_is_fitted(self)
-        t = self._check_task(task)
-        backend = array_backend(X)
-        if backend is not None:
-            return backend.mbc_transform(self, X, t)
-        X = self._check_X(X, self.divergence_)
-        return self.divergence_.pairwise(X, self.cluster_centers_[t])
+        src, t = self._task_source(X, task)
+        return src.transform(self.divergence_, self.cluster_centers_[t])
 
 
 def multitask_bregman_clustering(Xs, n_clusters=8, **params):

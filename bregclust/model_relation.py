@@ -356,13 +356,11 @@ def _similarity(X, similarity, similarity_params, name):
     div.check_domain(X, name=name, side="left")
     div.check_domain(X, name=name, side="right")
     # exp(-S / median S) is invariant to scaling X when d is homogeneous (all built-ins):
-    # data of extreme magnitude are scaled by a power of two first, or S overflows (1e300:
-    # inf and NaN) or underflows (1e-300: all zero).
-    from .kmeans import _ldexp, _scale_exponent
+    # S is computed on the conditioned data (a power of two, per column for Itakura-Saito),
+    # or it overflows (1e300: inf and NaN) or underflows (1e-300: all zero).
+    from ._conditioning import for_assignment
 
-    e = _scale_exponent(X, div)
-    if e:
-        X = _ldexp(X, -e)
+    X = for_assignment(div, X, None).apply(X)
     Xd = X.toarray() if sp.issparse(X) else X
     D = np.asarray(div.pairwise(X, Xd), dtype=np.float64)
     if not np.isfinite(D).all():

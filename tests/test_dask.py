@@ -168,8 +168,9 @@ def test_bad_layouts_and_inits():
     X = _data()
     with pytest.raises(ValueError, match="chunked along features"):
         BregmanKMeans(3).fit(da.from_array(X, chunks=(100, 3)))
-    with pytest.raises(ValueError, match="needs a dask array"):
-        BregmanKMeans(3, init="k-means||").fit(X)
+    # k-means|| runs on every data source, in memory too
+    km = BregmanKMeans(3, init="k-means||", random_state=0).fit(X)
+    assert np.bincount(km.labels_, minlength=3).min() > 0
     with pytest.raises(ValueError, match="for a dask array use"):
         BregmanKMeans(3, init="k-means++").fit(da.from_array(X, chunks=100))
     with pytest.raises(ValueError, match="oversampling_factor must be > 0"):
@@ -219,12 +220,12 @@ def test_local_cluster_two_processes():
         np.testing.assert_array_equal(c.cluster_centers_, b.cluster_centers_)
         assert c.objective_history_ == b.objective_history_
         # every chunk on one worker (as after X.compute()): the pass still uses both
-        from bregclust._dask import _Chunked
+        from bregclust._dask import DaskSource
 
         w0 = sorted(client.scheduler_info()["workers"])[0]
         dX1 = client.persist(da.from_array(X, chunks=(40, 6)), workers=[w0])
         distributed.wait(dX1)
-        _, _, _, owner = _Chunked(dX1)._local_groups()
+        _, _, _, owner = DaskSource(dX1, None)._local_groups()
         assert sorted(np.unique(owner, return_counts=True)[1].tolist()) == [5, 5]
         a, b1 = _fit_both(dict(divergence="kl", init=C0, max_iter=20, tol=0.0), X, dX1)
         _assert_same(a, b1)
@@ -268,20 +269,20 @@ def test_fit_from_centres_reads_the_data_once_per_iteration(monkeypatch):
 
     X = _data()
     calls = []
-    run = D._Chunked.run
+    run = D.DaskSource.run
 
     def counting(self, fn, *args, **kwargs):
         calls.append(fn.__name__)
         return run(self, fn, *args, **kwargs)
 
-    monkeypatch.setattr(D._Chunked, "run", counting)
+    monkeypatch.setattr(D.DaskSource, "run", counting)
     kw = dict(init=X[[0, 100, 200, 300]].copy(), max_iter=3, tol=0.0)
     for name in ("sqeuclidean", "kl"):
         calls.clear()
         a, b = _fit_both(dict(kw, divergence=name), X, da.from_array(X, chunks=(100, 6)))
         _assert_same(a, b)
         # the first pass validates, counts and assigns: max_iter + 1 passes in all
-        assert calls == ["_lloyd_chunk"] * 4
+        assert calls == ["_stats_and_lloyd"] + ["lloyd_block"] * 3
     Xn = X.copy()
     Xn[257, 2] = np.nan
     with pytest.raises(ValueError, match=r"chunk 2 \(global rows 200\.\.299\) contains NaN at "
@@ -449,16 +450,18 @@ def test_serial_pass_equals_threaded_pass():
     w = rng.uniform(0.5, 2.0, size=X.shape[0])
     for name, Xi, Ui in [("sqeuclidean", X, U), ("kl", np.abs(X) + 0.1, np.abs(U) + 0.1)]:
         div = get_divergence(name)
-        threaded = E.assign_and_sum(div, Xi, Ui, w)
+        pc = E.prepare_centres(div, Ui)
+        threaded = E.assign_and_sum(div, Xi, w, pc)
         with E.serial():
             assert E.n_workers() == 1 and not E.parallel(Xi.size)
-            alone = E.assign_and_sum(div, Xi, Ui, w)
+            alone = E.assign_and_sum(div, Xi, w, pc)
         _same_pass(threaded, alone)
     Xs = sp.random(3000, 200, density=0.05, random_state=1, format="csr")
     div = get_divergence("sqeuclidean")
-    threaded = E.assign_and_sum(div, Xs, Xs[:5].toarray() + 0.01, np.ones(3000))
+    pc = E.prepare_centres(div, Xs[:5].toarray() + 0.01)
+    threaded = E.assign_and_sum(div, Xs, np.ones(3000), pc)
     with E.serial():
-        alone = E.assign_and_sum(div, Xs, Xs[:5].toarray() + 0.01, np.ones(3000))
+        alone = E.assign_and_sum(div, Xs, np.ones(3000), pc)
     _same_pass(threaded, alone)
 
 
@@ -484,19 +487,26 @@ def test_squared_euclidean_row_sums_equal_the_generic_loop():
 def test_phi_of_a_kept_chunk_is_reused_and_released():
     import gc
 
+    from bregclust import _conditioning as C
     from bregclust import _dask as D
+    from bregclust import _execution as E
     from bregclust import get_divergence
 
     div = get_divergence("sqeuclidean")
     X = _data(n=500)
-    U = X[:4] + 0.1
-    first = D._pass(X, None, U, div)
+    pc = E.prepare_centres(div, X[:4] + 0.1)
+
+    def one_pass():
+        block = D._block(X, None, (0, 0, X.shape[0]), div, C.IDENTITY)
+        return E.lloyd_block(block, div, pc, keep=True)
+
+    first = one_pass()
     assert id(X) in D._PHI_CACHE
     phi = D._PHI_CACHE[id(X)][2]
-    again = D._pass(X, None, U, div)
+    again = one_pass()
     assert D._PHI_CACHE[id(X)][2] is phi  # reused, not recomputed
-    for a, b in zip(first, again):
-        np.testing.assert_array_equal(a, b)
+    for key in ("labels", "mins", "S", "W"):
+        np.testing.assert_array_equal(getattr(first, key), getattr(again, key))
     key = id(X)
     del X
     gc.collect()

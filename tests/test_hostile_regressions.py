@@ -612,7 +612,7 @@ def test_row02_every_public_method_any_format_dtype_and_layout(name):
         div.assign(X[0], U)
     with pytest.raises(TypeError, match="real numbers"):
         div.pairwise(X.astype(complex), U)
-    with pytest.raises(ValueError, match="sample_weight must have shape"):
+    with pytest.raises(ValueError, match="sample_weight must be 1-D of length"):
         div.assign_and_sum(X, U, np.ones(3))
 
 

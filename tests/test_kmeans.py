@@ -310,21 +310,25 @@ def test_centring_rule_is_weighted_and_measured_in_phi():
     """The fit centres data far from the origin by the weighted mean (zero weights do not
     count), decided from phi's row values: Mahalanobis in its own norm, so an offset along a
     direction A hardly weighs does not trigger it."""
-    from bregclust._execution import _reference
+    from bregclust import _conditioning as C
+    from bregclust import _execution as E
+
+    def offset(div, X, w):
+        return C.decide(div, C.block_stats(E.Block(X, w), div, phi=True)).offset
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 3))
     w = rng.random(50)
     w[:20] = 0.0
     sq = get_divergence("sqeuclidean")
-    assert _reference(sq, X, sq._phi_rows(X), w) is None
+    assert offset(sq, X, w) is None
     Xf = X + 1e4
-    np.testing.assert_allclose(_reference(sq, Xf, sq._phi_rows(Xf), w), (w @ Xf) / w.sum())
+    np.testing.assert_allclose(offset(sq, Xf, w), (w @ Xf) / w.sum())
     X2 = X.copy()
     X2[:, 0] += 1e4
     mah = get_divergence("mahalanobis", A=np.diag([1e-12, 1.0, 1.0]))
-    assert _reference(mah, X2, mah._phi_rows(X2), w) is None
-    assert _reference(sq, X2, sq._phi_rows(X2), w) is not None
+    assert offset(mah, X2, w) is None
+    assert offset(sq, X2, w) is not None
     # end to end: far from the origin, weighted, the same partition as near it
     C0 = X[[20, 30, 40]]
     a = BregmanKMeans(3, init=C0, n_init=1).fit(X, sample_weight=w)
