@@ -314,18 +314,6 @@ default="auto"
             pass
         return tags
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        try:
-            dom = self._get_divergence().domain
-            tags.input_tags.positive_only = dom != "real"
-            # a sparse matrix's implicit zeros lie outside a strictly positive domain
-            tags.input_tags.sparse = dom != "positive"
-        except (TypeError, ValueError):
-            pass
-        return tags
-
     def _get_divergence(self):
         return get_divergence(self.divergence, **(self.divergence_params or {}))
 

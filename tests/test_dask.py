@@ -496,14 +496,14 @@ def test_phi_of_a_kept_chunk_is_reused_and_released():
     X = _data(n=500)
     pc = E.prepare_centres(div, X[:4] + 0.1)
 
-    def one_pass():
+    def one_pass(X):
         block = D._block(X, None, (0, 0, X.shape[0]), div, C.IDENTITY)
         return E.lloyd_block(block, div, pc, keep=True)
 
-    first = one_pass()
+    first = one_pass(X)
     assert id(X) in D._PHI_CACHE
     phi = D._PHI_CACHE[id(X)][2]
-    again = one_pass()
+    again = one_pass(X)
     assert D._PHI_CACHE[id(X)][2] is phi  # reused, not recomputed
     for key in ("labels", "mins", "S", "W"):
         np.testing.assert_array_equal(getattr(first, key), getattr(again, key))
