@@ -154,3 +154,125 @@ def test_cycle_finder_sees_function_level_and_relative_imports(tmp_path):
     assert find_cycle(graph) == ["toy.a:1 -> toy.b", "toy.b:2 -> toy.sub.c",
                                  "toy.sub.c:4 -> toy.a"]
     assert find_cycle(graph, ignore={("toy.sub.c", "toy.a")}) is None
+
+
+# ----------------------------------------------------------------------------- the layers
+#: Modules whose private names other modules may use: the numba kernels, the execution engine
+#: and the validators are the package's shared internals.
+PRIVATE_OK = ("bregclust._kernels", "bregclust._execution", "bregclust._validation")
+#: Data sources and the machinery under them: they serve the estimators and import none.
+BACKENDS = ("bregclust._dask", "bregclust._sources", "bregclust._execution",
+            "bregclust._conditioning", "bregclust._kernels")
+
+
+def _within(name, prefixes):
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _trees(root=ROOT, package=PACKAGE):
+    return {name: ast.parse(module_file(name, root, package).read_text())
+            for name in package_modules(root, package)}
+
+
+def estimator_modules(root=ROOT, package=PACKAGE):
+    """Modules that define a scikit-learn estimator (a class with ``BaseEstimator`` among its
+    bases)."""
+    out = set()
+    for name, tree in _trees(root, package).items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(
+                    getattr(b, "id", getattr(b, "attr", None)) == "BaseEstimator"
+                    for b in node.bases):
+                out.add(name)
+    return out
+
+
+def private_name_uses(root=ROOT, package=PACKAGE, allowed=PRIVATE_OK):
+    """``(module, line, what)`` for every use of another module's private name outside
+    ``allowed``: ``from m import _x`` and ``alias._x`` on a module imported as ``alias``."""
+    modules = set(package_modules(root, package))
+    found = []
+    for name, tree in _trees(root, package).items():
+        path = module_file(name, root, package)
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                source = _resolve(name, node, path.name == "__init__.py")
+                for alias in node.names:
+                    full = f"{source}.{alias.name}"
+                    if full in modules:
+                        aliases[alias.asname or alias.name] = full
+                    elif (alias.name.startswith("_") and source in modules and source != name
+                          and not _within(source, allowed)):
+                        found.append((name, node.lineno, f"{source}.{alias.name}"))
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in modules and alias.asname:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                target = aliases[node.value.id]
+                if target != name and not _within(target, allowed):
+                    found.append((name, node.lineno, f"{target}.{node.attr}"))
+    return sorted(set(found))
+
+
+def private_method_uses(cls_module, cls_name, root=ROOT, package=PACKAGE):
+    """``(module, line, name)`` for every call of a private method of class ``cls_name``
+    (defined in ``cls_module``) from another module (any ``obj._method`` with that name)."""
+    trees = _trees(root, package)
+    private = set()
+    for node in ast.walk(trees[cls_module]):
+        if isinstance(node, ast.ClassDef) and node.name == cls_name:
+            private = {f.name for f in node.body if isinstance(f, ast.FunctionDef)
+                       and f.name.startswith("_") and not f.name.startswith("__")}
+    found = []
+    for name, tree in trees.items():
+        if name == cls_module:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                found.append((name, node.lineno, node.attr))
+    return sorted(found)
+
+
+def test_backends_import_no_estimator_module():
+    estimators = estimator_modules()
+    assert {"bregclust.kmeans", "bregclust.mbc"} <= estimators
+    graph = import_graph()
+    bad = [(m, line, t) for m, edges in graph.items() if _within(m, BACKENDS)
+           for t, line in edges if t in estimators]
+    assert not bad, f"a backend imports an estimator module: {bad}"
+
+
+def test_no_module_reads_another_modules_private_names():
+    bad = private_name_uses()
+    assert not bad, ("private names used across modules (make them public in their module, or "
+                     f"move them to a shared one): {bad}")
+
+
+def test_no_module_calls_private_methods_of_the_divergence_record():
+    bad = private_method_uses("bregclust.divergences", "Divergence")
+    assert not bad, f"private methods of Divergence called from other modules: {bad}"
+
+
+def test_layer_checks_see_violations(tmp_path):
+    pkg = tmp_path / "toy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_execution.py").write_text("def _ok():\n    pass\n")
+    (pkg / "est.py").write_text(
+        "from sklearn.base import BaseEstimator\n\nclass Est(BaseEstimator):\n"
+        "    def _hidden(self):\n        pass\n\ndef _secret():\n    pass\n")
+    (pkg / "_dask.py").write_text("from . import est\nfrom .est import _secret\n"
+                                  "from ._execution import _ok\n")
+    (pkg / "user.py").write_text("from . import est as E\n\ndef f(o):\n"
+                                 "    return E._secret, o._hidden()\n")
+    assert estimator_modules(pkg, "toy") == {"toy.est"}
+    assert private_name_uses(pkg, "toy", allowed=("toy._execution",)) == [
+        ("toy._dask", 2, "toy.est._secret"), ("toy.user", 4, "toy.est._secret")]
+    assert private_method_uses("toy.est", "Est", pkg, "toy") == [("toy.user", 4, "_hidden")]
+    graph = import_graph(pkg, "toy")
+    assert ("toy.est", 1) in graph["toy._dask"]

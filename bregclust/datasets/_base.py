@@ -51,7 +51,7 @@ def get_data_home():
     return candidates[0].resolve()
 
 
-def _data_file(relpath, what):
+def data_file(relpath, what):
     """Absolute path of ``relpath`` under the data home, or a FileNotFoundError saying where."""
     home = get_data_home()
     path = home / relpath
@@ -70,15 +70,15 @@ def _data_file(relpath, what):
     )
 
 
-def _mat(relpath, what):
+def read_mat(relpath, what):
     """``scipy.io.loadmat`` of a file under the data home, and its path."""
     import scipy.io
 
-    path = _data_file(relpath, what)
+    path = data_file(relpath, what)
     return scipy.io.loadmat(str(path)), path
 
 
-def _signature(*paths):
+def file_signature(*paths):
     """Identity of source files (path, size, mtime) for cache keys."""
     out = []
     for p in paths:
@@ -87,7 +87,7 @@ def _signature(*paths):
     return ";".join(out)
 
 
-def _check_choice(value, name, choices):
+def check_choice(value, name, choices):
     if value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)!r}; got {value!r}.")
     return value
@@ -98,7 +98,7 @@ def _check_choice(value, name, choices):
 # --------------------------------------------------------------------------------------------
 
 
-def _cache_root(cache_dir):
+def cache_root(cache_dir):
     """Disk cache folder or None. ``cache_dir=None`` defers to ``$BREGCLUST_CACHE`` (unset, ''
     or '0': no disk cache; '1' or 'auto': the user cache folder; anything else: that folder)."""
     if cache_dir is None:
@@ -117,7 +117,7 @@ def _cache_root(cache_dir):
 # --------------------------------------------------------------------------------------------
 
 
-def _pickle_path(cache_dir_str, stem, identity):
+def pickle_path(cache_dir_str, stem, identity):
     """The pickle file for ``identity`` (a string) in ``cache_dir_str``, or None without a folder."""
     if not cache_dir_str:
         return None
@@ -125,7 +125,7 @@ def _pickle_path(cache_dir_str, stem, identity):
     return Path(cache_dir_str) / f"{stem}-{key}.pkl"
 
 
-def _pickle_load(cache_file):
+def pickle_load(cache_file):
     """The cached object, or None when there is no file (or it is unreadable: it is rebuilt)."""
     if cache_file is None or not cache_file.exists():
         return None
@@ -136,7 +136,7 @@ def _pickle_load(cache_file):
         return None
 
 
-def _pickle_store(cache_file, obj):
+def pickle_store(cache_file, obj):
     """Write ``obj`` atomically; a cache that cannot be written is skipped silently."""
     if cache_file is None:
         return
@@ -158,7 +158,7 @@ _COUNTS_CACHE = {}  # (source, digest of the document set, vectoriser params) ->
 _COUNTS_CACHE_SIZE = 2
 
 
-def _memo_counts(source, key, n_rows, build, root):
+def memo_counts(source, key, n_rows, build, root):
     """``build()`` -> (CSR counts, terms), memoised in memory under ``key`` and, when ``root``
     (a folder) is given, on disk as ``<source>-counts-<hash>.npz`` + ``.json``. A disk entry
     whose shape is not ``(n_rows, len(terms))`` is rebuilt. The returned matrix is shared and

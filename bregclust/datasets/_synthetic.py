@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from ._base import _check_choice
+from ._base import check_choice
 
 # --------------------------------------------------------------------------------------------
 # Data sets that need no download
@@ -41,7 +41,7 @@ def make_digits_tasks(tasks=((0, 1, 2, 3, 4, 5), (3, 4, 5, 6, 7, 8, 9)), *, shar
     """
     from sklearn.datasets import load_digits
 
-    _check_choice(shared, "shared", {"split", "duplicate"})
+    check_choice(shared, "shared", {"split", "duplicate"})
     tasks = [tuple(int(v) for v in t) for t in tasks]
     if len(tasks) < 1 or any(len(t) == 0 for t in tasks):
         raise ValueError(f"tasks must be a non-empty sequence of non-empty digit lists; got {tasks!r}.")

@@ -8,22 +8,22 @@ tasks once (one vocabulary; idf fitted on the union) and drops documents left wi
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from ._base import _check_choice, _data_file, _signature
+from ._base import check_choice, data_file, file_signature
 from ._text import (
-    _NG_FILE,
-    _R52_DIR,
-    _TFIDF_TEXT,
-    _20ng_disk,
-    _20ng_raw,
-    _check_representation,
-    _counts_to,
-    _nonempty_rows,
-    _r52_raw,
-    _select_terms,
-    _union_counts,
+    NG_FILE,
+    R52_DIR,
+    TFIDF_TEXT,
+    check_representation,
+    counts_to,
     load_cluto,
     load_reuters_cai,
     load_webkb4,
+    ng20_disk,
+    ng20_raw,
+    nonempty_rows,
+    r52_raw,
+    select_terms,
+    union_counts,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -68,11 +68,11 @@ def _text_tasks(source, texts, task_indices, representation, *, min_df, max_df, 
     """Vectorise the union of the tasks' documents once (one vocabulary, idf fitted on the
     union); drop documents with no terms. Returns ([(X_t, kept source indices)], terms, n_dropped)."""
     union = np.unique(np.concatenate(task_indices))
-    counts, feats = _union_counts(source, texts, union, min_df=min_df, max_df=max_df,
+    counts, feats = union_counts(source, texts, union, min_df=min_df, max_df=max_df,
                                   max_features=max_features, stop_words=stop_words, disk=disk)
-    X = _counts_to(counts.copy(), representation)
+    X = counts_to(counts.copy(), representation)
     nonempty = np.zeros(len(texts), bool)
-    nonempty[union[_nonempty_rows(X)]] = True
+    nonempty[union[nonempty_rows(X)]] = True
     pos = np.full(len(texts), -1, np.int64)
     pos[union] = np.arange(union.size)
     out = []
@@ -92,10 +92,10 @@ def _mbc_cluto(name, representation, random_state, min_df, max_features):
     if name == "tr23":
         task_idx[1] = np.sort(rng.choice(task_idx[1], size=_TR23_TASK2_SIZE, replace=False))
     union = np.unique(np.concatenate(task_idx))
-    counts, kept_terms = _select_terms(d.X[union], min_df=min_df, max_features=max_features)
+    counts, kept_terms = select_terms(d.X[union], min_df=min_df, max_features=max_features)
     nonempty = np.zeros(d.X.shape[0], bool)
-    nonempty[union[_nonempty_rows(counts)]] = True
-    Xu = _counts_to(counts, representation)
+    nonempty[union[nonempty_rows(counts)]] = True
+    Xu = counts_to(counts, representation)
     pos = np.full(d.X.shape[0], -1, np.int64)
     pos[union] = np.arange(union.size)
     Xs, ys, kept = [], [], []
@@ -114,7 +114,7 @@ def _mbc_cluto(name, representation, random_state, min_df, max_features):
         + "; documents of shared classes appear in both tasks. Terms: "
         f"{Xu.shape[1]} of {d.X.shape[1]} kept (document frequency >= {min_df} in the union of "
         f"the tasks, max_features={max_features!r}); "
-        + ("raw term counts" if representation == "counts" else _TFIDF_TEXT)
+        + ("raw term counts" if representation == "counts" else TFIDF_TEXT)
         + f"; {n_dropped} documents with no terms dropped. Task sizes: "
         + ", ".join(str(X.shape[0]) for X in Xs) + "."
     )
@@ -125,7 +125,7 @@ def _mbc_cluto(name, representation, random_state, min_df, max_features):
 
 def _mbc_ng(name, representation, random_state, min_df, max_df, max_features, stop_words,
             cache_dir):
-    texts, groups, _, _ = _20ng_raw(cache_dir)
+    texts, groups, _, _ = ng20_raw(cache_dir)
     all_groups = sorted(set(groups))
     gidx = np.searchsorted(np.array(all_groups, dtype=object), groups).astype(np.int64)
     n = len(texts)
@@ -146,7 +146,7 @@ def _mbc_ng(name, representation, random_state, min_df, max_df, max_features, st
                 "alt.atheism + soc.religion.christian + talk.religion.misc)")
     tasks, feats, n_dropped = _text_tasks("20ng", texts, task_idx, representation, min_df=min_df,
                                           max_df=max_df, max_features=max_features,
-                                          stop_words=stop_words, disk=_20ng_disk(cache_dir))
+                                          stop_words=stop_words, disk=ng20_disk(cache_dir))
     Xs = [X for X, _ in tasks]
     kept = [idx for _, idx in tasks]
     ys = [gidx[kept[0]], gidx[kept[1]]]
@@ -155,9 +155,9 @@ def _mbc_ng(name, representation, random_state, min_df, max_df, max_features, st
         subj = np.array([_NG_SUBJECT_NAMES.index(_ng_subject(g)) for g in all_groups])
         ys[1] = subj[gidx[kept[1]]].astype(np.int64)
         target_names[1] = list(_NG_SUBJECT_NAMES)
-    rep = "raw term counts" if representation == "counts" else _TFIDF_TEXT
+    rep = "raw term counts" if representation == "counts" else TFIDF_TEXT
     desc = (
-        f"MBC split {name} of 20 Newsgroups bydate (train+test, {_NG_FILE}, latin-1, headers "
+        f"MBC split {name} of 20 Newsgroups bydate (train+test, {NG_FILE}, latin-1, headers "
         f"kept): {what}. One CountVectorizer (lowercase, token pattern \\b\\w\\w+\\b, "
         f"stop_words={stop_words!r}, min_df={min_df!r}, max_df={max_df!r}, "
         f"max_features={max_features!r}) fitted on the union of the tasks' documents, "
@@ -208,7 +208,7 @@ def load_mbc_tasks(name, *, representation="tfidf", random_state=0, min_df=1, ma
     """
     if name not in MBC_NAMES:
         raise ValueError(f"unknown MBC data set {name!r}; known: {list(MBC_NAMES)}.")
-    rep = _check_representation(representation)
+    rep = check_representation(representation)
     if name in _MBC_CLUTO_SPLITS:
         if not isinstance(min_df, (int, np.integer)):
             raise ValueError(f"for the CLUTO sets min_df must be an integer; got {min_df!r}.")
@@ -246,10 +246,10 @@ def _mtcmrl_reuters_cai(representation, min_df, max_features):
     gnd = np.asarray(d.target_names, dtype=np.int64)[d.y]          # the file's topic ids
     task_idx = [np.flatnonzero(np.isin(gnd, ids)) for ids in _MTCMRL_REUTERS_CAI]
     union = np.unique(np.concatenate(task_idx))
-    counts, kept_terms = _select_terms(d.X[union], min_df=min_df, max_features=max_features)
+    counts, kept_terms = select_terms(d.X[union], min_df=min_df, max_features=max_features)
     nonempty = np.zeros(d.X.shape[0], bool)
-    nonempty[union[_nonempty_rows(counts)]] = True
-    Xu = _counts_to(counts, representation)
+    nonempty[union[nonempty_rows(counts)]] = True
+    Xu = counts_to(counts, representation)
     pos = np.full(d.X.shape[0], -1, np.int64)
     pos[union] = np.arange(union.size)
     Xs, fine, topics, kept = [], [], [], []
@@ -269,7 +269,7 @@ def _mtcmrl_reuters_cai(representation, min_df, max_features):
         "and by the feature count (the union of these documents has exactly the paper's 6,439 "
         f"non-zero terms). Terms: {Xu.shape[1]} of {d.X.shape[1]} kept (document frequency >= "
         f"{min_df} in the union of the tasks, max_features={max_features!r}); "
-        + ("raw term counts" if representation == "counts" else _TFIDF_TEXT)
+        + ("raw term counts" if representation == "counts" else TFIDF_TEXT)
         + f"; {n_dropped} documents with no terms dropped"
     )
     return Xs, fine, kept, topics, kept_terms, src
@@ -349,8 +349,8 @@ def load_mtcmrl_tasks(name, *, source=None, representation=None, subset="all", m
     source = choices[0] if source is None else source
     if representation is None:
         representation = "counts" if source == "cai" else "tfidf"
-    rep = _check_representation(representation)
-    _check_choice(subset, "subset", {"all", "train", "test"})
+    rep = check_representation(representation)
+    check_choice(subset, "subset", {"all", "train", "test"})
     if subset != "all" and name != "20ng":
         raise ValueError(f"subset={subset!r} applies to '20ng' only; use subset='all' for {name!r}.")
     if source == "cai":
@@ -373,17 +373,17 @@ def load_mtcmrl_tasks(name, *, source=None, representation=None, subset="all", m
     if name == "webkb4":
         return load_webkb4()
     if name == "20ng":
-        texts, groups, subsets, _ = _20ng_raw(cache_dir)
-        disk = _20ng_disk(cache_dir)
+        texts, groups, subsets, _ = ng20_raw(cache_dir)
+        disk = ng20_disk(cache_dir)
         splits, labels = _MTCMRL_20NG, groups
         root_of = {g: g.split(".")[0] for s in splits for g in s}
         part = "train+test" if subset == "all" else f"{subset} split"
-        src = f"20 Newsgroups bydate ({part}, {_NG_FILE}, latin-1, headers kept)"
+        src = f"20 Newsgroups bydate ({part}, {NG_FILE}, latin-1, headers kept)"
         if subset != "all":
             in_subset = subsets == subset
     else:
-        labels, texts, _ = _r52_raw("all")
-        disk = (None, _signature(*(_data_file(f"{_R52_DIR}/reuters-r52-{s}.tab", "Reuters R52")
+        labels, texts, _ = r52_raw("all")
+        disk = (None, file_signature(*(data_file(f"{R52_DIR}/reuters-r52-{s}.tab", "Reuters R52")
                                    for s in ("train", "test"))))
         splits = _MTCMRL_REUTERS
         root_of = _REUTERS_ROOT
@@ -403,7 +403,7 @@ def load_mtcmrl_tasks(name, *, source=None, representation=None, subset="all", m
         + f"; label = root category {roots}. One CountVectorizer (lowercase, token pattern "
         f"\\b\\w\\w+\\b, stop_words={stop_words!r}, min_df={min_df!r}, max_df={max_df!r}, "
         f"max_features={max_features!r}) fitted on the union of the tasks, {Xs[0].shape[1]} "
-        f"terms; {'raw term counts' if rep == 'counts' else _TFIDF_TEXT}; {n_dropped} documents "
+        f"terms; {'raw term counts' if rep == 'counts' else TFIDF_TEXT}; {n_dropped} documents "
         "with no terms dropped. Task sizes: " + ", ".join(str(X.shape[0]) for X in Xs) + "."
     )
     return Bunch(Xs=Xs, ys=ys, target_names=[list(roots) for _ in Xs],

@@ -15,15 +15,15 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from ._base import (
-    _cache_root,
-    _check_choice,
-    _data_file,
-    _mat,
-    _memo_counts,
-    _pickle_load,
-    _pickle_path,
-    _pickle_store,
-    _signature,
+    cache_root,
+    check_choice,
+    data_file,
+    file_signature,
+    memo_counts,
+    pickle_load,
+    pickle_path,
+    pickle_store,
+    read_mat,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -45,13 +45,13 @@ def _select_categories(categories, labels, what):
     return sorted(set(cats))
 
 
-def _check_representation(value, name="representation"):
+def check_representation(value, name="representation"):
     if value not in _REPRESENTATIONS:
         raise ValueError(f"{name} must be 'counts' (alias 'count') or 'tfidf'; got {value!r}.")
     return _REPRESENTATIONS[value]
 
 
-def _counts_to(X, representation):
+def counts_to(X, representation):
     """Turn a CSR count matrix into the requested representation (float64 CSR)."""
     X = sp.csr_matrix(X, dtype=np.float64)
     if representation == "tfidf":
@@ -63,13 +63,13 @@ def _counts_to(X, representation):
     return X
 
 
-_TFIDF_TEXT = (
+TFIDF_TEXT = (
     "tf-idf = raw count x smoothed idf (scikit-learn TfidfTransformer: idf = ln((1+n)/(1+df)) + 1, "
     "idf fitted on all documents of all tasks), rows L2-normalised"
 )
 
 
-def _select_terms(X, min_df=1, max_features=None):
+def select_terms(X, min_df=1, max_features=None):
     """Keep the columns of a count matrix with document frequency >= min_df (and the
     max_features most frequent by total count, CountVectorizer's rule). Returns (X, kept)."""
     X = sp.csr_matrix(X)
@@ -84,7 +84,7 @@ def _select_terms(X, min_df=1, max_features=None):
     return X[:, keep], keep
 
 
-def _nonempty_rows(X):
+def nonempty_rows(X):
     return np.flatnonzero(np.diff(sp.csr_matrix(X).indptr) > 0)
 
 # --------------------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ def load_cluto(name):
     """
     if name not in CLUTO_NAMES:
         raise ValueError(f"unknown CLUTO data set {name!r}; known: {list(CLUTO_NAMES)}.")
-    m, path = _mat(f"cluto_docs/{name}.mat", f"CLUTO data set {name!r}")
+    m, path = read_mat(f"cluto_docs/{name}.mat", f"CLUTO data set {name!r}")
     X = sp.csr_matrix(m["dtm"], dtype=np.float64)
     X.sort_indices()
     classid = np.asarray(m["classid"]).ravel().astype(np.int64)
@@ -142,15 +142,15 @@ def load_cluto(name):
 # 20 Newsgroups
 # --------------------------------------------------------------------------------------------
 
-_NG_FILE = "20newsgroups/20news-bydate.tar.gz"
+NG_FILE = "20newsgroups/20news-bydate.tar.gz"
 _NG_SUBSETS = {"train": "20news-bydate-train", "test": "20news-bydate-test"}
 
 
 @functools.lru_cache(maxsize=2)
 def _read_20ng(path_str, size, mtime, cache_dir_str):
     """Parse the tarball once: (texts, group names per doc, subset per doc, member names)."""
-    cache_file = _pickle_path(cache_dir_str, "20news-bydate", f"{path_str}|{size}|{mtime}|v2")
-    cached = _pickle_load(cache_file)
+    cache_file = pickle_path(cache_dir_str, "20news-bydate", f"{path_str}|{size}|{mtime}|v2")
+    cached = pickle_load(cache_file)
     if cached is not None:
         return cached
     texts, groups, subsets, names = [], [], [], []
@@ -178,20 +178,20 @@ def _read_20ng(path_str, size, mtime, cache_dir_str):
         np.array(subsets, dtype=object)[order],
         np.array(names, dtype=object)[order],
     )
-    _pickle_store(cache_file, out)
+    pickle_store(cache_file, out)
     return out
 
 
-def _20ng_raw(cache_dir=None):
-    path = _data_file(_NG_FILE, "20 Newsgroups")
+def ng20_raw(cache_dir=None):
+    path = data_file(NG_FILE, "20 Newsgroups")
     st = path.stat()
-    root = _cache_root(cache_dir)
+    root = cache_root(cache_dir)
     return _read_20ng(str(path.resolve()), st.st_size, st.st_mtime_ns, str(root) if root else "")
 
 
-def _20ng_disk(cache_dir):
+def ng20_disk(cache_dir):
     """(cache folder or None, signature of the tarball) for the count-matrix caches."""
-    return _cache_root(cache_dir), _signature(_data_file(_NG_FILE, "20 Newsgroups"))
+    return cache_root(cache_dir), file_signature(data_file(NG_FILE, "20 Newsgroups"))
 
 
 _QUOTE_RE = re.compile(r"(writes in|writes:|wrote:|says:|said:|^In article|^Quoted from|^\||^>)")
@@ -228,14 +228,14 @@ def _ng_vectorize(texts, representation, *, min_df, max_df, max_features, stop_w
         dtype=np.float64,
     )
     counts = cv.fit_transform(texts)
-    return _counts_to(counts, representation), cv.get_feature_names_out()
+    return counts_to(counts, representation), cv.get_feature_names_out()
 
 
 def _ng_text_description(representation, n_docs, n_terms, min_df, max_df, max_features,
                          stop_words, remove, n_dropped):
-    rep = "raw term counts" if representation == "counts" else _TFIDF_TEXT
+    rep = "raw term counts" if representation == "counts" else TFIDF_TEXT
     return (
-        f"20 Newsgroups bydate ({_NG_FILE}), latin-1 decoded; removed parts: "
+        f"20 Newsgroups bydate ({NG_FILE}), latin-1 decoded; removed parts: "
         f"{list(remove) or 'none'}; scikit-learn CountVectorizer (lowercase, token pattern "
         f"\\b\\w\\w+\\b, stop_words={stop_words!r}, min_df={min_df!r}, max_df={max_df!r}, "
         f"max_features={max_features!r}) fitted on the selected documents; {rep}; "
@@ -295,10 +295,10 @@ def load_20newsgroups(categories=None, subset="all", vectorizer="count", *, max_
     FileNotFoundError
         The tarball is missing.
     """
-    _check_choice(subset, "subset", {"all", "train", "test"})
-    rep = _check_representation(vectorizer, "vectorizer")
+    check_choice(subset, "subset", {"all", "train", "test"})
+    rep = check_representation(vectorizer, "vectorizer")
     remove = _check_remove(remove)
-    texts, groups, subsets, names = _20ng_raw(cache_dir)
+    texts, groups, subsets, names = ng20_raw(cache_dir)
     cats = _select_categories(categories, groups, "20 Newsgroups categories")
     mask = np.isin(groups, cats)
     if subset != "all":
@@ -310,11 +310,11 @@ def load_20newsgroups(categories=None, subset="all", vectorizer="count", *, max_
                                  max_features=max_features, stop_words=stop_words)
     else:
         sel = None
-        counts, feats = _union_counts("20ng", texts, idx, min_df=min_df, max_df=max_df,
+        counts, feats = union_counts("20ng", texts, idx, min_df=min_df, max_df=max_df,
                                       max_features=max_features, stop_words=stop_words,
-                                      disk=_20ng_disk(cache_dir))
-        X, feats = _counts_to(counts.copy(), rep), feats.copy()
-    keep = _nonempty_rows(X) if remove_empty else np.arange(X.shape[0])
+                                      disk=ng20_disk(cache_dir))
+        X, feats = counts_to(counts.copy(), rep), feats.copy()
+    keep = nonempty_rows(X) if remove_empty else np.arange(X.shape[0])
     n_dropped = X.shape[0] - keep.size
     X = X[keep]
     if return_text:
@@ -377,7 +377,7 @@ def load_webkb4(*, drop_staff=True, sparse=False):
     """
     Xs, labels, urls = [], [], []
     for u in _WEBKB_UNIVS:
-        path = _data_file(f"webkb4_linqs/{u}.content", "WebKB (LINQS)")
+        path = data_file(f"webkb4_linqs/{u}.content", "WebKB (LINQS)")
         X, lab, url = _read_webkb(str(path))
         keep = lab != "staff" if drop_staff else np.ones(lab.size, bool)
         Xs.append(X[keep].astype(np.float64))
@@ -425,7 +425,7 @@ def load_malsar(problem):
         raise ValueError(f"unknown MALSAR problem {problem!r}; known: {sorted(MALSAR_PROBLEMS)}.")
     Xs, ys, files = [], [], []
     for rel in MALSAR_PROBLEMS[problem]:
-        m, path = _mat(f"mtc_newsgroups_malsar/{rel}", f"MALSAR problem {problem!r}")
+        m, path = read_mat(f"mtc_newsgroups_malsar/{rel}", f"MALSAR problem {problem!r}")
         X = sp.csr_matrix(m["fea"], dtype=np.float64)
         X.sort_indices()
         Xs.append(X)
@@ -447,7 +447,7 @@ def load_malsar(problem):
 # Reuters
 # --------------------------------------------------------------------------------------------
 
-_R52_DIR = "reuters21578/cachopo_r52"
+R52_DIR = "reuters21578/cachopo_r52"
 
 
 @functools.lru_cache(maxsize=4)
@@ -464,10 +464,10 @@ def _read_tab(path_str):
     return tuple(labels), tuple(docs)
 
 
-def _r52_raw(subset):
+def r52_raw(subset):
     labels, docs, subs = [], [], []
     for s in ("train", "test") if subset == "all" else (subset,):
-        path = _data_file(f"{_R52_DIR}/reuters-r52-{s}.tab", "Reuters R52 (Cachopo)")
+        path = data_file(f"{R52_DIR}/reuters-r52-{s}.tab", "Reuters R52 (Cachopo)")
         lab, doc = _read_tab(str(path))
         labels += lab
         docs += doc
@@ -496,15 +496,15 @@ def load_reuters_r52(categories=None, subset="all", vectorizer="count", *, max_f
         ``X`` CSR float64, ``y`` int64 index into ``target_names`` (sorted topic names),
         ``feature_names``, ``subset``, ``description``; ``data`` if ``return_text``.
     """
-    _check_choice(subset, "subset", {"all", "train", "test"})
-    rep = _check_representation(vectorizer, "vectorizer")
-    labels, docs, subs = _r52_raw(subset)
+    check_choice(subset, "subset", {"all", "train", "test"})
+    rep = check_representation(vectorizer, "vectorizer")
+    labels, docs, subs = r52_raw(subset)
     cats = _select_categories(categories, labels, "R52 topics")
     idx = np.flatnonzero(np.isin(labels, cats))
     sel = [docs[i] for i in idx]
     X, feats = _ng_vectorize(sel, rep, min_df=min_df, max_df=max_df, max_features=max_features,
                              stop_words=stop_words)
-    keep = _nonempty_rows(X) if remove_empty else np.arange(X.shape[0])
+    keep = nonempty_rows(X) if remove_empty else np.arange(X.shape[0])
     n_dropped = X.shape[0] - keep.size
     X, idx = X[keep], idx[keep]
     out = Bunch(
@@ -516,7 +516,7 @@ def load_reuters_r52(categories=None, subset="all", vectorizer="count", *, max_f
         description=f"Reuters-21578 R52 (Cardoso-Cachopo, all-terms: lowercase letters only), "
         f"subset={subset!r}; CountVectorizer(min_df={min_df!r}, max_df={max_df!r}, "
         f"max_features={max_features!r}, stop_words={stop_words!r}); "
-        f"{'raw term counts' if rep == 'counts' else _TFIDF_TEXT}; {n_dropped} documents with "
+        f"{'raw term counts' if rep == 'counts' else TFIDF_TEXT}; {n_dropped} documents with "
         f"no terms dropped; {X.shape[0]} documents x {X.shape[1]} terms.",
     )
     if return_text:
@@ -539,7 +539,7 @@ def load_reuters_cai(*, n_largest=None):
         original numeric topic ids as strings), ``train_mask`` (bool, the file's ``trainIdx``),
         ``description``.
     """
-    m, path = _mat("reuters21578/Reuters21578.mat", "Reuters21578 (Deng Cai)")
+    m, path = read_mat("reuters21578/Reuters21578.mat", "Reuters21578 (Deng Cai)")
     X = sp.csr_matrix(m["fea"], dtype=np.float64)
     X.sort_indices()
     gnd = np.asarray(m["gnd"]).ravel().astype(np.int64)
@@ -565,7 +565,7 @@ def load_reuters_cai(*, n_largest=None):
     )
 
 
-def _union_counts(source, texts, union, *, min_df, max_df, max_features, stop_words, disk):
+def union_counts(source, texts, union, *, min_df, max_df, max_features, stop_words, disk):
     """CountVectorizer counts of ``texts[union]``, memoised in memory (the task builders of one
     corpus mostly vectorise the same document set; 20 Newsgroups takes seconds) and, when
     ``disk = (folder, source signature)`` has a folder, on disk as ``.npz`` + ``.json``."""
@@ -578,4 +578,4 @@ def _union_counts(source, texts, union, *, min_df, max_df, max_features, stop_wo
         return _ng_vectorize([texts[i] for i in union], "counts", min_df=min_df, max_df=max_df,
                              max_features=max_features, stop_words=stop_words)
 
-    return _memo_counts(source, key, union.size, build, root)
+    return memo_counts(source, key, union.size, build, root)

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 from sklearn.utils import Bunch
 
-from ._base import _data_file
+from ._base import data_file
 
 # --------------------------------------------------------------------------------------------
 # UCI glass, spambase, MNIST
@@ -34,7 +34,7 @@ def load_glass():
         ``X`` (214, 9) float64, ``y`` int64 ``0..5`` indexing ``target_names`` (types 1, 2, 3,
         5, 6, 7), ``types`` (the original type numbers), ``feature_names``, ``description``.
     """
-    path = _data_file("uci_glass/glass.data", "UCI glass")
+    path = data_file("uci_glass/glass.data", "UCI glass")
     D = np.loadtxt(path, delimiter=",")
     types = D[:, 10].astype(np.int64)
     classes = np.unique(types)
@@ -57,7 +57,7 @@ def load_spambase():
     data : sklearn.utils.Bunch
         ``X`` (4601, 57) float64, ``y`` int64, ``target_names``, ``feature_names``, ``description``.
     """
-    path = _data_file("uci_spambase/spambase.data", "UCI spambase")
+    path = data_file("uci_spambase/spambase.data", "UCI spambase")
     D = np.loadtxt(path, delimiter=",")
     names = []
     try:
@@ -99,8 +99,8 @@ def load_mnist_test():
         ``X`` (10000, 784) float64, ``y`` int64 digit, ``images`` (10000, 28, 28) uint8,
         ``target_names``, ``description``.
     """
-    img = _data_file("digits_mnist/t10k-images-idx3-ubyte.gz", "MNIST test images")
-    lab = _data_file("digits_mnist/t10k-labels-idx1-ubyte.gz", "MNIST test labels")
+    img = data_file("digits_mnist/t10k-images-idx3-ubyte.gz", "MNIST test images")
+    lab = data_file("digits_mnist/t10k-labels-idx1-ubyte.gz", "MNIST test labels")
     images, labels = _mnist_test_raw(str(img), str(lab))
     return Bunch(
         X=images.reshape(images.shape[0], -1).astype(np.float64),
