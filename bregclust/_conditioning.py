@@ -84,8 +84,11 @@ class DataStats:
         Largest weight.
     colmax : ndarray of shape (d,) or None
         Largest ``|x|`` of each column (asked with ``colmax=True``).
-    xexp, wexp : int
-        Exponents of the sums below.
+    xexp : int or ndarray of int
+        Exponent of the row sums below (one per column when ``colmax`` was asked: columns
+        of a coordinate-scale-invariant divergence may lie far apart).
+    wexp : int
+        Exponent of the weight sums.
     weight : float
         ``sum_i w_i 2^-wexp``.
     wx : ndarray of shape (d,)
@@ -125,13 +128,16 @@ class DataStats:
         parts = [p for p in parts if p is not None]
         if len(parts) == 1:
             return parts[0]
-        X = max(p.xexp for p in parts)
+        X = parts[0].xexp
+        for p in parts[1:]:
+            X = np.maximum(X, p.xexp)
         Wx = max(p.wexp for p in parts)
         with np.errstate(under="ignore"):
             weight = sum(float(np.ldexp(p.weight, p.wexp - Wx)) for p in parts)
             wx = sum(np.ldexp(p.wx, (p.wexp - Wx) + (p.xexp - X)) for p in parts)
             wphi = (None if any(p.wphi is None for p in parts) else
-                    sum(float(np.ldexp(p.wphi, (p.wexp - Wx) + 2 * (p.xexp - X))) for p in parts))
+                    sum(float(np.ldexp(p.wphi, (p.wexp - Wx) + 2 * (p.xexp - X)))
+                        for p in parts))
         colmax = (None if any(p.colmax is None for p in parts) else
                   np.maximum.reduce([p.colmax for p in parts]))
         nnz = None if any(p.nnz is None for p in parts) else sum(p.nnz for p in parts)
@@ -166,7 +172,25 @@ def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
     sparse = sp.issparse(X)
     data = X.data if sparse else X
     maxabs = max(float(data.max()), -float(data.min())) if data.size else 0.0
-    xe = exponent(maxabs)
+    cm = None
+    if colmax and not phi:
+        if n == 0:
+            cm = np.zeros(d)
+        elif sparse:
+            cm = np.asarray(abs(X).max(axis=0).toarray()).ravel()
+        else:
+            cm = np.abs(X).max(axis=0)
+        # columns of very different magnitude (coordinate-scale-invariant divergences): one
+        # exponent per column, so a tiny column does not vanish next to a huge one
+        xe = np.array([exponent(v) for v in cm], dtype=np.int64)
+        if not xe.any():
+            xe = 0
+    else:
+        xe = exponent(maxabs)
+        if colmax:
+            cm = (np.zeros(d) if n == 0 else
+                  np.asarray(abs(X).max(axis=0).toarray()).ravel() if sparse else
+                  np.abs(X).max(axis=0))
     if w is None:
         wmax, we, ws, npos = (1.0 if n else 0.0), 0, None, n
     else:
@@ -175,10 +199,10 @@ def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
         ws = np.ldexp(w, -we) if we else w
         npos = int(np.count_nonzero(w > 0))
     Xs = X
-    if xe:
+    if np.any(xe):
         if sparse:
             Xs = X.copy()
-            Xs.data = np.ldexp(X.data, -xe)
+            Xs.data = np.ldexp(X.data, -(xe[X.indices] if np.ndim(xe) else xe))
         else:
             Xs = np.ldexp(X, -xe)
     ones = ws if ws is not None else np.ones(n)
@@ -186,16 +210,8 @@ def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
         wx = np.asarray(ones @ Xs).ravel() if n else np.zeros(d)
         wphi = None
         if phi:
-            ph = block.prepared(div)[1] if not xe else E.phi_rows(div, Xs)
+            ph = block.prepared(div)[1] if not np.any(xe) else E.phi_rows(div, Xs)
             wphi = float(ones @ ph) if n else 0.0
-    cm = None
-    if colmax:
-        if n == 0:
-            cm = np.zeros(d)
-        elif sparse:
-            cm = np.asarray(abs(X).max(axis=0).toarray()).ravel()
-        else:
-            cm = np.abs(X).max(axis=0)
     nz = None
     if nnz:
         nz = int(np.count_nonzero(X.data) if sparse else np.count_nonzero(X))

@@ -243,9 +243,12 @@ class _MahalanobisForm:
 
     def generic_pairwise(self, div, Xd, U, out):
         A = self.A
-        for j in range(U.shape[0]):
-            diff = Xd - U[j]
-            out[:, j] = np.einsum("ij,jk,ik->i", diff, A, diff)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for j in range(U.shape[0]):
+                diff = Xd - U[j]
+                out[:, j] = np.einsum("ij,jk,ik->i", diff, A, diff)
+        # inputs are finite, so a NaN is an overflow (inf - inf) of a positive quadratic form
+        out[np.isnan(out)] = np.inf
 
     def generic_assigned(self, div, Xd, U, labels, w, out):
         _assigned_by_cluster(self, div, Xd, U, labels, w, out)
