@@ -21,9 +21,9 @@ import scipy.sparse as sp
 
 from . import _conditioning as C
 from . import _execution as E
-from ._validation import DomainError, check_finite, check_sample_weight
+from ._validation import as_block, check_block, check_dask_array
 
-__all__ = ["DaskSource", "check_dask_array"]
+__all__ = ["DaskSource"]
 
 _SPLIT_EVERY = 16  # fan-in of the tree reduction
 
@@ -35,41 +35,6 @@ def _dask():
     except ImportError as exc:  # pragma: no cover - only reachable without dask
         raise ImportError("dask input needs the dask extra: pip install 'bregclust[dask]'.") from exc
     return dask, da
-
-
-def check_dask_array(X, *, name="X", n_features=None):
-    """Check the chunk layout of a 2-D dask array: rows chunked, features in one chunk.
-
-    Parameters
-    ----------
-    X : dask.array.Array
-    name : str, default="X"
-    n_features : int, optional
-        Expected number of columns (for ``predict`` after ``fit``).
-
-    Returns
-    -------
-    X : dask.array.Array
-        The same array.
-    """
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D dask array (n_samples, n_features), got {X.ndim}-D.")
-    if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[1]):
-        raise ValueError(
-            f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() first."
-        )
-    if X.numblocks[1] != 1:
-        raise ValueError(
-            f"{name} is chunked along features ({X.numblocks[1]} column blocks); chunk it by "
-            f"rows only, e.g. {name}.rechunk({{1: -1}})."
-        )
-    if X.shape[0] < 1:
-        raise ValueError(f"{name} has no rows.")
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {X.shape[1]} features, but the model was fitted with {n_features}."
-        )
-    return X
 
 
 # ----------------------------------------------------------------------------- divergences
@@ -227,9 +192,9 @@ def _chunk_task(Xb, wb, meta, cond, check, name, fn, div, *args):
     """One block pass on one chunk: validated when ``check`` (the first pass over the data),
     conditioned by ``cond``, then ``fn(block, div, *args)``."""
     div = _div(div)
-    Xb = _as_chunk(Xb)
+    Xb = as_block(Xb)
     if check:
-        _check_chunk(Xb, wb, div, meta, name)
+        check_block(Xb, wb, div, meta, name)
     return fn(_block(Xb, wb, meta, div, cond), div, *[_unwrap(a) for a in args])
 
 
@@ -242,7 +207,7 @@ def _stats_and_lloyd(block, div, need, centres):
 
 def _take_chunk(Xb, meta, idx):
     """Dense rows at global indices ``idx`` (all inside this chunk), with their weights."""
-    return E.take_block(E.Block(_as_chunk(Xb), None, meta[1], meta[0]), idx)
+    return E.take_block(E.Block(as_block(Xb), None, meta[1], meta[0]), idx)
 
 
 @_one_at_a_time
@@ -266,83 +231,12 @@ def _checked_block(Xb, div, block_info):
     """The divergence and the chunk of a ``map_blocks`` call, the chunk validated (named by its
     position in the array) when dask passes ``block_info``."""
     div = _div(div)
-    Xb = _as_chunk(Xb)
+    Xb = as_block(Xb)
     if block_info is not None:
         loc = block_info[0]
         a, b = loc["array-location"][0]
-        _check_chunk(Xb, None, div, (loc["chunk-location"][0], a, b))
+        check_block(Xb, None, div, (loc["chunk-location"][0], a, b))
     return div, Xb
-
-
-def _as_chunk(Xb):
-    """A chunk as float64 C-contiguous ndarray or canonical CSR."""
-    if sp.issparse(Xb):
-        if Xb.dtype.kind not in "biuf":
-            raise TypeError(f"a chunk holds {Xb.dtype} values; bregclust clusters real data only.")
-        Xb = sp.csr_matrix(Xb, dtype=np.float64)
-        if not Xb.has_canonical_format:
-            Xb = Xb.copy()
-            Xb.sum_duplicates()
-        return Xb
-    if type(Xb) is np.ndarray and Xb.dtype == np.float64 and Xb.flags.c_contiguous:
-        # the chunk object itself (np.ascontiguousarray returns a new view when the dtype is
-        # an equal but distinct descriptor, e.g. unpickled): keeps _PHI_CACHE hits
-        return Xb
-    if np.asarray(Xb).dtype.kind not in "biuf":
-        raise TypeError(f"a chunk holds {np.asarray(Xb).dtype} values; bregclust clusters real "
-                        "data only (take the real part or the modulus first).")
-    return np.ascontiguousarray(Xb, dtype=np.float64)
-
-
-def _where(meta):
-    i, a, b = meta
-    return f"chunk {i} (global rows {a}..{b - 1})"
-
-
-def _check_chunk(Xb, wb, div, meta, name="X"):
-    """Finite values and the divergence's domain, with the chunk and the global row named."""
-    i, a, _ = meta
-    try:
-        check_finite(Xb, name="chunk")
-    except ValueError:
-        data = Xb.tocoo() if sp.issparse(Xb) else None
-        if data is not None:
-            j = int(np.argmax(~np.isfinite(data.data)))
-            r, c, v = int(data.row[j]), int(data.col[j]), data.data[j]
-        else:
-            r, c = np.unravel_index(int(np.argmax(~np.isfinite(Xb))), Xb.shape)
-            v = Xb[r, c]
-        kind = "NaN" if np.isnan(v) else "infinity"
-        raise ValueError(
-            f"{name} {_where(meta)} contains {kind} at global row {a + int(r)} (row {int(r)} of the "
-            f"chunk), column {int(c)}. Remove or impute missing values before clustering."
-        ) from None
-    try:
-        div.check_domain(Xb, name="chunk")
-    except DomainError as exc:
-        r, c, v = _first_outside(Xb, div)
-        raise DomainError(
-            f"{name} {_where(meta)} leaves the domain of {div.name}: {v:g} at global row "
-            f"{a + r} (row {r} of the chunk), column {c}. ({exc})"
-        ) from None
-    if wb is not None:
-        check_sample_weight(wb, Xb.shape[0], allow_zero=True, where=_where(meta), start=a)
-
-
-def _first_outside(Xb, div):
-    strict = div.domain == "positive"
-    if sp.issparse(Xb):
-        coo = Xb.tocoo()
-        bad = (coo.data <= 0) if strict else (coo.data < 0)
-        if bad.any():
-            j = int(np.argmax(bad))
-            return int(coo.row[j]), int(coo.col[j]), float(coo.data[j])
-        dense = Xb.toarray()  # an implicit zero (positive domain)
-    else:
-        dense = Xb
-    bad = (dense <= 0) if strict else (dense < 0)
-    r, c = np.unravel_index(int(np.argmax(bad)), bad.shape)
-    return int(r), int(c), float(dense[r, c])
 
 
 # ----------------------------------------------------------------------------- the source

@@ -18,6 +18,9 @@ __all__ = [
     "check_finite",
     "check_tasks",
     "check_task_list",
+    "as_block",
+    "check_block",
+    "check_dask_array",
     "check_sample_weight",
     "check_n_clusters",
     "check_scalar",
@@ -468,3 +471,125 @@ def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", task=None):
             "use fewer clusters or more data."
         )
     return int(n_clusters)
+
+
+# ----------------------------------------------------------------------------- blocks of rows
+def as_block(X):
+    """A block of rows (a dask chunk, a chunk of a stream) as a float64 C-contiguous ndarray or
+    a canonical float64 CSR matrix; complex, string or object values are refused.
+
+    A float64 C-contiguous ndarray is returned as the very object given (callers key caches
+    by it).
+    """
+    if sp.issparse(X):
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"a chunk holds {X.dtype} values; bregclust clusters real data only.")
+        X = sp.csr_matrix(X, dtype=np.float64)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        return X
+    if type(X) is np.ndarray and X.dtype == np.float64 and X.flags.c_contiguous and X.ndim == 2:
+        return X
+    A = np.asarray(X)
+    if A.dtype.kind not in "biuf":
+        raise TypeError(f"a chunk holds {A.dtype} values; bregclust clusters real data only "
+                        "(take the real part or the modulus first).")
+    if A.ndim != 2:
+        raise ValueError(f"a chunk must be 2-D (rows, features), got shape {A.shape}.")
+    return np.ascontiguousarray(A, dtype=np.float64)
+
+
+def _where(meta):
+    i, a, b = meta
+    return f"chunk {i} (global rows {a}..{b - 1})"
+
+
+def _first_outside(X, div):
+    strict = div.domain == "positive"
+    if sp.issparse(X):
+        coo = X.tocoo()
+        bad = (coo.data <= 0) if strict else (coo.data < 0)
+        if bad.any():
+            j = int(np.argmax(bad))
+            return int(coo.row[j]), int(coo.col[j]), float(coo.data[j])
+        X = X.toarray()  # an implicit zero (positive domain)
+    bad = (X <= 0) if strict else (X < 0)
+    r, c = _first_bad(bad)
+    return r, c, float(X[r, c])
+
+
+def check_block(X, w, div, meta, name="X"):
+    """Finite values, the divergence's domain and the weights of one block of rows (from
+    :func:`as_block`), with the block and the global row named in every message.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix
+    w : array-like of shape (n,) or None
+    div : Divergence
+    meta : tuple
+        ``(block index, first global row, end global row)``.
+    name : str, default="X"
+    """
+    i, a, _ = meta
+    data = X.data if sp.issparse(X) else X
+    if maybe_non_finite(data) and not np.isfinite(data).all():
+        if sp.issparse(X):
+            coo = X.tocoo()
+            j = int(np.argmax(~np.isfinite(coo.data)))
+            r, c, v = int(coo.row[j]), int(coo.col[j]), coo.data[j]
+        else:
+            r, c = _first_bad(~np.isfinite(X))
+            v = X[r, c]
+        kind = "NaN" if np.isnan(v) else "infinity"
+        raise ValueError(
+            f"{name} {_where(meta)} contains {kind} at global row {a + r} (row {r} of the "
+            f"chunk), column {c}. Remove or impute missing values before clustering."
+        )
+    try:
+        div.check_domain(X, name="chunk")
+    except DomainError as exc:
+        r, c, v = _first_outside(X, div)
+        raise DomainError(
+            f"{name} {_where(meta)} leaves the domain of {div.name}: {v:g} at global row "
+            f"{a + r} (row {r} of the chunk), column {c}. ({exc})"
+        ) from None
+    if w is not None:
+        check_sample_weight(w, X.shape[0], allow_zero=True, where=_where(meta), start=a)
+
+
+def check_dask_array(X, *, name="X", n_features=None):
+    """Check the layout of a 2-D dask array: rows chunked, features in one chunk, known
+    chunk sizes.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+    name : str, default="X"
+    n_features : int, optional
+        Expected number of columns (for ``predict`` after ``fit``).
+
+    Returns
+    -------
+    X : dask.array.Array
+        The same array.
+    """
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D dask array (n_samples, n_features), got {X.ndim}-D.")
+    if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[1]):
+        raise ValueError(
+            f"{name} has unknown chunk sizes; call {name}.compute_chunk_sizes() first."
+        )
+    if X.numblocks[1] != 1:
+        raise ValueError(
+            f"{name} is chunked along features ({X.numblocks[1]} column blocks); chunk it by "
+            f"rows only, e.g. {name}.rechunk({{1: -1}})."
+        )
+    if X.shape[0] < 1:
+        raise ValueError(f"{name} has no rows.")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {X.shape[1]} features, but the model was fitted with {n_features}."
+        )
+    return X
