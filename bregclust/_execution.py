@@ -80,7 +80,7 @@ class PreparedCentres:
         self.c = c
         self.phi = phi
         self.finite = bool(np.isfinite(G).all() and np.isfinite(c).all())
-        self.GT = np.ascontiguousarray(G.T)  # measured: BLAS is faster with a contiguous operand
+        self.GT = np.ascontiguousarray(G.T)  # BLAS takes a contiguous operand faster
         self.fused = bool(fused and self.finite)
 
 

@@ -47,7 +47,7 @@ def transport_plan(a, b, M, *, where="", what="the transport plan may be subopti
     ValueError
         ``M`` is not finite.
     """
-    import ot  # imported here: POT's import costs ~0.3 s and most users never need it
+    import ot  # imported here: POT is slow to import and most fits never call it
 
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
