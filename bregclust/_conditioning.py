@@ -148,6 +148,17 @@ class DataStats:
             wx=wx, wphi=wphi)
 
 
+def _column_sums(w, X, step=8192):
+    """``w @ X`` accumulated in float64 (float32 rows are converted block by block, not all
+    at once)."""
+    if sp.issparse(X) or X.dtype == np.float64:
+        return np.asarray(w @ X).ravel()
+    out = np.zeros(X.shape[1])
+    for s in range(0, X.shape[0], step):
+        out += w[s:s + step] @ X[s:s + step].astype(np.float64)
+    return out
+
+
 def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
     """:class:`DataStats` of one block of validated rows.
 
@@ -170,8 +181,8 @@ def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
     X, w = block.X, block.w
     n, d = X.shape
     sparse = sp.issparse(X)
-    data = X.data if sparse else X
-    maxabs = max(float(data.max()), -float(data.min())) if data.size else 0.0
+    lo, hi = block.value_range()
+    maxabs = max(hi, -lo)
     cm = None
     if colmax and not phi:
         if n == 0:
@@ -207,7 +218,7 @@ def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
             Xs = np.ldexp(X, -xe)
     ones = ws if ws is not None else np.ones(n)
     with np.errstate(over="ignore", under="ignore"):
-        wx = np.asarray(ones @ Xs).ravel() if n else np.zeros(d)
+        wx = _column_sums(ones, Xs) if n else np.zeros(d)
         wphi = None
         if phi:
             ph = block.prepared(div)[1] if not np.any(xe) else E.phi_rows(div, Xs)
@@ -300,7 +311,7 @@ class Conditioning:
         if self.scale:
             X = np.ldexp(X, -self.scale)
         if self.offset is not None:
-            X = X - self.offset
+            X = (X - self.offset).astype(X.dtype, copy=False)
         return np.ascontiguousarray(X)
 
     def apply_weights(self, w):

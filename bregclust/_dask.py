@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from . import _conditioning as C
 from . import _execution as E
-from ._validation import as_block, check_block, check_dask_array
+from ._validation import as_block, check_block, check_dask_array, float_dtype
 
 __all__ = ["DaskSource"]
 
@@ -302,6 +302,12 @@ class DaskSource:
     @property
     def shape(self):
         return (self.n, self.d)
+
+    @property
+    def dtype(self):
+        """The floating type the chunks are computed in (float32 stays, others float64)."""
+        return np.dtype(float_dtype(self.X.dtype)) if self.X.dtype.kind in "biuf" else \
+            np.dtype(np.float64)
 
     def conditioned(self, cond):
         """The source seen through ``cond`` (chunks are conditioned inside each task)."""

@@ -72,7 +72,7 @@ class PreparedCentres:
         Whether the one-pass Lloyd kernels apply (finite parts of a differentiable generator).
     """
 
-    __slots__ = ("U", "G", "GT", "c", "phi", "finite", "fused")
+    __slots__ = ("U", "G", "GT", "c", "phi", "finite", "fused", "_gt32")
 
     def __init__(self, U, G, c, phi, fused):
         self.U = U
@@ -82,6 +82,17 @@ class PreparedCentres:
         self.finite = bool(np.isfinite(G).all() and np.isfinite(c).all())
         self.GT = np.ascontiguousarray(G.T)  # BLAS takes a contiguous operand faster
         self.fused = bool(fused and self.finite)
+        self._gt32 = None
+
+    def gt(self, dtype):
+        """``G^T`` in the data's floating type (the GEMM runs in it: float32 data take the
+        float32 product, as scikit-learn's k-means does)."""
+        if dtype != np.float32:
+            return self.GT
+        if self._gt32 is None:
+            with np.errstate(over="ignore"):
+                self._gt32 = np.ascontiguousarray(self.GT, dtype=np.float32)
+        return self._gt32
 
 
 def n_workers():
@@ -249,6 +260,9 @@ def pairwise(div, X, U, prepared=None):
         c = c.copy()
         G[bad] = 0.0
         c[bad] = 0.0
+    if Xg.dtype == np.float32:
+        with np.errstate(over="ignore"):
+            G = G.astype(np.float32)
     D = np.asarray(Xg @ G.T)
     if not D.flags.c_contiguous or not D.flags.writeable:
         D = np.ascontiguousarray(D)
@@ -280,7 +294,7 @@ def assign(div, X, centres, prepared=None, step=None):
             labels[s:s + step] = np.argmin(D, axis=1)
             mins[s:s + step] = D[np.arange(D.shape[0]), labels[s:s + step]]
         return labels, mins
-    GT, c = centres.GT, centres.c
+    GT, c = centres.gt(Xg.dtype), centres.c
 
     def work(s):
         e = min(n, s + step)
@@ -333,7 +347,7 @@ def fused_pass(prepared, GT, c, w):
         kern = K.lloyd_step_csr if T > 1 else KL.lloyd_step_csr_serial
         kern(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
     else:
-        Xg = np.ascontiguousarray(Xg, dtype=np.float64)
+        Xg = np.ascontiguousarray(Xg)
         kern = K.lloyd_step_dense if T > 1 else KL.lloyd_step_dense_serial
         with blas_one_thread():
             kern(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W)
@@ -348,7 +362,7 @@ def assign_and_sum(div, X, w, centres, prepared=None):
         labels, mins = assign(div, X, centres, prepared=prepared)
         S, W = weighted_sums(X, labels, centres.U.shape[0], w)
         return labels, mins, S, W
-    labels, mins, S, W = fused_pass(prepared, centres.GT, centres.c, w)
+    labels, mins, S, W = fused_pass(prepared, centres.gt(prepared[0].dtype), centres.c, w)
     _fix_non_finite(div, X, centres.U, labels, mins, w, S, W)
     return labels, mins, S, W
 
@@ -404,7 +418,7 @@ class Block:
         Its GEMM preparation, when already known.
     """
 
-    __slots__ = ("X", "w", "start", "index", "prep")
+    __slots__ = ("X", "w", "start", "index", "prep", "range")
 
     def __init__(self, X, w=None, start=0, index=0, prep=None):
         self.X = X
@@ -412,6 +426,18 @@ class Block:
         self.start = int(start)
         self.index = int(index)
         self.prep = prep
+        self.range = None
+
+    def value_range(self):
+        """``(min, max)`` of the stored values (NaN when one is NaN), computed once: the
+        finiteness and domain checks and the conditioning's magnitude all read it."""
+        if self.range is None:
+            data = self.X.data if sp.issparse(self.X) else self.X
+            if data.size:
+                self.range = (float(data.min()), float(data.max()))
+            else:
+                self.range = (0.0, 0.0)
+        return self.range
 
     @property
     def n(self):

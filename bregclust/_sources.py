@@ -72,7 +72,7 @@ class InMemorySource:
     Parameters
     ----------
     X : ndarray or CSR matrix
-        Validated rows (float64, C order / canonical CSR), already checked against the
+        Validated rows (float32 or float64, C order / canonical CSR), already checked against the
         divergence's domain.
     w : ndarray of shape (n,)
         Validated sample weights.
@@ -109,6 +109,11 @@ class InMemorySource:
     @property
     def shape(self):
         return self.block.X.shape
+
+    @property
+    def dtype(self):
+        """The floating type of the rows (float32 or float64): the type of fitted centres."""
+        return self.block.X.dtype
 
     @property
     def sparse(self):
@@ -241,6 +246,10 @@ class ChunkSource:
         return (self.n, self.d)
 
     @property
+    def dtype(self):
+        return self.blocks[0].X.dtype
+
+    @property
     def sparse(self):
         return any(sp.issparse(b.X) for b in self.blocks)
 
@@ -340,12 +349,20 @@ def as_source(X, sample_weight, div, *, name="X", validate=None, n_features=None
     if validate is not None:
         X = validate(X)
     else:
-        X = check_array(X, name=name)
-    check_finite(X, name=name)
-    div.check_domain(X, name=name)
+        X = check_array(X, name=name, finite=False)
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"{name} has {X.shape[1]} features, but the model was fitted with "
                          f"{n_features}.")
     div.check_n_features(X.shape[1], name=name)
     w = check_sample_weight(sample_weight, X.shape[0])
-    return InMemorySource(X, w)
+    src = InMemorySource(X, w)
+    # One read of the data for the smallest and largest value: a NaN or an infinity shows in
+    # them, and so does a value outside the domain; the messages are made only on failure.
+    lo, hi = src.block.value_range()
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        check_finite(X, name=name)
+    outside = {"real": False, "nonnegative": lo < 0,
+               "positive": lo <= 0 or (sp.issparse(X) and X.nnz < X.shape[0] * X.shape[1])}
+    if outside[div.domain]:
+        div.check_domain(X, name=name)
+    return src

@@ -20,6 +20,9 @@ __all__ = [
     "check_task_list",
     "as_block",
     "check_block",
+    "check_float_dtype",
+    "float_dtype",
+    "FLOAT_DTYPES",
     "check_dask_array",
     "check_sample_weight",
     "check_n_clusters",
@@ -75,8 +78,21 @@ def check_finite(X, *, name="X"):
         )
 
 
+#: Floating types the kernels run in; other numeric input becomes float64.
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def check_float_dtype(X, name="X"):
+    """Refuse half precision with a clear error (the kernels run in float32 or float64, and a
+    silent float64 copy would hide a 4x memory cost)."""
+    dtype = getattr(X, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", None) == "f" and dtype.itemsize < 4:
+        raise TypeError(f"{name} has dtype {dtype}, which bregclust does not compute in; convert "
+                        f"it with {name}.astype('float32') (or float64).")
+
+
 def check_array(X, *, name="X", accept_sparse=True, divergence=None, side="left", copy=False,
-                min_samples=1):
+                min_samples=1, finite=True):
     """Validate one data matrix.
 
     Parameters
@@ -94,10 +110,15 @@ def check_array(X, *, name="X", accept_sparse=True, divergence=None, side="left"
     copy : bool, default=False
         Force a copy even when the input is already float64 and contiguous.
     min_samples : int, default=1
+    finite : bool, default=True
+        Refuse NaN and infinity (``False``: the caller checks, e.g. a data source that reads
+        the values' range anyway).
 
     Returns
     -------
-    X : ndarray (float64, C-contiguous) or scipy.sparse.csr_matrix (float64)
+    X : ndarray (C-contiguous) or scipy.sparse.csr_matrix
+        float32 input stays float32 (the kernels run in it); any other numeric input becomes
+        float64; float16 is refused.
     """
     if X is None:
         raise TypeError(f"{name} is None; pass a 2-D array of shape (n_samples, n_features).")
@@ -105,10 +126,11 @@ def check_array(X, *, name="X", accept_sparse=True, divergence=None, side="left"
         raise TypeError(
             f"{name} is a sparse matrix but a dense array is required; call .toarray() first."
         )
+    check_float_dtype(X, name)
     X = _sk_check_array(
         X,
         accept_sparse=["csr"] if accept_sparse else False,
-        dtype=np.float64,
+        dtype=FLOAT_DTYPES,
         order="C",
         copy=copy,
         ensure_all_finite=False,
@@ -120,7 +142,8 @@ def check_array(X, *, name="X", accept_sparse=True, divergence=None, side="left"
         if not X.has_sorted_indices:
             X = X.copy()
             X.sort_indices()
-    check_finite(X, name=name)
+    if finite:
+        check_finite(X, name=name)
     if divergence is not None:
         divergence.check_domain(X, name=name, side=side)
     return X
@@ -481,15 +504,17 @@ def as_block(X):
     A float64 C-contiguous ndarray is returned as the very object given (callers key caches
     by it).
     """
+    check_float_dtype(X, "a chunk")
     if sp.issparse(X):
         if X.dtype.kind not in "biuf":
             raise TypeError(f"a chunk holds {X.dtype} values; bregclust clusters real data only.")
-        X = sp.csr_matrix(X, dtype=np.float64)
+        X = sp.csr_matrix(X, dtype=float_dtype(X.dtype))
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
         return X
-    if type(X) is np.ndarray and X.dtype == np.float64 and X.flags.c_contiguous and X.ndim == 2:
+    if (type(X) is np.ndarray and X.dtype in FLOAT_DTYPES and X.flags.c_contiguous
+            and X.ndim == 2):
         return X
     A = np.asarray(X)
     if A.dtype.kind not in "biuf":
@@ -497,7 +522,13 @@ def as_block(X):
                         "(take the real part or the modulus first).")
     if A.ndim != 2:
         raise ValueError(f"a chunk must be 2-D (rows, features), got shape {A.shape}.")
-    return np.ascontiguousarray(A, dtype=np.float64)
+    return np.ascontiguousarray(A, dtype=float_dtype(A.dtype))
+
+
+def float_dtype(dtype):
+    """The floating type the kernels run numeric data of ``dtype`` in: float32 stays, every
+    other numeric type becomes float64."""
+    return np.float32 if np.dtype(dtype) == np.float32 else np.float64
 
 
 def _where(meta):

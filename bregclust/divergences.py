@@ -41,9 +41,11 @@ from . import _kernels as K
 from ._kernels import generators as KG
 from ._validation import (
     DomainError,
+    check_float_dtype,
     check_label_array,
     check_sample_weight,
     check_scalar,
+    float_dtype,
     maybe_non_finite,
 )
 
@@ -455,7 +457,9 @@ class Divergence:
                 raise ValueError(f"{name} must be 2-D, got a sparse array of shape {X.shape}.")
             if X.dtype.kind not in "biuf":
                 raise TypeError(f"{name} must hold real numbers, got dtype {X.dtype}.")
-            X = sp.csr_matrix(X, dtype=np.float64)  # converts CSC/COO/LIL/DOK/BSR, keeps CSR
+            check_float_dtype(X, name)
+            # converts CSC/COO/LIL/DOK/BSR, keeps CSR; float32 stays float32
+            X = sp.csr_matrix(X, dtype=float_dtype(X.dtype))
             if not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()
@@ -468,7 +472,8 @@ class Divergence:
                 raise TypeError(f"{name} must hold real numbers, got dtype {A.dtype}.")
             if A.ndim != 2:
                 raise ValueError(f"{name} must be a 2-D array (n, n_features), got shape {A.shape}.")
-            X = np.ascontiguousarray(A, dtype=np.float64)
+            check_float_dtype(A, name)
+            X = np.ascontiguousarray(A, dtype=float_dtype(A.dtype))
             data = X
         if check_nan and maybe_non_finite(data) and np.isnan(data).any():
             raise ValueError(f"{name} contains NaN; remove or impute missing values first.")

@@ -377,7 +377,7 @@ default="auto"
         """In-memory input checked once (our messages), then scikit-learn's bookkeeping of
         ``n_features_in_`` and ``feature_names_in_`` on the input as given."""
         def validate(X):
-            Xc = check_array(X)
+            Xc = check_array(X, finite=False)  # the data source checks the values
             validate_data(self, X, reset=reset, skip_check_array=True)
             return Xc
         return validate
@@ -439,10 +439,10 @@ default="auto"
                     best = res
             inertia = src.final_objective(div, best.part, best.centres)
             labels = src.labels(div, E.prepare_centres(div, best.centres), best.part)
-            self._set_fitted(div, cond, smoothing, best, inertia, labels, src.d)
+            self._set_fitted(div, cond, smoothing, best, inertia, labels, src)
             return self
 
-    def _set_fitted(self, div, cond, smoothing, best, inertia, labels, d):
+    def _set_fitted(self, div, cond, smoothing, best, inertia, labels, src):
         if not np.isfinite(inertia):
             why = ("a divergence overflowed; rescale the data" if div.domain == "real" else
                    "a divergence overflowed or a centre lies on the boundary of the domain; "
@@ -459,12 +459,13 @@ default="auto"
                 "objective.", RuntimeWarning, stacklevel=3)
         self.divergence_ = div
         self.smoothing_ = float(smoothing)
-        self.cluster_centers_ = cond.undo_centres(best.centres)
+        # centres in the data's type, as scikit-learn's KMeans (the fit computes them in float64)
+        self.cluster_centers_ = cond.undo_centres(best.centres).astype(src.dtype, copy=False)
         self.labels_ = labels
         self.inertia_ = float(inertia)
         self.n_iter_ = int(best.n_iter)
         self.objective_history_ = [float(h) for h in cond.undo_objective(best.history)]
-        self.n_features_in_ = int(d)
+        self.n_features_in_ = int(src.d)
 
     def _source(self, X, sample_weight=None):
         check_is_fitted(self)

@@ -1197,7 +1197,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.labels_ = [lab if src.chunked else np.asarray(lab, dtype=np.int64)
                         for lab, src in zip(labels, sources)]
         self.objective_history_ = as_history(cond.undo_divergences(np.asarray(best["history"])))
-        self.cluster_centers_ = [cond.undo_centres(tk.U) for tk in tasks]
+        self.cluster_centers_ = [cond.undo_centres(tk.U).astype(src.dtype, copy=False)
+                                 for tk, src in zip(tasks, sources)]
         self.n_iter_ = int(best["n_iter"])
         self.objective_ = float(cond.undo_divergences(best["objective"]))
         self.block_history_ = [(name, float(cond.undo_divergences(v)))

@@ -230,7 +230,9 @@ def test_label_checks_hostile(labels, k):
                                                 "l1_subgradient", "mahalanobis"]),
        k=st.integers(1, 4), smoothing=st.sampled_from(["auto", 0.0, 1.0, 1e300]))
 def test_bregman_kmeans_hostile_long(X, div, k, smoothing):
-    params = {"A": np.eye(np.asarray(X, dtype=object).shape[1])} if div == "mahalanobis" else None
+    shape = X.shape if sp.issparse(X) else np.asarray(X, dtype=object).shape
+    params = ({"A": np.eye(shape[1] if len(shape) == 2 else 1)} if div == "mahalanobis"
+              else None)
 
     def ok(km, warned):
         _labels_ok(km.labels_, _n(X), k)

@@ -335,3 +335,48 @@ def test_centring_rule_is_weighted_and_measured_in_phi():
     b = BregmanKMeans(3, init=C0 + 1e8, n_init=1).fit(X + 1e8, sample_weight=w)
     assert np.array_equal(a.labels_, b.labels_)
     np.testing.assert_allclose(b.cluster_centers_ - 1e8, a.cluster_centers_, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- float32
+def _float32_blobs(seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(1.0, 10.0, size=(4, 12))
+    X = np.vstack([c * rng.uniform(0.8, 1.2, size=(60, 12)) for c in centres])
+    return X[rng.permutation(X.shape[0])]
+
+
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl", "itakura_saito", "mahalanobis"])
+def test_float32_input_stays_float32_and_gives_the_float64_labels(name):
+    """float32 data are clustered in float32 (the GEMM in float32, sums in float64): centres,
+    transform and the pairwise matrix come back float32, labels equal the float64 fit's."""
+    import dask.array as da
+
+    X = _float32_blobs()
+    params = {"A": np.eye(12) + 0.2} if name == "mahalanobis" else None
+    kw = dict(divergence=name, divergence_params=params, random_state=0)
+    ref = BregmanKMeans(4, **kw).fit(X)
+    X32 = X.astype(np.float32)
+    inputs = [X32, da.from_array(X32, chunks=(70, -1))]
+    if name in ("sqeuclidean", "kl"):
+        inputs.append(sp.csr_matrix(X32))
+    for Xf in inputs:
+        km = BregmanKMeans(4, **dict(kw, init=ref.cluster_centers_)).fit(Xf)
+        labels = np.asarray(km.labels_.compute() if hasattr(km.labels_, "compute") else km.labels_)
+        assert np.array_equal(labels, ref.labels_)
+        assert km.cluster_centers_.dtype == np.float32
+        T = km.transform(Xf)
+        T = np.asarray(T.compute() if hasattr(T, "compute") else T)
+        assert T.dtype == np.float32
+        np.testing.assert_allclose(T, ref.transform(X), rtol=1e-4, atol=1e-4 * np.abs(T).max())
+        np.testing.assert_allclose(km.inertia_, ref.inertia_, rtol=1e-5)
+    assert X32.dtype == np.float32  # input untouched
+    div = get_divergence(name, **(params or {}))
+    assert div.pairwise(X32[:5], ref.cluster_centers_).dtype == np.float32
+
+
+def test_float16_is_refused_with_the_fix():
+    X = _float32_blobs().astype(np.float16)
+    with pytest.raises(TypeError, match=r"float16.*astype\('float32'\)"):
+        BregmanKMeans(4).fit(X)
+    with pytest.raises(TypeError, match="float16"):
+        get_divergence("kl").pairwise(X, np.ones((2, 12)))

@@ -704,3 +704,17 @@ def test_lam_auto_sweep_rule_is_the_estimators_rule(capsys):
     assert est.lam_ == sw.GRID[g]
     for v, obj in est.lam_objectives_.items():
         np.testing.assert_allclose(obj, r["ownP"][0, sw.GRID.index(v)].sum(), rtol=1e-8)
+
+
+def test_float32_tasks_stay_float32_and_give_the_float64_labels():
+    rng = np.random.default_rng(7)
+    centres = rng.uniform(1.0, 8.0, size=(3, 6))
+    tasks = [np.vstack([c * rng.uniform(0.8, 1.2, size=(40 + 10 * t, 6)) for c in centres])
+             for t in range(2)]
+    ref = MultitaskBregmanClustering(3, divergence="kl", lam=0.5, random_state=0).fit(tasks)
+    est = MultitaskBregmanClustering(3, divergence="kl", lam=0.5, random_state=0).fit(
+        [X.astype(np.float32) for X in tasks])
+    for t in range(2):
+        assert np.array_equal(est.labels_[t], ref.labels_[t])
+        assert est.cluster_centers_[t].dtype == np.float32
+        assert est.transform(tasks[t].astype(np.float32), task=t).dtype == np.float32

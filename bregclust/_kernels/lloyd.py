@@ -15,7 +15,10 @@
   generator code and function pointers (see :mod:`bregclust._kernels.generators`).
 
 Kernels never validate, warn or allocate in their inner loops; they write into OUT buffers the
-caller allocates (named in each docstring).
+caller allocates (named in each docstring). Data may be float32 or float64: products with the
+data run in the data's type (the GEMM form's BLAS call), while every sum that decides a label
+or forms an objective or a centre (``phi(x)``, the minima, the per-cluster sums) accumulates
+in float64.
 """
 
 import numpy as np
@@ -151,7 +154,7 @@ def lloyd_step_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W):
     per = (n + T - 1) // T
     for t in prange(T):
         _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, S[t], W[t], t * per,
-                     min(n, (t + 1) * per), np.empty((chunk, k)))
+                     min(n, (t + 1) * per), np.empty((chunk, k), X.dtype))
 
 
 @njit(**JIT)
@@ -159,7 +162,7 @@ def lloyd_step_dense_serial(X, phi_x, GT, c, w, chunk, labels, mins, S, W):
     """:func:`lloyd_step_dense` with ``T = 1`` on the calling thread (no parallel launch);
     the same arithmetic, so the same results."""
     _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, S[0], W[0], 0, X.shape[0],
-                 np.empty((chunk, GT.shape[1])))
+                 np.empty((chunk, GT.shape[1]), X.dtype))
 
 
 @njit(**JIT)
@@ -207,7 +210,7 @@ def map_scalar(code, which, fn, X, out):
     n, d = X.shape
     for i in range(n):
         for l in range(d):
-            out[i, l] = scalar_of(code, which, fn, X[i, l])
+            out[i, l] = scalar_of(code, which, fn, np.float64(X[i, l]))
 
 
 @njit(**PJIT)
@@ -216,7 +219,7 @@ def map_scalar_par(code, which, fn, X, out):
     n, d = X.shape
     for i in prange(n):
         for l in range(d):
-            out[i, l] = scalar_of(code, which, fn, X[i, l])
+            out[i, l] = scalar_of(code, which, fn, np.float64(X[i, l]))
 
 
 @njit(**JIT)
@@ -228,11 +231,11 @@ def _phi_row(code, fn, X, i):
     s = 0.0
     if code == SQ:
         for l in range(d):
-            x = X[i, l]
+            x = np.float64(X[i, l])
             s += x * x
     else:
         for l in range(d):
-            s += phi_of(code, fn, X[i, l])
+            s += phi_of(code, fn, np.float64(X[i, l]))
     return s
 
 
@@ -261,7 +264,7 @@ def _phi0(code, fn):
 def _phi_row_csr(code, fn, data, indptr, n_features, f0, i):
     s = 0.0
     for p in range(indptr[i], indptr[i + 1]):
-        s += phi_of(code, fn, data[p]) - f0
+        s += phi_of(code, fn, np.float64(data[p])) - f0
     return s + n_features * f0
 
 
@@ -290,14 +293,14 @@ def _generic_divergence(code, fphi, fdphi, X, i, U, j):
     if code == SQ:  # branch-free first (vectorises); the careful loop only when not finite
         s = 0.0
         for l in range(X.shape[1]):
-            t = X[i, l] - U[j, l]
+            t = np.float64(X[i, l]) - np.float64(U[j, l])
             s += t * t
         if s < np.inf:
             return s
     s = 0.0
     for l in range(X.shape[1]):
-        x = X[i, l]
-        u = U[j, l]
+        x = np.float64(X[i, l])
+        u = np.float64(U[j, l])
         if x == u:
             continue
         if code == SQ:
