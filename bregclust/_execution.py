@@ -79,7 +79,8 @@ class PreparedCentres:
         self.G = G
         self.c = c
         self.phi = phi
-        self.finite = bool(np.isfinite(G).all() and np.isfinite(c).all())
+        self.finite = not (maybe_non_finite(G) or maybe_non_finite(c)) or bool(
+            np.isfinite(G).all() and np.isfinite(c).all())
         self.GT = np.ascontiguousarray(G.T)  # BLAS takes a contiguous operand faster
         self.fused = bool(fused and self.finite)
         self._gt32 = None
@@ -351,7 +352,9 @@ def fused_pass(prepared, GT, c, w):
         kern = K.lloyd_step_dense if T > 1 else KL.lloyd_step_dense_serial
         with blas_one_thread():
             kern(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W)
-    return labels, mins, S.sum(axis=0) if T > 1 else S[0], W.sum(axis=0)
+    for t in range(1, T):  # the threads' sums, added in place (no k x d temporary)
+        S[0] += S[t]
+    return labels, mins, S[0], W.sum(axis=0)
 
 
 def assign_and_sum(div, X, w, centres, prepared=None):
@@ -362,7 +365,11 @@ def assign_and_sum(div, X, w, centres, prepared=None):
         labels, mins = assign(div, X, centres, prepared=prepared)
         S, W = weighted_sums(X, labels, centres.U.shape[0], w)
         return labels, mins, S, W
-    labels, mins, S, W = fused_pass(prepared, centres.gt(prepared[0].dtype), centres.c, w)
+    Xg = prepared[0]
+    # dense float32 rows take the float32 product (BLAS); sparse rows multiply each stored
+    # value into a row of G^T in the kernel, where float64 G^T needs no copy
+    gt = centres.GT if sp.issparse(Xg) else centres.gt(Xg.dtype)
+    labels, mins, S, W = fused_pass(prepared, gt, centres.c, w)
     _fix_non_finite(div, X, centres.U, labels, mins, w, S, W)
     return labels, mins, S, W
 

@@ -125,8 +125,8 @@ def update_centres(S, W, candidates, div, beta, z, run, previous):
     with np.errstate(invalid="ignore", divide="ignore"):
         if beta > 0:
             U = (S + beta * z) / (W + beta)[:, None]
-        else:
-            U = S / W[:, None]
+        else:  # in place: the sums are not used again (k x d can be large on text)
+            U = np.divide(S, W[:, None], out=S)
     still = W <= 0
     if still.any():  # no point could be moved (see above): z, or the previous centres
         U[still] = z if beta > 0 else previous[still]
