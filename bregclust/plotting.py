@@ -19,6 +19,7 @@ __all__ = [
     "plot_divergence_balls",
     "plot_objective",
     "plot_demo",
+    "check_figure_path",
 ]
 
 _INSTALL_HINT = "pip install bregclust[plot]"
@@ -613,8 +614,30 @@ def plot_objective(est, *, ax=None, log="auto"):
     return ax
 
 
-def _check_figure_path(path):
-    """Refuse, before drawing, a ``path`` that ``savefig`` cannot write as a new figure file."""
+def check_figure_path(path):
+    """Refuse, before anything is drawn, a ``path`` that ``savefig`` cannot write a figure to.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write; its suffix gives the format.
+
+    Returns
+    -------
+    path : pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        ``path`` is a directory, its folder does not exist, or its suffix is not a figure
+        format matplotlib writes.
+
+    Examples
+    --------
+    >>> from bregclust.plotting import check_figure_path
+    >>> check_figure_path("relations.png").name
+    'relations.png'
+    """
     from pathlib import Path
 
     p = Path(path)
@@ -622,16 +645,16 @@ def _check_figure_path(path):
         raise ValueError(f"path {p} is a directory; give a file name such as {p / 'demo.png'}.")
     if not p.parent.is_dir():
         raise ValueError(f"path {p}: the folder {p.parent} does not exist.")
-    fmt = p.suffix.lower().lstrip(".")
     _pyplot()
     from matplotlib.backend_bases import FigureCanvasBase
 
     supported = FigureCanvasBase.get_supported_filetypes()
-    if fmt not in supported:
+    if p.suffix.lower().lstrip(".") not in supported:
         raise ValueError(
             f"path {p}: {p.suffix or 'no suffix'} is not a figure format; use one of "
             f"{', '.join('.' + f for f in sorted(supported))}."
         )
+    return p
 
 
 def plot_demo(scores, mbc, *, baseline="IND", ys=None, class_names=None, path=None):
@@ -669,7 +692,7 @@ def plot_demo(scores, mbc, *, baseline="IND", ys=None, class_names=None, path=No
     if not others:
         raise ValueError("scores holds only the baseline; add at least one multi-task method.")
     if path is not None:
-        _check_figure_path(path)
+        check_figure_path(path)
     plt = _pyplot()
     fig, (a0, a1) = plt.subplots(1, 2, figsize=(13.0, 5.8), layout="constrained",
                                  width_ratios=[1.4, 1.0])

@@ -16,13 +16,19 @@ def test_divergences_table(capsys):
 
 
 def test_demo_runs_on_bundled_digits(capsys):
-    assert main(["demo", "--quiet", "--methods", "ind"]) == 0
+    assert main(["demo", "--quiet", "--methods", "ind", "--draws", "2"]) == 0
     out = capsys.readouterr().out
     assert "IND k-means (sqeuclidean)" in out and "IND k-means (kl)" in out
     import re
     rows = [ln for ln in out.splitlines() if ln.startswith("IND")]
     nmis = [float(m) for ln in rows for m in re.findall(r"(\d\.\d{3}) / \d\.\d{3} / \d\.\d{3}", ln)]
-    assert len(nmis) == 4 and min(nmis) > 0.5  # digits cluster well with either divergence
+    # two IND rows in each regime (full tasks, few images per class), two tasks each
+    assert len(nmis) == 8 and min(nmis) > 0.5  # digits cluster well with either divergence
+    assert "1. Full tasks (811 and 986 images)" in out
+    assert "2. Few images per class: 20 per class and task (120 and 140 images), 2 random draws" \
+        in out
+    assert "(no conclusion: add a multi-task method to --methods)" in out
+    assert "Conclusion" not in out  # nothing to compare with IND
 
 
 @pytest.mark.parametrize("fmt", ["npy", "npz", "npz_sparse", "csv", "mtx", "svmlight"])
@@ -184,25 +190,37 @@ def test_demo_all_methods(capsys):
     assert main(["demo", "--quiet"]) == 0
     out = capsys.readouterr().out
     for name in ("IND k-means", "MBC (sqeuclidean", "MBC (kl", "AGG (Ward", "LNKMTC (C=auto: ",
-                 "LSKMTC (C=1000)", "LSSMTC (random start", "LSSMTC lam=1 control", "MTCMRL"):
+                 "LSKMTC (C=1000)", "LSSMTC (random start", "LSSMTC lam=1 control", "MTCMRL",
+                 "LNKMTC (C=auto)", "MBC (kl, lam=auto)"):
         assert name in out, name
     import re
+    full, few = out.split("2. Few images per class")
     cell = r"(\d\.\d{3}) / (-?\d\.\d{3}) / (\d\.\d{3})"
+    for part in (full, few):
+        rows = {m.group(1).strip(): [float(v) for v in m.groups()[1:]]
+                for m in re.finditer(rf"^(.+?)\s+{cell}\s+{cell}\s*$", part, re.MULTILINE)}
+        assert len(rows) == 14, part
+        # digits cluster well with k-means, MBC and agglomerative: NMI > 0.5, accuracy > 0.6
+        for name, (nmi0, _, acc0, nmi1, _, acc1) in rows.items():
+            if name.startswith(("IND", "MBC", "AGG")):
+                assert min(nmi0, nmi1) > 0.5 and min(acc0, acc1) > 0.6, (name, rows[name])
+    # one verdict per non-IND row of the full run, its differences computed from the printed NMIs
     rows = {m.group(1).strip(): [float(v) for v in m.groups()[1:]]
-            for m in re.finditer(rf"^(.+?)\s+{cell}\s+{cell}\s*$", out, re.MULTILINE)}
-    assert len(rows) == 14, out
-    # digits cluster well with k-means, MBC, agglomerative and MTCMRL: NMI > 0.5, accuracy > 0.6
-    for name, (nmi0, _, acc0, nmi1, _, acc1) in rows.items():
-        if name.startswith(("IND", "MBC", "AGG", "MTCMRL")):
-            assert min(nmi0, nmi1) > 0.5 and min(acc0, acc1) > 0.6, (name, rows[name])
-    # one verdict per non-IND row, its differences computed from the printed NMIs
+            for m in re.finditer(rf"^(.+?)\s+{cell}\s+{cell}\s*$", full, re.MULTILINE)}
     ref = [max(v[i] for n, v in rows.items() if n.startswith("IND")) for i in (0, 3)]
     verdicts = dict(re.findall(r"^  (.+?): ([+-]\d\.\d{3} / [+-]\d\.\d{3}) NMI vs IND: ",
-                               out, re.MULTILINE))
+                               full, re.MULTILINE))
     assert sorted(verdicts) == sorted(n for n in rows if not n.startswith("IND"))
     for name, diffs in verdicts.items():
         got = [float(v) for v in diffs.split(" / ")]
         assert got == pytest.approx([rows[name][0] - ref[0], rows[name][3] - ref[1]], abs=2e-3)
+    # the few-image verdicts carry their spread, and the conclusion follows from them
+    spread = re.findall(r"^  (.+?): [+-]\d\.\d{3} ± \d\.\d{3} / [+-]\d\.\d{3} ± \d\.\d{3} NMI vs "
+                        r"IND: (.+)$", few.replace("\n      ", " "), re.MULTILINE)
+    assert len(spread) == 10
+    gains = [n for n, v in spread if v == "gains on every task" and not n.startswith("AGG")]
+    assert ("Conclusion: no multi-task method beats IND" in few) == (not gains)
+    assert "Time per method group (full tasks / few images, all draws): IND: " in few
 
 
 def _two_task_files(tmp_path, seed=3):
@@ -693,3 +711,108 @@ def test_tasks_with_different_widths_are_refused(tmp_path, capsys):
     line = _user_error(capsys, ["fit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
                                 "--method", "mbc"])
     assert "must share one feature space" in line and "3 (" in line and "4 (" in line
+
+
+# ----------------------------------------------------------------------------- demo
+def test_demo_few_image_regime_prints_verdicts_and_conclusion_from_the_numbers(capsys):
+    assert main(["demo", "--quiet", "--methods", "ind", "mbc", "--draws", "2",
+                 "--per-class", "8"]) == 0
+    out = capsys.readouterr().out
+    few = out.split("2. Few images per class")[1]
+    assert "8 per class and task (48 and 56 images), 2 random draws (seeds 0..1)" in few
+    assert "MBC (sqeuclidean, lam=auto)" in few and "MBC (kl, lam=auto)" in few
+    assert "Values the label-free rules chose over the draws:" in few
+    assert "MBC against k-means from the same initial centres" in few
+    assert "Conclusion:" in few
+    if "Conclusion: no multi-task method beats IND" in few:
+        assert "quoted from benchmarks/RESULTS.md" in few
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--draws", "1"], "--draws must be >= 2"),
+    (["--per-class", "1"], "per_class must be from 2 to"),
+    (["--per-class", "5000"], "per_class must be from 2 to"),
+])
+def test_demo_refuses_bad_regime_options(capsys, argv, message):
+    line = _user_error(capsys, ["demo", "--quiet", "--methods", "ind", *argv])
+    assert message in line
+
+
+def test_demo_plot_path_is_checked_before_the_methods_run(tmp_path, capsys, monkeypatch):
+    import bregclust.demo as demo
+
+    monkeypatch.setattr(demo, "demo_ind", lambda *a: pytest.fail("ran before the check"))
+    line = _user_error(capsys, ["demo", "--quiet", "--methods", "ind", "mbc", "--plot",
+                                str(tmp_path)])
+    assert "is a directory; give a file name" in line
+    line = _user_error(capsys, ["demo", "--quiet", "--methods", "ind", "mbc", "--plot",
+                                str(tmp_path / "demo.xyz")])
+    assert ".xyz is not a figure format" in line
+
+
+def test_subsample_per_class_keeps_that_many_of_every_class():
+    from bregclust.demo import subsample_per_class
+
+    Xs = [np.arange(60.0).reshape(30, 2), np.arange(40.0).reshape(20, 2)]
+    ys = [np.repeat([0, 1, 2], 10), np.repeat([5, 6], 10)]
+    Xk, yk = subsample_per_class(Xs, ys, 4, random_state=0)
+    assert [np.bincount(y).tolist() for y in yk] == [[4, 4, 4], [0, 0, 0, 0, 0, 4, 4]]
+    for X, Xsub in zip(Xs, Xk):  # rows of the task, no row twice
+        rows = {tuple(r) for r in X}
+        assert all(tuple(r) in rows for r in Xsub) and len({tuple(r) for r in Xsub}) == len(Xsub)
+    with pytest.raises(ValueError, match="per_class must be from 2 to 10"):
+        subsample_per_class(Xs, ys, 11)
+
+
+def test_row_key_strips_the_value_a_rule_chose():
+    from bregclust.demo import row_key
+
+    assert row_key("MBC (kl, lam=auto: 0.05)") == ("MBC (kl, lam=auto)", "0.05")
+    assert row_key("LNKMTC (C=auto: 100)") == ("LNKMTC (C=auto)", "100")
+    assert row_key("LSKMTC (C=1000)") == ("LSKMTC (C=1000)", None)
+
+
+def test_verdicts_over_draws_from_the_numbers():
+    from bregclust.demo import verdicts_over_draws
+
+    def runs(nmis):  # (draws, tasks) NMIs -> the (draws, tasks, 3) array of few_sample_runs
+        a = np.zeros((len(nmis), len(nmis[0]), 3))
+        a[:, :, 0] = nmis
+        return a
+
+    ind = [[0.50, 0.60], [0.52, 0.62], [0.48, 0.58]]
+    out, gains = verdicts_over_draws({
+        "IND a": runs(ind),
+        "IND b": runs([[0.40, 0.70], [0.42, 0.72], [0.38, 0.68]]),  # the better IND on task 1
+        "up": runs([[0.60, 0.80], [0.62, 0.82], [0.58, 0.78]]),
+        "noisy": runs([[0.70, 0.90], [0.32, 0.52], [0.48, 0.68]]),
+        "down": runs([[0.30, 0.40], [0.32, 0.42], [0.28, 0.38]]),
+        "mixed": runs([[0.60, 0.60], [0.62, 0.62], [0.58, 0.58]]),
+    })
+    # the reference is IND a on task 0 and IND b on task 1; "up" gains 0.1 on every draw
+    assert out[0] == "up: +0.100 ± 0.000 / +0.100 ± 0.000 NMI vs IND: gains on every task"
+    assert out[1].startswith("noisy: +0.000 ± 0.231 / +0.000 ± 0.231 NMI vs IND: no clear "
+                             "difference from IND over 3 draws")
+    assert out[2].endswith("below IND on every task")
+    assert out[3].endswith("gains on some tasks, losses on others")
+    assert gains == ["up"]
+    with pytest.raises(ValueError, match="at least 2 draws"):
+        verdicts_over_draws({"IND": runs([[0.5, 0.5]]), "x": runs([[0.5, 0.5]])})
+    with pytest.raises(ValueError, match="at least one row whose name starts with 'IND'"):
+        verdicts_over_draws({"x": runs(ind)})
+
+
+def test_same_start_gains_pair_mbc_with_its_own_ind_row():
+    from bregclust.demo import same_start_gains
+
+    a = np.zeros((2, 2, 3))
+    b = np.zeros((2, 2, 3))
+    a[:, :, 0] = [[0.5, 0.6], [0.5, 0.6]]
+    b[:, :, 0] = [[0.6, 0.6], [0.7, 0.6]]
+    got = same_start_gains({"IND (kl k-means)": a, "MBC (kl, lam=auto)": b,
+                            "MBC (sqeuclidean, lam=auto)": b})
+    assert list(got) == ["MBC (kl, lam=auto)"]  # no sqeuclidean IND row to pair with
+    mean, se2 = got["MBC (kl, lam=auto)"]
+    np.testing.assert_allclose(mean, [0.15, 0.0])
+    np.testing.assert_allclose(se2, [2 * np.std([0.1, 0.2], ddof=1) / np.sqrt(2), 0.0])
