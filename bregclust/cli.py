@@ -737,8 +737,14 @@ def _cmd_demo(args):
                     "restarts, chosen by its objective, without labels).")
             above = [n for n, (mean, se2) in same_start.items() if np.all(mean - se2 > 0)]
             if above:
-                text += (" " + " and ".join(above) + " beat k-means from their own single "
-                         "start, the papers' comparison, but not k-means given restarts.")
+                text += (" " + " and ".join(above) + (" beats" if len(above) == 1 else " beat")
+                         + " k-means from the same single start (the papers' comparison), but "
+                         "not k-means given restarts.")
+            single = [n for n in few_gains if n.startswith("AGG")]
+            if single:
+                text += (" Of the single-task methods, " + " and ".join(single)
+                         + (" beats" if len(single) == 1 else " beat")
+                         + " IND k-means with few images per class.")
             say(text)
             say(MEASURED_ELSEWHERE)
     say("\nTime per method group (full tasks / few images, all draws): "
