@@ -337,8 +337,25 @@ _CHOSEN = re.compile(r"(?<=auto): ([^)]*)\)")
 def row_key(name):
     """A row's name without the value a label-free rule chose in that run.
 
-    ``"MBC (kl, lam=auto: 0.05)"`` -> ``("MBC (kl, lam=auto)", "0.05")``; other names are
-    returned unchanged with ``None``.
+    Parameters
+    ----------
+    name : str
+        A row name of a ``demo_*`` function.
+
+    Returns
+    -------
+    key : str
+        The name without the chosen value, the same on every draw.
+    value : str or None
+        The value the rule chose, or None when the name holds none.
+
+    Examples
+    --------
+    >>> from bregclust.demo import row_key
+    >>> row_key("MBC (kl, lam=auto: 0.05)")
+    ('MBC (kl, lam=auto)', '0.05')
+    >>> row_key("LSKMTC (C=1000)")
+    ('LSKMTC (C=1000)', None)
     """
     m = _CHOSEN.search(name)
     if m is None:

@@ -10,8 +10,8 @@ request leaving the site, no raw reST on any page.
 
 import functools
 import http.server
-import posixpath
 import os
+import posixpath
 import shutil
 import subprocess
 import sys
