@@ -867,7 +867,7 @@ def _cmd_fit(args):
     targets = _fit_targets(args)
     Xs = [read_matrix(f) for f in args.files]
     widths = {X.shape[1] for X in Xs}
-    if len(widths) > 1:
+    if len(widths) > 1 and METHODS[args.method][1] != "per-task":
         raise ValueError(
             "the task files must share one feature space; they have "
             + ", ".join(f"{X.shape[1]} ({f})" for f, X in zip(args.files, Xs)) + " columns."

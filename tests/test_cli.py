@@ -711,6 +711,9 @@ def test_tasks_with_different_widths_are_refused(tmp_path, capsys):
     line = _user_error(capsys, ["fit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
                                 "--method", "mbc"])
     assert "must share one feature space" in line and "3 (" in line and "4 (" in line
+    # a method that fits every file on its own takes files of any width
+    assert main(["fit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "-k", "2",
+                 "--quiet"]) == 0
 
 
 # ----------------------------------------------------------------------------- demo
