@@ -60,10 +60,12 @@ def _decode(p):
 
 
 def _sniff_delimiter(line, suffix):
-    """``","``, ``"\\t"``, ``";"`` or None (runs of whitespace, ``numpy.savetxt``'s default)."""
+    """``";"``, ``","``, ``"\\t"`` or None (runs of whitespace, ``numpy.savetxt``'s default)."""
     if suffix == ".tsv":
         return "\t"
-    for delim in (",", "\t", ";"):
+    # ';' first: files separated by semicolons (spreadsheets in locales with a decimal comma)
+    # may hold commas inside their numbers, never the other way round
+    for delim in (";", ",", "\t"):
         if delim in line:
             return delim
     return None
@@ -121,6 +123,8 @@ def _read_text(p):
             if not _is_number(field):
                 what = ("a header must have no numeric field" if lineno == linenos[0]
                         else "only the first line may be a header")
+                if _is_number(field.replace(",", ".", 1)):
+                    what = "a decimal comma: write numbers with a decimal point"
                 raise ValueError(
                     f"{p}, line {lineno}, column {col}: {field!r} is not a number ({what}); "
                     "fix or remove that line."

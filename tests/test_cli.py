@@ -633,10 +633,15 @@ def test_numpy_savetxt_files_are_read(tmp_path, kwargs):
     np.testing.assert_allclose(read_matrix(p), X, atol=1e-6)
 
 
-def test_semicolon_separated_csv_is_read(tmp_path):
+def test_semicolon_separated_csv_is_read(tmp_path, capsys):
     p = tmp_path / "semi.csv"
     p.write_text("a;b\n1;2\n3;4\n")
     np.testing.assert_array_equal(read_matrix(p), [[1, 2], [3, 4]])
+    p.write_text("a,x;b\n1.5;2\n3;4\n")  # a comma in the header does not make it a CSV
+    np.testing.assert_array_equal(read_matrix(p), [[1.5, 2], [3, 4]])
+    p.write_text("a;b\n1,5;2\n3;4\n")
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "semi.csv, line 2, column 1: '1,5' is not a number (a decimal comma" in line
 
 
 @pytest.mark.parametrize("header", ["", "a,b,c\n"])
