@@ -19,6 +19,7 @@ __all__ = [
     "plot_divergence_balls",
     "plot_objective",
     "plot_demo",
+    "check_figure_path",
 ]
 
 _INSTALL_HINT = "pip install bregclust[plot]"
@@ -37,9 +38,9 @@ def _pyplot():
 
 
 def _axes(ax, figsize=None):
-    plt = _pyplot()
+    """``ax``, or the axes of a new figure whose constrained layout clips no label."""
     if ax is None:
-        _, ax = plt.subplots(figsize=figsize)
+        ax = _new_figure(figsize).add_subplot()
     return ax
 
 
@@ -97,14 +98,39 @@ def _per_task(value, n_tasks, name):
     return value
 
 
-def plot_relations(est, pair=(0, 1), *, ys=None, class_names=None, ax=None, cmap="viridis",
-                   margins=True):
+def _relation_estimators():
+    """The exported estimator classes that document a ``relations_`` attribute."""
+    import inspect
+
+    import bregclust
+
+    found = {getattr(bregclust, n) for n in bregclust.__all__}
+    return sorted((c for c in found if inspect.isclass(c)
+                   and "\n    relations_ :" in (c.__doc__ or "")), key=lambda c: c.__name__)
+
+
+def _new_figure(figsize):
+    plt = _pyplot()
+    fig = plt.figure(figsize=figsize, layout="constrained")
+    fig.get_layout_engine().set(w_pad=0.08, h_pad=0.08)  # inches around the outermost labels
+    return fig
+
+
+def plot_relations(est, pair=(0, 1), *, ys=None, class_names=None, ax=None, cmap=None,
+                   margins=True, scale="uniform", annotate="auto"):
     """Heat map of the relation between the clusters of two tasks of a fitted estimator.
 
     Draws ``est.relations_[pair]``: the transport plan ``W^ts`` of
     :class:`~bregclust.MultitaskBregmanClustering` or the learned ``G^(t,s)`` of
     :class:`~bregclust.ModelRelationClustering`. Rows are the clusters of task ``t``, columns
     those of task ``s``; bar charts on the margins show the tasks' cluster sizes.
+
+    By default every cell shows its mass relative to a uniform relation,
+    ``K_t K_s W_ij / sum(W)``, on a fixed diverging scale centred at 1: a relation with no
+    preference between clusters is uniformly white, a one-to-one matching of the clusters
+    shows red cells (up to ``min(K_t, K_s)``, the most a cell can hold under uniform
+    marginals) on blue zeros. The values are written in the cells when there are at most 12
+    clusters per task.
 
     Parameters
     ----------
@@ -119,26 +145,47 @@ def plot_relations(est, pair=(0, 1), *, ys=None, class_names=None, ax=None, cmap
     class_names : sequence of str, or list of such sequences (one per task), optional
         Names of the class labels (labels index into it); used only with ``ys``.
     ax : matplotlib Axes, optional
-        Axes to draw the heat map in; a new figure is created when None.
-    cmap : str, default="viridis"
-        Colour map of the heat map.
+        Axes to draw the heat map in; a new figure (constrained layout, so no label is
+        clipped) is created when None.
+    cmap : str, optional
+        Colour map; default ``"RdBu_r"`` (diverging) for ``scale="uniform"``, ``"viridis"``
+        for ``scale="raw"``.
     margins : bool, default=True
         Draw the cluster sizes of task ``t`` (right) and task ``s`` (top) as bar charts.
+    scale : {"uniform", "raw"}, default="uniform"
+        ``"uniform"``: mass relative to a uniform relation (1 = no preference), colours from 0
+        to ``max(min(K_t, K_s), largest value)`` with white at 1. ``"raw"``: the matrix as
+        stored, colours from 0 to its largest value.
+    annotate : bool or "auto", default="auto"
+        Write each cell's value in it; ``"auto"``: when both tasks have at most 12 clusters.
 
     Returns
     -------
     ax : matplotlib Axes
-        The heat map axes; its first image holds the relation matrix.
+        The heat map axes; its first image holds the drawn matrix (relative to uniform, or
+        raw) and the colour bar is labelled with its meaning.
 
     Raises
     ------
     sklearn.exceptions.NotFittedError
-        ``est`` has no ``relations_``.
+        ``est`` is an estimator with relations that has not been fitted.
+    TypeError
+        ``est`` is an estimator that learns no relations (e.g. LNKMTC); the message names
+        the estimators that do.
     ValueError
-        ``pair`` names no stored relation, or ``ys`` / ``class_names`` do not fit the tasks.
+        ``pair`` names no stored relation, ``scale`` is unknown, or ``ys`` / ``class_names``
+        do not fit the tasks.
     """
+    have = _relation_estimators()
+    if not hasattr(est, "relations_") and not isinstance(est, tuple(have)):
+        raise TypeError(
+            f"{type(est).__name__} learns no relations between the clusters of its tasks; "
+            f"plot_relations draws those of {' and '.join(c.__name__ for c in have)}."
+        )
     relations = _check_fitted(est, "relations_", "plot_relations")
     labels = _check_fitted(est, "labels_", "plot_relations")
+    if scale not in ("uniform", "raw"):
+        raise ValueError(f"scale must be 'uniform' or 'raw', got {scale!r}.")
     if not isinstance(relations, dict) or not relations:
         raise ValueError(
             f"{type(est).__name__}.relations_ is empty: the model learned no cross-task "
@@ -163,32 +210,78 @@ def plot_relations(est, pair=(0, 1), *, ys=None, class_names=None, ax=None, cmap
     rows = _cluster_names(lt, ys[t], W.shape[0], names[t])
     cols = _cluster_names(ls, ys[s], W.shape[1], names[s])
 
-    ax = _axes(ax, figsize=(6.4, 5.6))
-    im = ax.imshow(W, cmap=cmap, aspect="auto", interpolation="nearest")
-    ax.set_yticks(np.arange(W.shape[0]), rows)
-    ax.set_xticks(np.arange(W.shape[1]), cols, rotation=45 if ys[s] is not None else 0,
-                  ha="right" if ys[s] is not None else "center")
+    from matplotlib.colors import Normalize
+
+    Kt, Ks = W.shape
+    total = W.sum()
+    if scale == "uniform":
+        M = W * (Kt * Ks / total) if total > 0 else np.zeros_like(W)
+        vmax = max(float(M.max()), float(min(Kt, Ks)), 2.0)
+        # Linear and symmetric about 1 (white): 0 is a light blue, a full match deep red.
+        norm = Normalize(vmin=2.0 - vmax, vmax=vmax)
+        cmap = cmap or "RdBu_r"
+        label = "mass relative to uniform (1 = no preference)"
+    else:
+        M = W
+        norm = Normalize(vmin=0.0, vmax=max(float(M.max()), np.finfo(float).tiny))
+        cmap = cmap or "viridis"
+        label = "relation value (as stored)"
+    if annotate == "auto":
+        annotate = max(Kt, Ks) <= 12
+
+    top = right = cax = None
+    if ax is None:
+        fig = _new_figure((7.6, 6.4) if margins else (6.6, 5.6))
+        spec = fig.add_gridspec(1, 1)[0]
+    else:
+        fig = ax.figure
+        spec = ax.get_subplotspec() if margins else None
+    if margins and spec is not None:
+        # The heat map, its margins and the colour bar share one grid cell as ordinary
+        # subplots, so a constrained layout makes room for all their labels.
+        if ax is not None:
+            ax.remove()
+        gs = spec.subgridspec(2, 3, width_ratios=[1.0, 0.22, 0.05], height_ratios=[0.22, 1.0],
+                              wspace=0.04, hspace=0.04)
+        ax = fig.add_subplot(gs[1, 0])
+        top = fig.add_subplot(gs[0, 0], sharex=ax)
+        right = fig.add_subplot(gs[1, 1], sharey=ax)
+        cax = fig.add_subplot(gs[1, 2])
+    elif margins:  # axes placed by hand: margins as insets
+        top = ax.inset_axes([0.0, 1.03, 1.0, 0.22], sharex=ax)
+        right = ax.inset_axes([1.03, 0.0, 0.22, 1.0], sharey=ax)
+        cax = ax.inset_axes([1.30, 0.0, 0.05, 1.0])
+    elif ax is None:
+        ax = fig.add_subplot(spec)
+    im = ax.imshow(M, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+    if annotate:
+        colours = im.cmap(norm(M))
+        for (i, j), v in np.ndenumerate(M):
+            light = colours[i, j, :3] @ [0.299, 0.587, 0.114] > 0.5
+            text = "0" if v < 5e-3 else f"{v:.2f}" if v < 10 else f"{v:.1f}"
+            ax.text(j, i, text, ha="center", va="center",
+                    fontsize="small", color="black" if light else "white")
+    ax.set_yticks(np.arange(Kt), rows)
+    ax.set_xticks(np.arange(Ks), cols, rotation=45 if ys[s] is not None else 0,
+                  ha="right" if ys[s] is not None else "center",
+                  rotation_mode="anchor" if ys[s] is not None else "default")
     ax.set_ylabel(f"clusters of task {t}")
     ax.set_xlabel(f"clusters of task {s}")
-    fig = ax.figure
+    title = f"relation of task {t} to task {s} ({type(est).__name__})"
     if margins:
-        from mpl_toolkits.axes_grid1 import make_axes_locatable
-
-        div = make_axes_locatable(ax)
-        top = div.append_axes("top", size="22%", pad=0.08, sharex=ax)
-        top.bar(np.arange(W.shape[1]), sizes_s, color="0.55")
+        top.bar(np.arange(Ks), sizes_s, color="0.55")
         top.tick_params(labelbottom=False)
         top.set_ylabel("size")
-        top.set_title(f"relation of task {t} to task {s} ({type(est).__name__})")
-        right = div.append_axes("right", size="22%", pad=0.08, sharey=ax)
-        right.barh(np.arange(W.shape[0]), sizes_t, color="0.55")
+        top.set_title(title)
+        right.barh(np.arange(Kt), sizes_t, color="0.55")
         right.tick_params(labelleft=False)
         right.set_xlabel("size")
-        cax = div.append_axes("right", size="5%", pad=0.08)
-        fig.colorbar(im, cax=cax)
+        cbar = fig.colorbar(im, cax=cax, label=label)
     else:
-        ax.set_title(f"relation of task {t} to task {s} ({type(est).__name__})")
-        fig.colorbar(im, ax=ax)
+        ax.set_title(title)
+        cbar = fig.colorbar(im, ax=ax, label=label)
+    if scale == "uniform":
+        cbar.ax.set_ylim(0.0, vmax)  # the norm extends below 0 only to centre white at 1
     return ax
 
 
@@ -197,9 +290,9 @@ def plot_dendrogram(Z, y=None, *, class_names=None, ax=None, cmap="tab10", label
 
     Parameters
     ----------
-    Z : ndarray of shape (n_samples - 1, 4)
-        A scipy linkage matrix, e.g. from :func:`~bregclust.bregman_linkage` or
-        ``AgglomerativeBregman(...).fit(X).linkage_matrix_``.
+    Z : ndarray of shape (n_samples - 1, 4), or fitted AgglomerativeBregman
+        A scipy linkage matrix, e.g. from :func:`~bregclust.bregman_linkage`, or a fitted
+        :class:`~bregclust.AgglomerativeBregman` (its ``linkage_matrix_`` is drawn).
     y : array-like of shape (n_samples,), optional
         Class of every point. Leaves are then marked with one colour per class and the title
         gives the dendrogram purity (:func:`~bregclust.dendrogram_purity`).
@@ -220,12 +313,29 @@ def plot_dendrogram(Z, y=None, *, class_names=None, ax=None, cmap="tab10", label
 
     Raises
     ------
+    sklearn.exceptions.NotFittedError
+        ``Z`` is an AgglomerativeBregman that has not been fitted.
+    TypeError
+        ``Z`` is another estimator or object that is not a matrix of numbers.
     ValueError
         ``Z`` is not a valid linkage matrix, or ``y`` has the wrong length.
     """
     from scipy.cluster.hierarchy import dendrogram, is_valid_linkage
 
-    Z = np.asarray(Z, dtype=np.float64)
+    if hasattr(Z, "get_params"):  # an estimator
+        if "linkage_matrix_" not in (type(Z).__doc__ or ""):
+            raise TypeError(
+                f"plot_dendrogram draws a linkage matrix or a fitted AgglomerativeBregman; "
+                f"{type(Z).__name__} builds no tree."
+            )
+        Z = _check_fitted(Z, "linkage_matrix_", "plot_dendrogram")
+    try:
+        Z = np.asarray(Z, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"Z must be a linkage matrix (from bregman_linkage or scipy's linkage) or a fitted "
+            f"AgglomerativeBregman, got {type(Z).__name__}."
+        ) from None
     if Z.ndim != 2 or Z.shape[1] != 4 or Z.shape[0] < 1 or not is_valid_linkage(Z):
         raise ValueError(
             f"Z must be a valid scipy linkage matrix of shape (n_samples - 1, 4), got shape "
@@ -329,11 +439,11 @@ def plot_task_pairs(scores_ind, scores_mtc, *, task_names=None, ax=None, metric=
                         fontsize="x-small")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_aspect("equal")
+    ax.set_box_aspect(1)  # square; both axes share the limits
     ax.set_xlabel(f"{metric} of {baseline}")
     ax.set_ylabel(f"{metric} of the multi-task method")
     ax.set_title(f"per-task {metric}: above the diagonal = better than {baseline}")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="best", fontsize="small")
     return ax
 
 
@@ -359,6 +469,11 @@ def _default_ball_divergences():
     return out
 
 
+#: Largest ``resolution`` of :func:`plot_divergence_balls`: a 2,000 x 2,000 grid (4 million
+#: divergence evaluations, about 100 MB of work arrays) is far finer than any figure shows.
+MAX_RESOLUTION = 2000
+
+
 def plot_divergence_balls(names=None, *, center=(1.0, 1.0), levels=(0.05, 0.2, 0.5, 1.0),
                           extent=2.0, resolution=201, axes=None):
     """Level sets ``{x : d(x, c) = r}`` in 2-D around one centre, one panel per divergence.
@@ -368,10 +483,10 @@ def plot_divergence_balls(names=None, *, center=(1.0, 1.0), levels=(0.05, 0.2, 0
 
     Parameters
     ----------
-    names : sequence of (str or Divergence), optional
-        The divergences to draw. A parametrised divergence is passed as a built record, e.g.
-        ``get_divergence("mahalanobis", A=A)``. Default: every registered divergence that
-        needs no parameter.
+    names : str, Divergence, or sequence of them, optional
+        The divergence(s) to draw, one panel each. A parametrised divergence is passed as a
+        built record, e.g. ``get_divergence("mahalanobis", A=A)``. Default: every registered
+        divergence that needs no parameter.
     center : array-like of shape (2,), default=(1.0, 1.0)
         The centre ``c`` (second argument of ``d``); must lie in every divergence's domain of
         centres.
@@ -380,7 +495,7 @@ def plot_divergence_balls(names=None, *, center=(1.0, 1.0), levels=(0.05, 0.2, 0
     extent : float, default=2.0
         Half-width of the window around ``center`` (clipped to the domain).
     resolution : int, default=201
-        Grid points per axis.
+        Grid points per axis, from 10 to :data:`MAX_RESOLUTION`.
     axes : sequence of matplotlib Axes, optional
         One axes per divergence; a new figure with one row of panels is created when None.
 
@@ -397,6 +512,8 @@ def plot_divergence_balls(names=None, *, center=(1.0, 1.0), levels=(0.05, 0.2, 0
     """
     from .divergences import Divergence, get_divergence
 
+    if isinstance(names, (str, Divergence)):
+        names = [names]
     divs = _default_ball_divergences() if names is None else [
         n if isinstance(n, Divergence) else get_divergence(n) for n in names]
     if not divs:
@@ -409,12 +526,15 @@ def plot_divergence_balls(names=None, *, center=(1.0, 1.0), levels=(0.05, 0.2, 0
         raise ValueError(f"levels must be increasing positive radii, got {levels!r}.")
     if not isinstance(extent, numbers.Real) or not extent > 0:
         raise ValueError(f"extent must be a positive number, got {extent!r}.")
-    if not isinstance(resolution, numbers.Integral) or resolution < 10:
-        raise ValueError(f"resolution must be an integer >= 10, got {resolution!r}.")
-    plt = _pyplot()
+    if not isinstance(resolution, numbers.Integral) or not 10 <= resolution <= MAX_RESOLUTION:
+        raise ValueError(
+            f"resolution must be an integer from 10 to {MAX_RESOLUTION} (grid points per axis; "
+            f"the default 201 draws smooth contours), got {resolution!r}."
+        )
+    _pyplot()
     if axes is None:
-        _, axes = plt.subplots(1, len(divs), figsize=(3.4 * len(divs), 3.6), squeeze=False)
-        axes = list(axes[0])
+        fig = _new_figure((3.4 * len(divs), 3.8))
+        axes = list(fig.subplots(1, len(divs), squeeze=False)[0])
     else:
         axes = list(np.ravel(axes))
         if len(axes) != len(divs):
@@ -442,7 +562,12 @@ def plot_divergence_balls(names=None, *, center=(1.0, 1.0), levels=(0.05, 0.2, 0
     return axes
 
 
-def plot_objective(est, *, ax=None, log=False):
+#: ``plot_objective(log="auto")`` uses a logarithmic axis when the largest value of a positive
+#: history is at least this many times its smallest (two decades).
+LOG_RANGE = 100.0
+
+
+def plot_objective(est, *, ax=None, log="auto"):
     """The objective after every iteration of a fitted estimator (``objective_history_``).
 
     Parameters
@@ -452,8 +577,10 @@ def plot_objective(est, *, ax=None, log=False):
         MTCMRL, SymmetricNMF).
     ax : matplotlib Axes, optional
         Axes to draw in; a new figure is created when None.
-    log : bool, default=False
-        Logarithmic y axis (for positive objectives).
+    log : bool or "auto", default="auto"
+        Logarithmic y axis. ``"auto"``: when the history is positive and spans at least
+        :data:`LOG_RANGE` (two decades), e.g. an NMF objective falling from 3e8 to 317, which
+        a linear axis draws as one drop and a flat line.
 
     Returns
     -------
@@ -470,16 +597,64 @@ def plot_objective(est, *, ax=None, log=False):
     h = np.asarray(_check_fitted(est, "objective_history_", "plot_objective"), dtype=np.float64)
     if h.ndim != 1 or h.size == 0:
         raise ValueError(f"{type(est).__name__}.objective_history_ is empty; nothing to plot.")
-    if log and not (h > 0).all():
+    if log not in (True, False, "auto"):
+        raise ValueError(f"log must be True, False or 'auto', got {log!r}.")
+    positive = bool((h > 0).all())
+    if log is True and not positive:
         raise ValueError("log=True needs a positive objective; use log=False.")
-    ax = _axes(ax, figsize=(5.0, 3.6))
-    ax.plot(np.arange(h.size), h, marker="o", markersize=3)
+    if log == "auto":
+        log = positive and h.max() >= LOG_RANGE * h.min()
+    ax = _axes(ax, figsize=(5.6, 4.0))
+    ax.plot(np.arange(h.size), h, marker="o" if h.size <= 60 else None, markersize=3)
     if log:
         ax.set_yscale("log")
     ax.set_xlabel("iteration (0 = after initialisation)")
-    ax.set_ylabel("objective")
-    ax.set_title(f"{type(est).__name__}: objective {h[0]:.4g} -> {h[-1]:.4g}")
+    ax.set_ylabel("objective (log scale)" if log else "objective")
+    ax.set_title(f"{type(est).__name__}\nobjective {h[0]:.4g} -> {h[-1]:.4g}")
     return ax
+
+
+def check_figure_path(path):
+    """Refuse, before anything is drawn, a ``path`` that ``savefig`` cannot write a figure to.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write; its suffix gives the format.
+
+    Returns
+    -------
+    path : pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        ``path`` is a directory, its folder does not exist, or its suffix is not a figure
+        format matplotlib writes.
+
+    Examples
+    --------
+    >>> from bregclust.plotting import check_figure_path
+    >>> check_figure_path("relations.png").name
+    'relations.png'
+    """
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"path {p} is a directory; give a file name such as {p / 'demo.png'}.")
+    if not p.parent.is_dir():
+        raise ValueError(f"path {p}: the folder {p.parent} does not exist.")
+    _pyplot()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    supported = FigureCanvasBase.get_supported_filetypes()
+    if p.suffix.lower().lstrip(".") not in supported:
+        raise ValueError(
+            f"path {p}: {p.suffix or 'no suffix'} is not a figure format; use one of "
+            f"{', '.join('.' + f for f in sorted(supported))}."
+        )
+    return p
 
 
 def plot_demo(scores, mbc, *, baseline="IND", ys=None, class_names=None, path=None):
@@ -516,11 +691,14 @@ def plot_demo(scores, mbc, *, baseline="IND", ys=None, class_names=None, path=No
     others = {k: v for k, v in scores.items() if k != baseline}
     if not others:
         raise ValueError("scores holds only the baseline; add at least one multi-task method.")
+    if path is not None:
+        check_figure_path(path)
     plt = _pyplot()
-    fig, (a0, a1) = plt.subplots(1, 2, figsize=(12.0, 5.2))
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(13.0, 5.8), layout="constrained",
+                                 width_ratios=[1.4, 1.0])
+    fig.get_layout_engine().set(w_pad=0.08, h_pad=0.08)
     plot_relations(mbc, ys=ys, class_names=class_names, ax=a0)
     plot_task_pairs(scores[baseline], others, ax=a1, baseline=baseline)
-    fig.tight_layout()
     if path is not None:
         fig.savefig(path)
     return fig

@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from gallery_skips import skipped_examples  # noqa: E402
+from inventories import write_inventories  # noqa: E402
 
 import bregclust  # noqa: E402
 
@@ -29,10 +30,14 @@ version = release
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    # MathJax 3 from the PyPI package sphinx-mathjax-offline (the docs extra installs it):
+    # copied into _static/mathjax of the built site, so formulas render without internet.
+    "sphinx-mathjax-offline",
 ]
 
 templates_path = ["_templates"]
@@ -54,7 +59,30 @@ autosummary_generate = True
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
-numpydoc_xref_param_type = False
+# Types in Parameters / Returns link to Python, NumPy, SciPy and our own classes.
+numpydoc_xref_param_type = True
+numpydoc_xref_aliases = {
+    "ndarray": "numpy.ndarray",
+    "array-like": ":term:`array-like <array_like>`",
+    "array_like": ":term:`array_like`",
+    "sparse matrix": "scipy.sparse.spmatrix",
+    "RandomState": "numpy.random.RandomState",
+    "Generator": "numpy.random.Generator",
+    "Divergence": "bregclust.Divergence",
+    "DomainError": "bregclust.DomainError",
+    "Bunch": "sklearn.utils.Bunch",
+    "Axes": "matplotlib.axes.Axes",
+    "Figure": "matplotlib.figure.Figure",
+}
+numpydoc_xref_ignore = {"of", "or", "shape", "optional", "default", "type", "instance",
+                        "fitted", "estimator", "sequence", "path-like", "iterable", "pair",
+                        "each", "one", "per", "task", "array", "such", "sequences", "function",
+                        "matrix", "sparse", "dense", "scalar", "mapping", "them", "the", "a",
+                        "an", "and", "for", "with", "from", "to", "in", "at", "by", "as"}
+
+# Intersphinx without downloads: inventories written from the installed packages at build time
+# (see inventories.py; no internet is needed, links point at each project's stable docs).
+intersphinx_mapping = write_inventories(HERE / "_build" / "inventories")
 
 # Modules that are not part of the public API (the command line has its own --help).
 _PRIVATE_MODULES = {"cli", "demo", "demos"}
@@ -148,3 +176,34 @@ if _skips:
     print(f"[bregclust docs] gallery examples skipped: {', '.join(sorted(_skips))}")
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+# Public names ------------------------------------------------------------------------------
+def _resolve_public_name(app, env, node, contnode):
+    """Resolve ``bregclust.X`` (the import path users write) to the page of ``X``.
+
+    The API pages document every object under its module (``bregclust.kmeans.BregmanKMeans``);
+    docstrings and guide pages refer to the top-level names, including aliases such as
+    ``bregclust.LNKMTC``. This maps a reference to the documented path of the same object.
+    """
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or not target.startswith("bregclust."):
+        return None
+    parts = target.split(".")
+    obj, i = bregclust, 1
+    while i < len(parts) and hasattr(obj, parts[i]):
+        obj = getattr(obj, parts[i])
+        i += 1
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            break
+    if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+        return None
+    documented = ".".join([obj.__module__, obj.__qualname__, *parts[i:]])
+    if documented == target:
+        return None
+    return env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder, node["reftype"],
+                                             documented, node, contnode)
+
+
+def setup(app):
+    app.connect("missing-reference", _resolve_public_name)

@@ -8,7 +8,6 @@ balls are circles; kl and Itakura-Saito balls are lopsided (a relative error nea
 more) and live in their domains only; the l1 subgradient divergence only notices sign changes.
 """
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from bregclust import get_divergence
@@ -19,4 +18,3 @@ names = ["sqeuclidean", get_divergence("mahalanobis", A=A), "kl", "itakura_saito
          "l1_subgradient"]
 axes = plot_divergence_balls(names, center=(1.0, 1.0), levels=(0.05, 0.2, 0.5, 1.0))
 axes[0].figure.suptitle("d(x, c) = r around c = (1, 1)")
-plt.tight_layout()

@@ -5,9 +5,12 @@ MBC on two related tasks, with its relation heat map
 Two clustering tasks built from scikit-learn's digits: task 0 holds the digits 0-5, task 1 the
 digits 3-9, so the digits 3, 4 and 5 occur in both (their images are split between the tasks).
 Multitask Bregman Clustering fits one set of centres per task and an optimal transport plan
-between the clusters of the two tasks. The heat map shows the plan: bright cells are clusters
-the plan matched; clusters are named by their majority digit and its share. The printed NMI
-compares MBC with k-means on each task alone (IND) from the same seed.
+between the clusters of the two tasks. The heat map shows the plan's mass relative to a uniform
+plan (1, white: no preference): red cells are clusters the plan matched (6: the cell holds all
+the mass of a task-1 cluster, a full match), light blue cells got no mass. Clusters are
+named by their majority digit and its share. With uniform marginals every cluster of task 0 is
+matched somewhere, also one whose digit task 1 does not have. The printed NMI compares MBC with
+k-means on each task alone (IND) from the same seed.
 """
 
 import numpy as np

@@ -16,13 +16,19 @@ def test_divergences_table(capsys):
 
 
 def test_demo_runs_on_bundled_digits(capsys):
-    assert main(["demo", "--quiet", "--methods", "ind"]) == 0
+    assert main(["demo", "--quiet", "--methods", "ind", "--draws", "2"]) == 0
     out = capsys.readouterr().out
     assert "IND k-means (sqeuclidean)" in out and "IND k-means (kl)" in out
     import re
     rows = [ln for ln in out.splitlines() if ln.startswith("IND")]
     nmis = [float(m) for ln in rows for m in re.findall(r"(\d\.\d{3}) / \d\.\d{3} / \d\.\d{3}", ln)]
-    assert len(nmis) == 4 and min(nmis) > 0.5  # digits cluster well with either divergence
+    # two IND rows in each regime (full tasks, few images per class), two tasks each
+    assert len(nmis) == 8 and min(nmis) > 0.5  # digits cluster well with either divergence
+    assert "1. Full tasks (811 and 986 images)" in out
+    assert "2. Few images per class: 20 per class and task (120 and 140 images), 2 random draws" \
+        in out
+    assert "(no conclusion: add a multi-task method to --methods)" in out
+    assert "Conclusion" not in out  # nothing to compare with IND
 
 
 @pytest.mark.parametrize("fmt", ["npy", "npz", "npz_sparse", "csv", "mtx", "svmlight"])
@@ -131,7 +137,7 @@ def test_fit_other_multitask_methods(tmp_path, method):
         from bregclust.kernel_mtc import SpectralKernelMTC
 
         Xs = [np.loadtxt(f, delimiter=",") for f in files]
-        ref = SpectralKernelMTC(2, C=100.0, random_state=0).fit(Xs).labels_
+        ref = SpectralKernelMTC(2, random_state=0).fit(Xs).labels_  # the estimator's own C
     for t in range(2):
         lab = np.loadtxt(tmp_path / f"t{t}.labels.txt", dtype=int)
         assert lab.shape == (50,) and set(lab) <= {0, 1}
@@ -173,7 +179,7 @@ def test_fit_mbc_default_lam_is_auto(tmp_path, capsys):
             np.testing.assert_array_equal(np.loadtxt(tmp_path / f"a{t}.labels.txt", dtype=int),
                                           ref.labels_[t])
     assert main(["fit", *files, "--method", "mtcmrl", "-k", "2", "--lam", "auto"]) == 2
-    assert "--lam auto is MBC's label-free coupling rule" in capsys.readouterr().err
+    assert "--lam auto is not available for --method mtcmrl" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["fit", *files, "--method", "mbc", "-k", "2", "--lam", "strong"])
     assert "must be a number or 'auto'" in capsys.readouterr().err
@@ -184,25 +190,37 @@ def test_demo_all_methods(capsys):
     assert main(["demo", "--quiet"]) == 0
     out = capsys.readouterr().out
     for name in ("IND k-means", "MBC (sqeuclidean", "MBC (kl", "AGG (Ward", "LNKMTC (C=auto: ",
-                 "LSKMTC (C=1000)", "LSSMTC (random start", "LSSMTC lam=1 control", "MTCMRL"):
+                 "LSKMTC (C=1000)", "LSSMTC (random start", "LSSMTC lam=1 control", "MTCMRL",
+                 "LNKMTC (C=auto)", "MBC (kl, lam=auto)"):
         assert name in out, name
     import re
+    full, few = out.split("2. Few images per class")
     cell = r"(\d\.\d{3}) / (-?\d\.\d{3}) / (\d\.\d{3})"
+    for part in (full, few):
+        rows = {m.group(1).strip(): [float(v) for v in m.groups()[1:]]
+                for m in re.finditer(rf"^(.+?)\s+{cell}\s+{cell}\s*$", part, re.MULTILINE)}
+        assert len(rows) == 14, part
+        # digits cluster well with k-means, MBC and agglomerative: NMI > 0.5, accuracy > 0.6
+        for name, (nmi0, _, acc0, nmi1, _, acc1) in rows.items():
+            if name.startswith(("IND", "MBC", "AGG")):
+                assert min(nmi0, nmi1) > 0.5 and min(acc0, acc1) > 0.6, (name, rows[name])
+    # one verdict per non-IND row of the full run, its differences computed from the printed NMIs
     rows = {m.group(1).strip(): [float(v) for v in m.groups()[1:]]
-            for m in re.finditer(rf"^(.+?)\s+{cell}\s+{cell}\s*$", out, re.MULTILINE)}
-    assert len(rows) == 14, out
-    # digits cluster well with k-means, MBC, agglomerative and MTCMRL: NMI > 0.5, accuracy > 0.6
-    for name, (nmi0, _, acc0, nmi1, _, acc1) in rows.items():
-        if name.startswith(("IND", "MBC", "AGG", "MTCMRL")):
-            assert min(nmi0, nmi1) > 0.5 and min(acc0, acc1) > 0.6, (name, rows[name])
-    # one verdict per non-IND row, its differences computed from the printed NMIs
+            for m in re.finditer(rf"^(.+?)\s+{cell}\s+{cell}\s*$", full, re.MULTILINE)}
     ref = [max(v[i] for n, v in rows.items() if n.startswith("IND")) for i in (0, 3)]
     verdicts = dict(re.findall(r"^  (.+?): ([+-]\d\.\d{3} / [+-]\d\.\d{3}) NMI vs IND: ",
-                               out, re.MULTILINE))
+                               full, re.MULTILINE))
     assert sorted(verdicts) == sorted(n for n in rows if not n.startswith("IND"))
     for name, diffs in verdicts.items():
         got = [float(v) for v in diffs.split(" / ")]
         assert got == pytest.approx([rows[name][0] - ref[0], rows[name][3] - ref[1]], abs=2e-3)
+    # the few-image verdicts carry their spread, and the conclusion follows from them
+    spread = re.findall(r"^  (.+?): [+-]\d\.\d{3} ± \d\.\d{3} / [+-]\d\.\d{3} ± \d\.\d{3} NMI vs "
+                        r"IND: (.+)$", few.replace("\n      ", " "), re.MULTILINE)
+    assert len(spread) == 10
+    gains = [n for n, v in spread if v == "gains on every task" and not n.startswith("AGG")]
+    assert ("Conclusion: no multi-task method beats IND" in few) == (not gains)
+    assert "Time per method group (full tasks / few images, all draws): IND: " in few
 
 
 def _two_task_files(tmp_path, seed=3):
@@ -229,9 +247,9 @@ def test_fit_kernel_mtc_takes_C_not_lam(tmp_path, capsys):
             np.testing.assert_array_equal(np.loadtxt(tmp_path / f"k{t}.labels.txt", dtype=int),
                                           ref[t])
     assert main(["fit", *files, "--method", "lskmtc", "-k", "2", "--lam", "10"]) == 2
-    assert "lskmtc has no lam; its MMD weight is --C" in capsys.readouterr().err
+    assert "--lam does not apply to --method lskmtc" in capsys.readouterr().err
     assert main(["fit", *files, "--method", "mbc", "-k", "2", "--C", "10"]) == 2
-    assert "--C is the MMD weight of lskmtc; mbc does not take it" in capsys.readouterr().err
+    assert "--C does not apply to --method mbc" in capsys.readouterr().err
 
 
 def test_fit_n_clusters_per_task_errors(tmp_path, capsys):
@@ -269,7 +287,7 @@ def _make_user_error_files(tmp_path):
     (["fit", "one.npy"], "shape (5,)"),
     (["fit", "cplx.npy"], "complex"),
     (["fit", "rand.npz"], "not a .npz archive"),
-    (["fit", "bad.csv"], "line 1: 'x' is not a number"),
+    (["fit", "bad.csv"], "line 1, column 3: 'x' is not a number"),
     (["fit", "ragged.csv"], "line 2: 2 fields"),
     (["fit", "ok.npy", "-k", "2", "--divergence", "mahalanobis"], "--mahalanobis-matrix"),
     (["fit", "ok.npy", "ok.npy", "-k", "2", "-o", "l.txt"], "use --output-dir"),
@@ -323,3 +341,486 @@ def test_demo_plot_needs_a_multitask_method(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--plot needs the IND rows and at least one other method" in err
     assert "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------- options and defaults
+def _user_error(capsys, argv):
+    """Run the CLI; assert a user error: exit 2, one line on stderr, no traceback."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse errors
+        code = exc.code
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture
+def recorded_fits(monkeypatch):
+    """Replace every CLI method's ``fit`` by one that records the estimator's parameters."""
+    from bregclust.cli import METHODS, _estimator_class
+
+    calls = []
+
+    def fake_fit(self, X, y=None):
+        calls.append(self.get_params(deep=False))
+        if isinstance(X, list):
+            self.labels_ = [np.zeros(x.shape[0], dtype=int) for x in X]
+        else:
+            self.labels_ = np.zeros(X.shape[0], dtype=int)
+        return self
+
+    for method in METHODS:
+        monkeypatch.setattr(_estimator_class(method), "fit", fake_fit)
+    return calls
+
+
+def _task_files(tmp_path, n=12, d=3, T=2):
+    rng = np.random.default_rng(0)
+    files = []
+    for t in range(T):
+        files.append(str(tmp_path / f"task{t}.npy"))
+        np.save(files[-1], rng.random((n, d)) + 0.1)
+    return files
+
+
+@pytest.mark.parametrize("method", ["kmeans", "agglomerative", "mbc", "mtcmrl", "lssmtc",
+                                    "lskmtc", "lnkmtc"])
+def test_options_not_given_leave_the_estimator_defaults(tmp_path, recorded_fits, method):
+    from bregclust.cli import _estimator_class
+
+    files = _task_files(tmp_path)
+    assert main(["fit", *files, "--method", method, "--quiet",
+                 "--output-dir", str(tmp_path / "out")]) == 0
+    defaults = _estimator_class(method)().get_params(deep=False)
+    assert recorded_fits
+    for got in recorded_fits:
+        for name, value in defaults.items():
+            if name == "random_state":
+                assert got[name] == 0  # the CLI's reproducible seed
+            elif name != "joint":
+                assert got[name] == value, (method, name)
+
+
+def test_mtcmrl_from_the_cli_keeps_its_own_max_iter(tmp_path, recorded_fits):
+    from bregclust import ModelRelationClustering
+
+    files = _task_files(tmp_path)
+    assert main(["fit", *files, "--method", "mtcmrl", "-k", "2", "--quiet"]) == 0
+    assert recorded_fits[-1]["max_iter"] == ModelRelationClustering().max_iter
+    assert main(["fit", *files, "--method", "mtcmrl", "-k", "2", "--max-iter", "7",
+                 "--quiet"]) == 0
+    assert recorded_fits[-1]["max_iter"] == 7
+
+
+_VALUES = {"divergence": ("--divergence", "kl", "kl"), "model": ("--model", "kl", "kl"),
+           "lam": ("--lam", "0.25", 0.25), "C": ("--C", "3", 3.0),
+           "marginals": ("--marginals", "empirical", "empirical"),
+           "centroid_solver": ("--centroid-solver", "geodesic", "geodesic"),
+           "n_init": ("--n-init", "2", 2), "max_iter": ("--max-iter", "9", 9),
+           "tol": ("--tol", "0.5", 0.5), "seed": ("--seed", "5", 5),
+           "verbose": ("-vv", None, 2)}
+
+
+def _option_cases(taken):
+    from bregclust.cli import METHODS, OPTIONS, method_options
+
+    return [(m, o) for m in METHODS for o in OPTIONS
+            if o != "mahalanobis_matrix" and (o in method_options(m)) == taken]
+
+
+@pytest.mark.parametrize("method, option", _option_cases(taken=True))
+def test_an_option_a_method_takes_reaches_its_estimator(tmp_path, recorded_fits, method,
+                                                        option):
+    from bregclust.cli import method_options
+
+    flag, text, value = _VALUES[option]
+    files = _task_files(tmp_path)
+    argv = ["fit", *files, "--method", method, "-k", "2", "--quiet", flag]
+    assert main(argv + ([text] if text is not None else [])) == 0
+    assert recorded_fits[-1][method_options(method)[option]] == value
+
+
+@pytest.mark.parametrize("method, option", _option_cases(taken=False))
+def test_an_option_a_method_does_not_take_is_refused_naming_both(tmp_path, capsys, method,
+                                                                 option):
+    flag, text, _ = _VALUES[option]
+    files = _task_files(tmp_path)
+    argv = ["fit", *files, "--method", method, "-k", "2", flag]
+    line = _user_error(capsys, argv + ([text] if text is not None else []))
+    shown = "-v" if option == "verbose" else flag
+    assert f"{shown} does not apply to --method {method}" in line
+
+
+def test_the_option_table_is_read_from_the_estimators():
+    from bregclust.cli import METHODS, OPTIONS, _estimator_class, method_options
+
+    for method in METHODS:
+        params = _estimator_class(method)().get_params(deep=False)
+        for param in method_options(method).values():
+            assert param in params
+        for option in set(OPTIONS) - set(method_options(method)):
+            assert OPTIONS[option] not in params or method == "agglomerative"
+    assert "lnkmtc" in METHODS  # the README recommends LNKMTC
+    assert method_options("agglomerative")["divergence"] == "model"
+
+
+def test_auto_is_applied_or_refused_as_the_estimator_documents(tmp_path, recorded_fits,
+                                                               capsys):
+    files = _task_files(tmp_path)
+    base = ["fit", *files, "-k", "2", "--quiet"]
+    assert main(base + ["--method", "mbc", "--lam", "auto"]) == 0
+    assert recorded_fits[-1]["lam"] == "auto"
+    assert main(base + ["--method", "lnkmtc", "--C", "auto"]) == 0
+    assert recorded_fits[-1]["C"] == "auto"
+    assert main(base + ["--method", "lnkmtc", "--C", "10"]) == 0
+    assert recorded_fits[-1]["C"] == 10.0
+    line = _user_error(capsys, base + ["--method", "lskmtc", "--C", "auto"])
+    assert "--C auto is not available for --method lskmtc" in line and "give a number" in line
+    line = _user_error(capsys, base + ["--method", "lssmtc", "--lam", "auto"])
+    assert "--lam auto is not available for --method lssmtc" in line
+
+
+@pytest.mark.parametrize("flag, value", [("--lam", "nan"), ("--C", "inf"), ("--tol", "nan"),
+                                         ("--lam", "-inf")])
+def test_non_finite_option_values_are_refused(tmp_path, capsys, flag, value):
+    files = _task_files(tmp_path)
+    line = _user_error(capsys, ["fit", *files, "--method", "mbc", f"{flag}={value}"])
+    assert f"argument {flag}: must be a finite number" in line
+
+
+def test_divergence_and_model_together_are_refused_for_agglomerative(tmp_path, capsys):
+    files = _task_files(tmp_path)
+    line = _user_error(capsys, ["fit", *files, "--method", "agglomerative", "--divergence",
+                                "kl", "--model", "kl"])
+    assert "--divergence and --model both set the model of --method agglomerative" in line
+
+
+def test_mahalanobis_matrix_without_mahalanobis_is_refused(tmp_path, capsys):
+    files = _task_files(tmp_path)
+    line = _user_error(capsys, ["fit", files[0], "--mahalanobis-matrix", files[1]])
+    assert "--mahalanobis-matrix is the matrix of --divergence mahalanobis" in line
+
+
+def test_mahalanobis_matrix_reaches_the_estimator(tmp_path):
+    from bregclust import BregmanKMeans
+
+    X = np.random.default_rng(1).random((20, 3))
+    A = np.diag([1.0, 2.0, 3.0])
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "A.npy", A)
+    assert main(["fit", str(tmp_path / "X.npy"), "-k", "2", "--divergence", "mahalanobis",
+                 "--mahalanobis-matrix", str(tmp_path / "A.npy"), "--quiet"]) == 0
+    ref = BregmanKMeans(2, divergence="mahalanobis", divergence_params={"A": A},
+                        random_state=0).fit(X)
+    np.testing.assert_array_equal(np.loadtxt(tmp_path / "X.labels.txt", dtype=int), ref.labels_)
+
+
+def test_lnkmtc_is_a_cli_method(tmp_path):
+    from bregclust import NonparametricKernelMTC
+
+    files = _task_files(tmp_path, n=40)
+    Xs = [np.load(f) for f in files]
+    assert main(["fit", *files, "--method", "lnkmtc", "-k", "2", "--C", "1", "--quiet"]) == 0
+    ref = NonparametricKernelMTC(2, C=1.0, random_state=0).fit(Xs)
+    for t in range(2):
+        np.testing.assert_array_equal(np.loadtxt(tmp_path / f"task{t}.labels.txt", dtype=int),
+                                      ref.labels_[t])
+
+
+def test_version_flag(capsys):
+    import bregclust
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"bregclust {bregclust.__version__}"
+
+
+def test_every_option_has_help_text():
+    import argparse
+
+    from bregclust.cli import build_parser
+
+    parsers = [build_parser()]
+    checked = 0
+    while parsers:
+        ap = parsers.pop()
+        for action in ap._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+                continue
+            assert action.help and action.help.strip(), (ap.prog, action.dest)
+            checked += 1
+    assert checked > 20
+
+
+def test_fit_help_lists_which_method_takes_which_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    out = capsys.readouterr().out
+    assert "Which method takes which option" in out
+    assert "lnkmtc        NonparametricKernelMTC: --C" in out
+
+
+def test_divergences_table_fits_100_columns(capsys):
+    assert main(["divergences"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "aliases: gkl, i_divergence, kullback_leibler" in out
+
+
+def test_warnings_are_one_line_on_stderr(tmp_path, capsys):
+    X = np.random.default_rng(2).random((60, 4))
+    np.save(tmp_path / "X.npy", X)
+    assert main(["fit", str(tmp_path / "X.npy"), "-k", "5", "--max-iter", "1", "--tol", "0",
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines and all(ln.startswith("bregclust fit: warning: ") for ln in lines), err
+    assert "ConvergenceWarning" in lines[0]
+
+
+# ----------------------------------------------------------------------------- text and other files
+@pytest.mark.parametrize("first", [",,", "NA,NA,NA", "nan,NaN,", "?,null,n/a"])
+def test_a_first_line_of_missing_values_is_data_and_refused(tmp_path, capsys, first):
+    p = tmp_path / "m.csv"
+    p.write_text(f"{first}\n1,2,3\n4,5,6\n7,8,9\n")
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "m.csv, line 1, column 1:" in line and "missing value" in line
+    assert not (tmp_path / "m.labels.txt").exists()
+
+
+def test_missing_value_in_a_later_line_names_line_and_column(tmp_path, capsys):
+    p = tmp_path / "m.csv"
+    p.write_text("a,b,c\n1,2,3\n\n4,,6\n7,8,9\n")
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "m.csv, line 4, column 2: an empty field is a missing value" in line
+    p.write_text("1,2,3\n4,5,6\n7,8,nan\n")
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "m.csv, line 3, column 3: 'nan' is a missing value" in line
+    p.write_text("1,2,3\n4,inf,6\n7,8,9\n")
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "m.csv, line 2, column 2: 'inf' is an infinite value" in line
+
+
+def test_nan_message_names_the_file_among_several(tmp_path, capsys):
+    files = _task_files(tmp_path)
+    X = np.load(files[1])
+    X[3, 1] = np.nan
+    np.save(files[1], X)
+    line = _user_error(capsys, ["fit", *files, "--method", "mbc", "-k", "2"])
+    assert f"{files[1]}, row 3, column 1 (counting from 0)" in line
+    assert "missing value" in line
+
+
+def test_sparse_nan_names_the_file(tmp_path, capsys):
+    M = sp.random(10, 5, density=0.5, format="csr", random_state=0)
+    M.data[2] = np.nan
+    sp.save_npz(tmp_path / "s.npz", M)
+    line = _user_error(capsys, ["fit", str(tmp_path / "s.npz"), "-k", "2"])
+    assert "s.npz, row" in line and "missing value" in line
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"fmt": "%.6f"}, {"delimiter": "\t"},
+                                    {"header": "x y z"}])
+def test_numpy_savetxt_files_are_read(tmp_path, kwargs):
+    X = np.random.default_rng(3).random((15, 3))
+    p = tmp_path / "saved.txt"
+    np.savetxt(p, X, **kwargs)
+    np.testing.assert_allclose(read_matrix(p), X, atol=1e-6)
+
+
+def test_semicolon_separated_csv_is_read(tmp_path, capsys):
+    p = tmp_path / "semi.csv"
+    p.write_text("a;b\n1;2\n3;4\n")
+    np.testing.assert_array_equal(read_matrix(p), [[1, 2], [3, 4]])
+    p.write_text("a,x;b\n1.5;2\n3;4\n")  # a comma in the header does not make it a CSV
+    np.testing.assert_array_equal(read_matrix(p), [[1.5, 2], [3, 4]])
+    p.write_text("a;b\n1,5;2\n3;4\n")
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "semi.csv, line 2, column 1: '1,5' is not a number (a decimal comma" in line
+
+
+@pytest.mark.parametrize("header", ["", "a,b,c\n"])
+def test_utf8_bom_csv_is_read(tmp_path, header):
+    p = tmp_path / "excel.csv"
+    p.write_bytes(b"\xef\xbb\xbf" + f"{header}1,2,3\n4,5,6\n".encode())
+    np.testing.assert_array_equal(read_matrix(p), [[1, 2, 3], [4, 5, 6]])
+
+
+def test_utf16_csv_with_its_mark_is_read(tmp_path):
+    p = tmp_path / "unicode.csv"
+    p.write_bytes("h1,h2\r\n1,2\r\n3,4\r\n".encode("utf-16"))
+    np.testing.assert_array_equal(read_matrix(p), [[1, 2], [3, 4]])
+
+
+def test_latin1_header_is_skipped_and_a_latin1_data_line_is_named(tmp_path, capsys):
+    p = tmp_path / "legacy.csv"
+    p.write_bytes("caf\xe9,na\xefve,b\n1,2,3\n4,5,6\n".encode("latin-1"))
+    np.testing.assert_array_equal(read_matrix(p), [[1, 2, 3], [4, 5, 6]])
+    p.write_bytes("1,2,3\n4,5,\xb5\n".encode("latin-1"))
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "legacy.csv, line 2, column 3: 'µ' is not a number" in line
+
+
+def test_blank_and_whitespace_only_lines_are_skipped(tmp_path):
+    p = tmp_path / "gaps.csv"
+    p.write_text("1,2,3\n   \n4,5,6\n\t\n\n7,8,9\n  \n")
+    np.testing.assert_array_equal(read_matrix(p), [[1, 2, 3], [4, 5, 6], [7, 8, 9]])
+
+
+def test_a_tab_line_of_a_tsv_is_a_row_of_missing_values(tmp_path, capsys):
+    p = tmp_path / "t.tsv"
+    p.write_text("1\t2\t3\n\t\t\n4\t5\t6\n")
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "t.tsv, line 2, column 1: an empty field is a missing value" in line
+
+
+def test_quoted_csv_fields_are_read(tmp_path):
+    p = tmp_path / "q.csv"
+    p.write_text('"a","b"\n"1","2"\n"3","4"\n')
+    np.testing.assert_array_equal(read_matrix(p), [[1, 2], [3, 4]])
+
+
+def test_huge_svmlight_feature_index_is_refused_before_allocating(tmp_path, capsys,
+                                                                 monkeypatch):
+    import bregclust.cli as cli
+
+    p = tmp_path / "wide.svmlight"
+    p.write_text("0 1:1 2000000000:2\n1 3:1\n0 2:4\n")
+    monkeypatch.setattr(cli, "_available_memory", lambda: 4 * 2**30)
+    line = _user_error(capsys, ["fit", str(p), "-k", "2"])
+    assert "wide.svmlight has 2,000,000,000 feature columns" in line
+    assert "29.8 GiB, more than the 4.0 GiB of memory available" in line
+    assert "number the features consecutively" in line
+
+
+def test_fit_larger_than_memory_is_refused_naming_what_and_how_much(tmp_path, capsys,
+                                                                   monkeypatch):
+    import bregclust.cli as cli
+
+    files = _task_files(tmp_path, n=300)
+    monkeypatch.setattr(cli, "_available_memory", lambda: 100_000)
+    line = _user_error(capsys, ["fit", *files, "--method", "mtcmrl", "-k", "2"])
+    assert "the dense 300 x 300 similarity matrix MTCMRL builds" in line
+    line = _user_error(capsys, ["fit", files[0], "-k", "5000"])
+    assert "5000 cluster centres of 3 features" in line
+
+
+def test_tasks_with_different_widths_are_refused(tmp_path, capsys):
+    np.save(tmp_path / "a.npy", np.ones((5, 3)))
+    np.save(tmp_path / "b.npy", np.ones((5, 4)))
+    line = _user_error(capsys, ["fit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
+                                "--method", "mbc"])
+    assert "must share one feature space" in line and "3 (" in line and "4 (" in line
+    # a method that fits every file on its own takes files of any width
+    assert main(["fit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "-k", "2",
+                 "--quiet"]) == 0
+
+
+# ----------------------------------------------------------------------------- demo
+def test_demo_few_image_regime_prints_verdicts_and_conclusion_from_the_numbers(capsys):
+    assert main(["demo", "--quiet", "--methods", "ind", "mbc", "--draws", "2",
+                 "--per-class", "8"]) == 0
+    out = capsys.readouterr().out
+    few = out.split("2. Few images per class")[1]
+    assert "8 per class and task (48 and 56 images), 2 random draws (seeds 0..1)" in few
+    assert "MBC (sqeuclidean, lam=auto)" in few and "MBC (kl, lam=auto)" in few
+    assert "Values the label-free rules chose over the draws:" in few
+    assert "MBC against k-means from the same initial centres" in few
+    assert "Conclusion:" in few
+    if "Conclusion: no multi-task method beats IND" in few:
+        assert "quoted from benchmarks/RESULTS.md" in few
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--draws", "1"], "--draws must be >= 2"),
+    (["--per-class", "1"], "per_class must be from 2 to"),
+    (["--per-class", "5000"], "per_class must be from 2 to"),
+])
+def test_demo_refuses_bad_regime_options(capsys, argv, message):
+    line = _user_error(capsys, ["demo", "--quiet", "--methods", "ind", *argv])
+    assert message in line
+
+
+def test_demo_plot_path_is_checked_before_the_methods_run(tmp_path, capsys, monkeypatch):
+    import bregclust.demo as demo
+
+    monkeypatch.setattr(demo, "demo_ind", lambda *a: pytest.fail("ran before the check"))
+    line = _user_error(capsys, ["demo", "--quiet", "--methods", "ind", "mbc", "--plot",
+                                str(tmp_path)])
+    assert "is a directory; give a file name" in line
+    line = _user_error(capsys, ["demo", "--quiet", "--methods", "ind", "mbc", "--plot",
+                                str(tmp_path / "demo.xyz")])
+    assert ".xyz is not a figure format" in line
+
+
+def test_subsample_per_class_keeps_that_many_of_every_class():
+    from bregclust.demo import subsample_per_class
+
+    Xs = [np.arange(60.0).reshape(30, 2), np.arange(40.0).reshape(20, 2)]
+    ys = [np.repeat([0, 1, 2], 10), np.repeat([5, 6], 10)]
+    Xk, yk = subsample_per_class(Xs, ys, 4, random_state=0)
+    assert [np.bincount(y).tolist() for y in yk] == [[4, 4, 4], [0, 0, 0, 0, 0, 4, 4]]
+    for X, Xsub in zip(Xs, Xk):  # rows of the task, no row twice
+        rows = {tuple(r) for r in X}
+        assert all(tuple(r) in rows for r in Xsub) and len({tuple(r) for r in Xsub}) == len(Xsub)
+    with pytest.raises(ValueError, match="per_class must be from 2 to 10"):
+        subsample_per_class(Xs, ys, 11)
+
+
+def test_row_key_strips_the_value_a_rule_chose():
+    from bregclust.demo import row_key
+
+    assert row_key("MBC (kl, lam=auto: 0.05)") == ("MBC (kl, lam=auto)", "0.05")
+    assert row_key("LNKMTC (C=auto: 100)") == ("LNKMTC (C=auto)", "100")
+    assert row_key("LSKMTC (C=1000)") == ("LSKMTC (C=1000)", None)
+
+
+def test_verdicts_over_draws_from_the_numbers():
+    from bregclust.demo import verdicts_over_draws
+
+    def runs(nmis):  # (draws, tasks) NMIs -> the (draws, tasks, 3) array of few_sample_runs
+        a = np.zeros((len(nmis), len(nmis[0]), 3))
+        a[:, :, 0] = nmis
+        return a
+
+    ind = [[0.50, 0.60], [0.52, 0.62], [0.48, 0.58]]
+    out, gains = verdicts_over_draws({
+        "IND a": runs(ind),
+        "IND b": runs([[0.40, 0.70], [0.42, 0.72], [0.38, 0.68]]),  # the better IND on task 1
+        "up": runs([[0.60, 0.80], [0.62, 0.82], [0.58, 0.78]]),
+        "noisy": runs([[0.70, 0.90], [0.32, 0.52], [0.48, 0.68]]),
+        "down": runs([[0.30, 0.40], [0.32, 0.42], [0.28, 0.38]]),
+        "mixed": runs([[0.60, 0.60], [0.62, 0.62], [0.58, 0.58]]),
+    })
+    # the reference is IND a on task 0 and IND b on task 1; "up" gains 0.1 on every draw
+    assert out[0] == "up: +0.100 ± 0.000 / +0.100 ± 0.000 NMI vs IND: gains on every task"
+    assert out[1].startswith("noisy: +0.000 ± 0.231 / +0.000 ± 0.231 NMI vs IND: no clear "
+                             "difference from IND over 3 draws")
+    assert out[2].endswith("below IND on every task")
+    assert out[3].endswith("gains on some tasks, losses on others")
+    assert gains == ["up"]
+    with pytest.raises(ValueError, match="at least 2 draws"):
+        verdicts_over_draws({"IND": runs([[0.5, 0.5]]), "x": runs([[0.5, 0.5]])})
+    with pytest.raises(ValueError, match="at least one row whose name starts with 'IND'"):
+        verdicts_over_draws({"x": runs(ind)})
+
+
+def test_same_start_gains_pair_mbc_with_its_own_ind_row():
+    from bregclust.demo import same_start_gains
+
+    a = np.zeros((2, 2, 3))
+    b = np.zeros((2, 2, 3))
+    a[:, :, 0] = [[0.5, 0.6], [0.5, 0.6]]
+    b[:, :, 0] = [[0.6, 0.6], [0.7, 0.6]]
+    got = same_start_gains({"IND (kl k-means)": a, "MBC (kl, lam=auto)": b,
+                            "MBC (sqeuclidean, lam=auto)": b})
+    assert list(got) == ["MBC (kl, lam=auto)"]  # no sqeuclidean IND row to pair with
+    mean, se2 = got["MBC (kl, lam=auto)"]
+    np.testing.assert_allclose(mean, [0.15, 0.0])
+    np.testing.assert_allclose(se2, [2 * np.std([0.1, 0.2], ddof=1) / np.sqrt(2), 0.0])

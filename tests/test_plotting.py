@@ -41,7 +41,8 @@ def mbc(blobs):
 
 
 def test_relations_image_is_the_transport_plan(mbc, blobs):
-    ax = plotting.plot_relations(mbc, ys=blobs.ys, class_names=["a", "b", "c", "d", "e"])
+    ax = plotting.plot_relations(mbc, ys=blobs.ys, class_names=["a", "b", "c", "d", "e"],
+                                 scale="raw")
     assert len(ax.images) == 1
     np.testing.assert_array_equal(ax.images[0].get_array(), mbc.relations_[(0, 1)])
     # margins: the bars are the cluster sizes of task 1 (top) and task 0 (right)
@@ -58,7 +59,7 @@ def test_relations_image_is_the_transport_plan(mbc, blobs):
 
 
 def test_relations_other_pair_and_no_margins(mbc):
-    ax = plotting.plot_relations(mbc, pair=(1, 0), margins=False)
+    ax = plotting.plot_relations(mbc, pair=(1, 0), margins=False, scale="raw")
     np.testing.assert_array_equal(ax.images[0].get_array(), mbc.relations_[(1, 0)])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2"]
     assert "task 1 to task 0" in ax.get_title()
@@ -67,7 +68,7 @@ def test_relations_other_pair_and_no_margins(mbc):
 def test_relations_of_model_relation_clustering(blobs):
     Xs = [np.abs(X) for X in blobs.Xs]
     est = ModelRelationClustering([3, 2], random_state=0, tol=1e-2).fit(Xs)
-    ax = plotting.plot_relations(est, margins=False)
+    ax = plotting.plot_relations(est, margins=False, scale="raw")
     np.testing.assert_array_equal(ax.images[0].get_array(), est.relations_[(0, 1)])
 
 
@@ -181,7 +182,7 @@ def test_objective_line_is_the_history(mbc):
     x, y = ax.lines[0].get_data()
     np.testing.assert_array_equal(y, mbc.objective_history_)
     np.testing.assert_array_equal(x, np.arange(len(mbc.objective_history_)))
-    assert ax.get_title().startswith("MultitaskBregmanClustering: objective")
+    assert ax.get_title().startswith("MultitaskBregmanClustering\nobjective")
     km = BregmanKMeans(3, random_state=0).fit(np.random.default_rng(0).normal(size=(50, 2)))
     ax = plotting.plot_objective(km, log=True)
     np.testing.assert_array_equal(ax.lines[0].get_ydata(), km.objective_history_)
@@ -205,7 +206,8 @@ def test_demo_figure_has_both_panels(mbc, tmp_path):
     assert path.stat().st_size > 0
     heat = [a for a in fig.axes if a.images]
     assert len(heat) == 1
-    np.testing.assert_array_equal(heat[0].images[0].get_array(), mbc.relations_[(0, 1)])
+    W = mbc.relations_[(0, 1)]
+    np.testing.assert_allclose(heat[0].images[0].get_array(), W * W.size / W.sum())
     pairs = [a for a in fig.axes if a.get_xlabel() == "NMI of IND"]
     assert len(pairs) == 1 and len(pairs[0].collections) == 1
     with pytest.raises(ValueError, match="scores holds only the baseline"):
@@ -231,3 +233,147 @@ def test_import_bregclust_does_not_import_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------- as a reader sees them
+def _texts_outside(fig):
+    """Labels of the axes of ``fig`` whose drawn decorations (titles, axis labels, tick labels)
+    stick out of the figure."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    out = []
+    for ax in fig.axes:
+        bb = ax.get_tightbbox(renderer)
+        if bb.x0 < box.x0 - 1 or bb.y0 < box.y0 - 1 or bb.x1 > box.x1 + 1 or bb.y1 > box.y1 + 1:
+            out.append(ax.get_title() or ax.get_ylabel() or ax.get_xlabel() or repr(ax))
+    return out
+
+
+def test_relations_labels_stay_inside_the_figure(mbc, blobs):
+    ax = plotting.plot_relations(mbc, ys=blobs.ys, class_names=["class a", "class b",
+                                                                 "class c", "class d", "e"])
+    assert _texts_outside(ax.figure) == []
+    assert ax.get_xlabel() == "clusters of task 1" and ax.get_ylabel() == "clusters of task 0"
+    ax = plotting.plot_relations(mbc, margins=False)
+    assert _texts_outside(ax.figure) == []
+
+
+def test_relations_colour_bar_is_labelled(mbc):
+    for scale, words in (("uniform", "relative to uniform"), ("raw", "as stored")):
+        ax = plotting.plot_relations(mbc, scale=scale)
+        cbars = [a for a in ax.figure.axes if words in a.get_ylabel()]
+        assert len(cbars) == 1, [a.get_ylabel() for a in ax.figure.axes]
+
+
+class _FakeRelations:
+    """A fitted multi-task estimator reduced to what plot_relations reads."""
+
+    def __init__(self, W):
+        rng = np.random.default_rng(0)
+        self.relations_ = {(0, 1): np.asarray(W, dtype=float)}
+        self.labels_ = [rng.integers(0, W.shape[0], 50), rng.integers(0, W.shape[1], 40)]
+
+
+def test_a_uniform_relation_is_drawn_uniform():
+    rng = np.random.default_rng(1)
+    W = (1 + 0.004 * rng.standard_normal((3, 4))) / 12  # about 1/12 everywhere
+    ax = plotting.plot_relations(_FakeRelations(W))
+    im = ax.images[0]
+    np.testing.assert_allclose(im.get_array(), W * 12 / W.sum())
+    colours = im.cmap(im.norm(im.get_array()))[..., :3]
+    white = im.cmap(im.norm(1.0))[:3]
+    assert np.abs(colours - white).max() < 0.05  # every cell the colour of "uniform"
+    assert im.norm.vmax >= 3.0  # the scale reaches a full match, min(K_t, K_s)
+    # the values are written in the cells: a reader sees 1.00 rather than a pattern
+    assert sorted({t.get_text() for t in ax.texts}) <= ["0.99", "1.00", "1.01"]
+
+
+def test_a_matching_relation_spans_the_scale():
+    W = np.eye(3) / 3
+    ax = plotting.plot_relations(_FakeRelations(W), margins=False)
+    im = ax.images[0]
+    np.testing.assert_allclose(im.get_array(), 3 * np.eye(3))
+    assert im.norm(3.0) == pytest.approx(1.0) and im.norm(1.0) == pytest.approx(0.5)
+    assert [t.get_text() for t in ax.texts].count("3.00") == 3
+
+
+def test_relations_of_an_estimator_without_relations_name_those_with_them():
+    from bregclust import LNKMTC
+
+    Xs = [np.random.default_rng(t).random((30, 3)) for t in range(2)]
+    est = LNKMTC(2, C=1.0, random_state=0).fit(Xs)
+    with pytest.raises(TypeError, match="NonparametricKernelMTC learns no relations.*"
+                                        "ModelRelationClustering and "
+                                        "MultitaskBregmanClustering"):
+        plotting.plot_relations(est)
+    with pytest.raises(ValueError, match="scale must be 'uniform' or 'raw'"):
+        plotting.plot_relations(_FakeRelations(np.eye(2)), scale="log")
+
+
+def test_objective_uses_a_log_axis_when_the_range_calls_for_it():
+    class Fake:
+        objective_history_ = np.geomspace(3e8, 317, 40)
+
+    ax = plotting.plot_objective(Fake())
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
+    Fake.objective_history_ = np.linspace(10.0, 9.0, 30)
+    assert plotting.plot_objective(Fake()).get_yscale() == "linear"
+    Fake.objective_history_ = np.array([5.0, -3e8, -317.0])  # not positive: linear
+    assert plotting.plot_objective(Fake()).get_yscale() == "linear"
+    assert plotting.plot_objective(Fake(), log=False).get_yscale() == "linear"
+    with pytest.raises(ValueError, match="log must be True, False or 'auto'"):
+        plotting.plot_objective(Fake(), log="yes")
+
+
+def test_objective_title_and_labels_stay_inside_the_figure(mbc):
+    ax = plotting.plot_objective(mbc)
+    assert _texts_outside(ax.figure) == []
+
+
+def test_dendrogram_accepts_a_fitted_agglomerative_estimator():
+    from bregclust import AgglomerativeBregman
+
+    X = np.random.default_rng(0).normal(size=(15, 2))
+    agg = AgglomerativeBregman(3).fit(X)
+    ax = plotting.plot_dendrogram(agg)
+    tree = [c for c in ax.collections if not isinstance(c, PathCollection)]
+    assert sum(len(c.get_paths()) for c in tree) == X.shape[0] - 1
+    with pytest.raises(NotFittedError, match="linkage_matrix_.*call fit first"):
+        plotting.plot_dendrogram(AgglomerativeBregman(3))
+    with pytest.raises(TypeError, match="BregmanKMeans builds no tree"):
+        plotting.plot_dendrogram(BregmanKMeans(3))
+    with pytest.raises(TypeError, match="Z must be a linkage matrix.*got str"):
+        plotting.plot_dendrogram("Z")
+
+
+def test_divergence_balls_accepts_a_single_name():
+    axes = plotting.plot_divergence_balls("kl", resolution=21)
+    assert [a.get_title() for a in axes] == ["kl"]
+    axes = plotting.plot_divergence_balls(get_divergence("itakura_saito"), resolution=21)
+    assert [a.get_title() for a in axes] == ["itakura_saito"]
+
+
+@pytest.mark.parametrize("resolution", [10**9, plotting.MAX_RESOLUTION + 1, 9, 20.5])
+def test_divergence_balls_resolution_is_bounded(resolution):
+    with pytest.raises(ValueError, match=f"resolution must be an integer from 10 to "
+                                         f"{plotting.MAX_RESOLUTION}"):
+        plotting.plot_divergence_balls("kl", resolution=resolution)
+
+
+def test_demo_refuses_a_path_it_cannot_write_before_drawing(mbc, tmp_path):
+    scores = {"IND": [0.5, 0.6], "MBC": [0.55, 0.7]}
+    n_figures = len(plt.get_fignums())
+    with pytest.raises(ValueError, match="is a directory; give a file name"):
+        plotting.plot_demo(scores, mbc, path=tmp_path)
+    assert not (tmp_path.parent / f"{tmp_path.name}.png").exists()
+    with pytest.raises(ValueError, match="the folder .* does not exist"):
+        plotting.plot_demo(scores, mbc, path=tmp_path / "missing" / "demo.png")
+    with pytest.raises(ValueError, match=r"\.foo is not a figure format"):
+        plotting.plot_demo(scores, mbc, path=tmp_path / "demo.foo")
+    assert len(plt.get_fignums()) == n_figures  # refused before any figure was made
+
+
+def test_demo_figure_labels_stay_inside(mbc, tmp_path):
+    fig = plotting.plot_demo({"IND": [0.5, 0.6], "MBC": [0.55, 0.7]}, mbc)
+    assert _texts_outside(fig) == []

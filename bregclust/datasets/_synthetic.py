@@ -120,8 +120,8 @@ def make_multitask_blobs(n_tasks=2, n_samples=200, n_clusters=3, *, n_shared=Non
     family : {'gaussian', 'poisson', 'gamma'}, default='gaussian'
         'gaussian': centre + ``cluster_std`` x N(0, I) (real data, for sqeuclidean and
         mahalanobis); 'poisson': counts ~ Poisson(centre) (non-negative integers, for kl);
-        'gamma': Gamma(shape=``gamma_shape``, scale=centre/``gamma_shape``), positive with mean
-        = centre (for itakura_saito).
+        'gamma': ``Gamma(shape=gamma_shape, scale=centre / gamma_shape)``, positive with
+        mean ``centre`` (for itakura_saito).
     cluster_std : float, default=1.0
         Gaussian family only.
     center_box : (float, float), default=None
