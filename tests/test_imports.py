@@ -202,7 +202,8 @@ def private_name_uses(root=ROOT, package=PACKAGE, allowed=PRIVATE_OK):
                     full = f"{source}.{alias.name}"
                     if full in modules:
                         aliases[alias.asname or alias.name] = full
-                    elif (alias.name.startswith("_") and source in modules and source != name
+                    elif (alias.name.startswith("_") and not alias.name.endswith("__")
+                          and source in modules and source != name
                           and not _within(source, allowed)):
                         found.append((name, node.lineno, f"{source}.{alias.name}"))
             elif isinstance(node, ast.Import):
