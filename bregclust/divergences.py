@@ -39,6 +39,7 @@ from . import _conditioning as C
 from . import _execution as E
 from . import _kernels as K
 from ._kernels import generators as KG
+from ._kernels import lloyd as KL
 from ._validation import (
     DomainError,
     check_float_dtype,
@@ -175,7 +176,8 @@ class _SeparableForm:
 
     def generic_assigned(self, div, Xd, U, labels, w, out):
         g = self.gen
-        K.generic_assigned(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
+        kern = K.generic_assigned if E.parallel(Xd.size) else KL.generic_assigned_serial
+        kern(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
 
 
 def _assigned_by_cluster(form, div, Xd, U, labels, w, out, chunk=4096):

@@ -339,6 +339,14 @@ def generic_assigned(code, fphi, fdphi, X, U, labels, w, out):
         out[i] = _generic_divergence(code, fphi, fdphi, X, i, U, labels[i]) if w[i] > 0 else 0.0
 
 
+@njit(**JIT)
+def generic_assigned_serial(code, fphi, fdphi, X, U, labels, w, out):
+    """:func:`generic_assigned` on the calling thread (small arrays: a parallel launch costs
+    more than the work)."""
+    for i in range(X.shape[0]):
+        out[i] = _generic_divergence(code, fphi, fdphi, X, i, U, labels[i]) if w[i] > 0 else 0.0
+
+
 @njit(**PJIT)
 def l1_pairwise_exact(X, U, out):
     """OUT ``out``: the l1_subgradient definition ``sum_l (0 if x_l u_l > 0 else 2 |x_l|)`` (oracle).
