@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from . import _conditioning as C
 from . import _execution as E
-from ._validation import as_block, check_block, check_dask_array, float_dtype
+from ._validation import as_block, check_block, check_dask_array, check_float_dtype, float_dtype
 
 __all__ = ["DaskSource"]
 
@@ -269,9 +269,7 @@ class DaskSource:
         """The source of a dask array and its weights (array-like, dask array or None)."""
         _, da = _dask()
         check_dask_array(X, name=name, n_features=n_features)
-        if X.dtype.kind not in "biuf" and X.dtype != object:
-            raise TypeError(f"{name} holds {X.dtype} values; bregclust clusters real data only "
-                            "(take the real part or the modulus first).")
+        check_float_dtype(X, name)  # complex and float16 refused as in memory
         div.check_n_features(int(X.shape[1]), name=name)
         n = int(X.shape[0])
         w = None

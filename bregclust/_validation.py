@@ -83,9 +83,13 @@ FLOAT_DTYPES = (np.float64, np.float32)
 
 
 def check_float_dtype(X, name="X"):
-    """Refuse half precision with a clear error (the kernels run in float32 or float64, and a
-    silent float64 copy would hide a 4x memory cost)."""
+    """Refuse complex numbers and half precision with a clear error (the kernels run in float32
+    or float64, and a silent float64 copy would hide a 4x memory cost)."""
     dtype = getattr(X, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", None) == "c":
+        # a ValueError, as scikit-learn's estimators raise for complex data
+        raise ValueError(f"Complex data not supported: {name} holds {dtype} values; bregclust "
+                         "clusters real data only (take the real part or the modulus first).")
     if dtype is not None and getattr(dtype, "kind", None) == "f" and dtype.itemsize < 4:
         raise TypeError(f"{name} has dtype {dtype}, which bregclust does not compute in; convert "
                         f"it with {name}.astype('float32') (or float64).")

@@ -800,7 +800,8 @@ def select_lam(fit, d_m, objective, grid=AUTO_LAM_GRID, fraction=AUTO_LAM_FRACTI
     for v in grid:
         v = float(v)
         res, dm, obj = fit(v)
-        ratios[v] = dm / d_m if d_m > 0 else (1.0 if dm <= 0 else math.inf)
+        # independent fits that already coincide (d_M = 0) have nothing to lose: ratio 1
+        ratios[v] = dm / d_m if d_m > 0 else 1.0
         if not dm >= fraction * d_m:
             break
         objectives[v] = float(obj)
@@ -877,7 +878,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         task).
     lam_ratios_ : dict {float: float}
         With ``lam="auto"``: ``d_M(lam) / d_M(IND)`` for every candidate the rule fitted
-        (empty otherwise).
+        (empty otherwise); 1 when the independent fits' ``d_M`` is already 0 (identical
+        tasks), where no coupling can lower it.
     lam_objectives_ : dict {float: float}
         With ``lam="auto"``: the single-task objective of the partitions of IND (key 0.0)
         and of every admissible candidate (see Notes; empty otherwise).

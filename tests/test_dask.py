@@ -511,3 +511,18 @@ def test_phi_of_a_kept_chunk_is_reused_and_released():
     del X
     gc.collect()
     assert key not in D._PHI_CACHE  # the entry lives as long as its chunk
+
+
+def test_empty_chunks_and_complex_chunks():
+    """A chunk with no rows is a block like any other (every divergence, fused or not); complex
+    input is refused as in memory, not cast to its real part."""
+    X = _data(n=120)
+    dX = da.from_array(X, chunks=((50, 0, 70), (6,)))
+    for name in ("sqeuclidean", "l1_subgradient"):
+        C0 = X[[0, 40, 80, 110]]
+        a, b = _fit_both(dict(divergence=name, init=C0, max_iter=5), X, dX)
+        _assert_same(a, b)
+    with pytest.raises(ValueError, match="complex"):
+        BregmanKMeans(3).fit(da.from_array(X + 1j, chunks=(60, 6)))
+    with pytest.raises(ValueError, match="complex"):
+        BregmanKMeans(3).fit(X + 1j)

@@ -534,3 +534,11 @@ def test_register_unregister_does_not_grow_the_registry():
         del d
     gc.collect()
     assert all(r() is None for r in refs)  # the record and its compiled kernels are released
+
+
+def test_weighted_sums_of_no_rows_are_zero():
+    div = get_divergence("kl")
+    S, W = div.weighted_sums(np.zeros((0, 3)), np.zeros(0, dtype=np.int64), 2)
+    assert S.shape == (2, 3) and not S.any() and W.shape == (2,) and not W.any()
+    S, W = div.weighted_sums(sp.csr_matrix((0, 3)), [], 2)
+    assert S.shape == (2, 3) and not S.any()

@@ -718,3 +718,26 @@ def test_float32_tasks_stay_float32_and_give_the_float64_labels():
         assert np.array_equal(est.labels_[t], ref.labels_[t])
         assert est.cluster_centers_[t].dtype == np.float32
         assert est.transform(tasks[t].astype(np.float32), task=t).dtype == np.float32
+
+
+def test_lam_ratios_are_finite_when_the_tasks_coincide():
+    """Identical tasks from identical starts: IND's d_M is 0, the ratios are 1, not inf."""
+    X = np.random.default_rng(3).uniform(1.0, 2.0, size=(60, 3))
+    est = MultitaskBregmanClustering(3, init=[X[:3], X[:3]]).fit([X, X.copy()])
+    assert est.lam_ratios_ and all(v == 1.0 for v in est.lam_ratios_.values())
+    assert est.lam_ == 0.0
+
+
+def test_tasks_of_extreme_magnitude_fit_with_every_divergence():
+    """Both tasks at 1e300 (kl, sqeuclidean): the conditioning scales them, no overflow
+    message, the labels of the unscaled fit."""
+    rng = np.random.default_rng(4)
+    tasks = [rng.uniform(1.0, 2.0, size=(50, 3)) + np.repeat(np.eye(3) * 5, [17, 17, 16], axis=0)
+             for _ in range(2)]
+    for name in ("kl", "sqeuclidean"):
+        ref = MultitaskBregmanClustering(3, divergence=name, random_state=0).fit(tasks)
+        for scale in (1e300, 1e-300):
+            est = MultitaskBregmanClustering(3, divergence=name, random_state=0).fit(
+                [X * scale for X in tasks])
+            for a, b in zip(est.labels_, ref.labels_):
+                assert np.array_equal(a, b)
