@@ -10,7 +10,12 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -191,7 +196,8 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
     return LloydResult(centres, part, n_iter, history, converged)
 
 
-class BregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+class BregmanKMeans(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
+                    BaseEstimator):
     """Hard clustering with a Bregman divergence (Banerjee et al., 2005).
 
     Lloyd-type alternation: assign each point to the centre with the smallest ``d(x, u)``
@@ -255,6 +261,11 @@ default="auto"
     divergence_ : Divergence
     smoothing_ : float
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Column names of ``X`` when it was a pandas DataFrame with string column names;
+        ``get_feature_names_out()`` names the columns of :meth:`transform`
+        (``bregmankmeans0``, ...), and ``set_output(transform="pandas")`` makes
+        :meth:`transform` return a DataFrame.
 
     Notes
     -----
@@ -466,6 +477,11 @@ default="auto"
         self.n_iter_ = int(best.n_iter)
         self.objective_history_ = [float(h) for h in cond.undo_objective(best.history)]
         self.n_features_in_ = int(src.d)
+
+    @property
+    def _n_features_out(self):
+        """Columns of :meth:`transform` (one per centre), for ``get_feature_names_out``."""
+        return self.cluster_centers_.shape[0]
 
     def _source(self, X, sample_weight=None):
         check_is_fitted(self)

@@ -380,3 +380,17 @@ def test_float16_is_refused_with_the_fix():
         BregmanKMeans(4).fit(X)
     with pytest.raises(TypeError, match="float16"):
         get_divergence("kl").pairwise(X, np.ones((2, 12)))
+
+
+def test_pandas_input_feature_names_and_set_output():
+    pd = pytest.importorskip("pandas")
+    X = _float32_blobs().astype(np.float64)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    km = BregmanKMeans(4, random_state=0).fit(df)
+    assert list(km.feature_names_in_) == list(df.columns)
+    assert list(km.get_feature_names_out()) == [f"bregmankmeans{j}" for j in range(4)]
+    out = km.set_output(transform="pandas").transform(df)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == list(km.get_feature_names_out())
+    np.testing.assert_allclose(out.to_numpy(), BregmanKMeans(4, random_state=0).fit(X).transform(X))
+    with pytest.warns(UserWarning, match="feature names"):
+        km.predict(X)  # fitted with names, predicted without: scikit-learn's warning
