@@ -43,6 +43,7 @@ from ._multitask import (
     parse_init,
     resolve_n_init,
 )
+from ._progress import progress
 from ._seeding import kmeans_parallel, kmeans_plusplus, random_centres
 from ._smoothing import push_inside, resolve_smoothing
 from ._sources import as_source
@@ -639,30 +640,31 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, tra
     blocks = [("init", history[0])]
     n_iter = 0
     converged = False
-    for it in range(max_iter):
-        for t, tk in enumerate(tasks):  # Gauss-Seidel over tasks: each an exact block step
-            tk.set_centers(_u_step_task(div, tasks, W, c, t, solver), div)
-        D = _pair_costs(div, tasks)
-        if trace:
-            blocks.append(("centres", _objective_value(div, tasks, W, D, c)))
-        W = _w_step(tasks, D, mode, run)
-        if trace:
-            blocks.append(("relations", _objective_value(div, tasks, W, D, c)))
-        for t, tk in enumerate(tasks):
-            if mode == "uniform":
-                labels = tk.assign(div)
-                if not np.array_equal(labels, tk.labels):
-                    tk.set_labels(labels, div)
-            else:
-                _h_step_empirical(div, tasks, W, D, c, t, mode, run)
-        history.append(_objective_value(div, tasks, W, D, c))
-        blocks.append(("labels", history[-1]))
-        n_iter = it + 1
-        if verbose > 1:
-            print(f"  iteration {n_iter}: objective {history[-1]:.10g}")
-        if history[-2] - history[-1] <= tol * abs(history[-2]):
-            converged = True
-            break
+    with progress(verbose, total=max_iter, desc=f"MultitaskBregmanClustering restart {run}",
+                  ) as bar:
+        for it in range(max_iter):
+            for t, tk in enumerate(tasks):  # Gauss-Seidel over tasks: each an exact block step
+                tk.set_centers(_u_step_task(div, tasks, W, c, t, solver), div)
+            D = _pair_costs(div, tasks)
+            if trace:
+                blocks.append(("centres", _objective_value(div, tasks, W, D, c)))
+            W = _w_step(tasks, D, mode, run)
+            if trace:
+                blocks.append(("relations", _objective_value(div, tasks, W, D, c)))
+            for t, tk in enumerate(tasks):
+                if mode == "uniform":
+                    labels = tk.assign(div)
+                    if not np.array_equal(labels, tk.labels):
+                        tk.set_labels(labels, div)
+                else:
+                    _h_step_empirical(div, tasks, W, D, c, t, mode, run)
+            history.append(_objective_value(div, tasks, W, D, c))
+            blocks.append(("labels", history[-1]))
+            n_iter = it + 1
+            bar.step(history[-1])
+            if history[-2] - history[-1] <= tol * abs(history[-2]):
+                converged = True
+                break
     if not converged:
         warnings.warn(
             f"MultitaskBregmanClustering restart {run} reached max_iter={max_iter} before the "

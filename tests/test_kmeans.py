@@ -394,3 +394,13 @@ def test_pandas_input_feature_names_and_set_output():
     np.testing.assert_allclose(out.to_numpy(), BregmanKMeans(4, random_state=0).fit(X).transform(X))
     with pytest.warns(UserWarning, match="feature names"):
         km.predict(X)  # fitted with names, predicted without: scikit-learn's warning
+
+
+def test_verbose_shows_a_progress_bar_with_the_objective(capsys):
+    X = _float32_blobs().astype(np.float64)
+    BregmanKMeans(4, random_state=0, verbose=1).fit(X)
+    out, err = capsys.readouterr()
+    assert "BregmanKMeans restart 0" in err and "objective" in err  # the bar, on stderr
+    assert "BregmanKMeans restart 0: objective" in out  # the summary line of each restart
+    BregmanKMeans(4, random_state=0).fit(X)
+    assert capsys.readouterr() == ("", "")

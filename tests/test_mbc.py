@@ -741,3 +741,12 @@ def test_tasks_of_extreme_magnitude_fit_with_every_divergence():
                 [X * scale for X in tasks])
             for a, b in zip(est.labels_, ref.labels_):
                 assert np.array_equal(a, b)
+
+
+def test_verbose_shows_a_progress_bar_per_restart(capsys):
+    rng = np.random.default_rng(5)
+    tasks = [rng.normal(size=(40, 3)) + np.repeat(np.eye(3) * 6, [14, 13, 13], axis=0)
+             for _ in range(2)]
+    MultitaskBregmanClustering(3, lam=0.5, random_state=0, verbose=1).fit(tasks)
+    err = capsys.readouterr().err
+    assert "MultitaskBregmanClustering restart 0" in err and "objective" in err
