@@ -3,8 +3,8 @@
 Every estimator's iterative loop reports through :func:`progress`, so ``verbose`` means the
 same thing everywhere: ``0`` silent, ``1`` a progress bar per restart showing the iteration
 count and the current objective, ``2`` the bar plus one printed line per iteration (for
-logs). The bar is written to ``sys.stderr`` (standard output stays for results) and closes
-when the loop ends, converged or not.
+logs). The bar is written to ``sys.stderr`` (standard output stays for results); when the
+loop ends, converged or not, it stays on screen with the final iteration count and objective.
 """
 
 import sys
@@ -25,7 +25,7 @@ class _Bar:
         if self._verbose >= 1:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
+            self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=True,
                              dynamic_ncols=True, mininterval=0.2)
 
     def step(self, objective=None, n=1, **postfix):
@@ -44,7 +44,9 @@ class _Bar:
             self._bar.write(f"  {self._desc} iteration {self._n}{obj}{extra}", file=sys.stderr)
 
     def close(self):
+        """Draw the final state (iterations done, last objective) and end the bar's line."""
         if self._bar is not None:
+            self._bar.refresh()
             self._bar.close()
             self._bar = None
 
