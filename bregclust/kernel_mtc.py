@@ -46,6 +46,7 @@ from ._multitask import (
     check_n_clusters_per_task,
     nearest_center_labels,
     parse_init,
+    within_cluster_per_point,
 )
 from ._validation import (
     DomainError,
@@ -848,38 +849,8 @@ def single_task_objective(Xs, labels, *, unit_rows=True):
     -------
     float
     """
-    from sklearn.preprocessing import normalize
-
     Xs = check_tasks(Xs)
-    if len(Xs) != len(labels):
-        raise ValueError(f"need one label array per task: {len(Xs)} tasks, {len(labels)} "
-                         "label arrays.")
-    total = 0.0
-    for t, (X, lab) in enumerate(zip(Xs, labels)):
-        lab = np.asarray(lab)
-        if (lab.ndim != 1 or lab.shape[0] != X.shape[0] or not np.issubdtype(lab.dtype, np.integer)
-                or (lab.size and lab.min() < 0)):
-            raise ValueError(f"labels[{t}] must be {X.shape[0]} non-negative integers, one per "
-                             f"row of task {t}.")
-        if unit_rows:
-            X = normalize(X)
-        lab = lab.astype(np.int64)
-        k = int(lab.max()) + 1 if lab.size else 0
-        counts = np.bincount(lab, minlength=k).astype(np.float64)
-        ind = sp.csr_matrix((np.ones(lab.size), (lab, np.arange(lab.size))), shape=(k, lab.size))
-        sums = ind @ X  # per-cluster sums of the rows
-        if sp.issparse(X):
-            sums = sums.toarray()
-            sq = float(X.multiply(X).sum())
-        else:
-            sq = float(np.einsum("ij,ij->", X, X))
-        nz = counts > 0
-        within = sq - float(np.sum(np.einsum("ij,ij->i", sums[nz], sums[nz]) / counts[nz]))
-        total += max(within, 0.0) / X.shape[0]
-    if not np.isfinite(total):
-        raise ValueError("single_task_objective overflowed (rows near the float64 limit); "
-                         "rescale the rows or use unit_rows=True.")
-    return total
+    return within_cluster_per_point(Xs, labels, unit_rows=unit_rows)
 
 
 class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
@@ -934,6 +905,11 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 "joint=False or joint='auto' to mix them."
             )
         return Xs, sizes, ks, parsed, bool(joint)
+
+    def _score_criterion(self, Xs, labels):
+        """``score``'s criterion: each task's within-cluster sum of squares per point, on
+        unit-norm rows for the cosine affinity (the criterion of ``C="auto"``)."""
+        return within_cluster_per_point(Xs, labels, unit_rows=self.affinity == "cosine")
 
     def _graph(self, Xs):
         W = task_knn_graph(Xs, self.n_neighbors, affinity=self.affinity,

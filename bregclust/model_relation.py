@@ -42,6 +42,7 @@ from ._multitask import (
     check_n_clusters_per_task,
     nearest_center_labels,
     parse_init,
+    within_cluster_per_point,
 )
 from ._progress import progress
 from ._validation import check_array, check_n_clusters, check_scalar, check_tasks
@@ -926,6 +927,12 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.n_iter_ = res["n_iter"]
         self.n_damped_ = int(np.count_nonzero(res["etas"] < 1.0))
         self.n_inner_iter_ = int(res["inner"].sum())
+
+    def _score_criterion(self, Xs, labels):
+        """``score``'s criterion: each task's within-cluster sum of squares per point, on
+        unit-norm rows for the cosine similarity, on the rows as given otherwise."""
+        is_cosine = isinstance(self.similarity, str) and self.similarity == "cosine"
+        return within_cluster_per_point(Xs, labels, unit_rows=is_cosine)
 
     def predict(self, X, task=None):
         """Cluster of new rows of task ``task``: the largest entry of the regression ``X W^t``.

@@ -38,6 +38,7 @@ from ._multitask import (
     check_params,
     nearest_center_labels,
     parse_init,
+    within_cluster_per_point,
 )
 from ._validation import check_array, check_class_labels, check_scalar, check_tasks
 
@@ -648,6 +649,11 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.n_iter_ = n_iter
         self.rank_ = basis.rank
         return self
+
+    def _score_criterion(self, Xs, labels):
+        """``score``'s criterion: each task's within-cluster sum of squares per point, in the
+        input space (the geometry of the within-task term)."""
+        return within_cluster_per_point(Xs, labels, unit_rows=False)
 
     def predict(self, X, task=None):
         """Cluster of new rows of task ``task`` under the hard form of the objective.
