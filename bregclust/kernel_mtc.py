@@ -48,6 +48,7 @@ from ._multitask import (
     parse_init,
     within_cluster_per_point,
 )
+from ._progress import progress
 from ._validation import (
     DomainError,
     EmptyClusterWarning,
@@ -867,6 +868,7 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "eigen_solver": [Options(*_EIGEN_SOLVERS)],
         "eigen_tol": [Interval(numbers.Real, 0.0)],
         "normalize_factor": [BOOLEAN],
+        "verbose": [Interval(numbers.Integral, 0)],
     }
 
     def _validate_common(self, Xs):
@@ -1081,6 +1083,9 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         normalised kernel ``K_ij / sqrt(K_ii K_jj)`` (as Ng, Jordan & Weiss do with spectral
         embeddings). The learned kernel, ``embedding_`` and the objectives are unaffected.
         ``init="k-means++", normalize_factor=False`` is the procedure as printed in the paper.
+    verbose : int, default=0
+        0: silent; 1: a progress bar (standard error) over the values of ``C`` fitted (one,
+        or the six of ``C="auto"``) with the objective of each; 2: also one line per value.
 
     Attributes
     ----------
@@ -1142,7 +1147,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     def __init__(self, n_clusters=8, *, C="auto", b=30, n_neighbors=10, affinity="cosine",
                  affinity_params=None, joint="auto", init="random-partition", normalize_factor=True,
                  n_init=10, max_iter=300, tol=1e-4, eigen_solver="auto", eigen_tol=0.0,
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -1158,6 +1163,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         self.eigen_tol = eigen_tol
         self.random_state = random_state
         self.normalize_factor = normalize_factor
+        self.verbose = verbose
 
     def fit(self, Xs, y=None):
         """Learn the kernel and cluster.
@@ -1179,17 +1185,23 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         W, L = self._graph(Xs)
         if not isinstance(self.C, str):
             self.C_ = float(self.C)
-            return self._fit_C(Xs, sizes, ks, parsed, W, L, self.C_, rng)
+            with progress(self.verbose, total=1, desc=type(self).__name__) as bar:
+                self._fit_C(Xs, sizes, ks, parsed, W, L, self.C_, rng)
+                bar.step(self.objective_, C=f"{self.C_:g}")
+            return self
         # C="auto": one fit per grid value from the same random stream; keep the fit whose
         # partitions are the best single-task k-means clusterings (see the class docstring).
         seed = rng.randint(np.iinfo(np.int32).max)
         scores, best = [], None
-        for C in AUTO_C_GRID:
-            self._fit_C(Xs, sizes, ks, parsed, W, L, C, np.random.RandomState(seed))
-            score = single_task_objective(Xs, self.labels_, unit_rows=self.affinity == "cosine")
-            scores.append(score)
-            if best is None or score < best[0]:
-                best = (score, C, dict(vars(self)))
+        with progress(self.verbose, total=len(AUTO_C_GRID),
+                      desc=f"{type(self).__name__} C='auto'") as bar:
+            for C in AUTO_C_GRID:
+                self._fit_C(Xs, sizes, ks, parsed, W, L, C, np.random.RandomState(seed))
+                score = self._score_criterion(Xs, self.labels_)
+                scores.append(score)
+                bar.step(self.objective_, C=f"{C:g}", criterion=f"{score:.6g}")
+                if best is None or score < best[0]:
+                    best = (score, C, dict(vars(self)))
         vars(self).update(best[2])
         self.C_ = best[1]
         self.C_scores_ = np.array(scores)
@@ -1232,6 +1244,10 @@ class SpectralKernelMTC(_BaseKernelMTC):
     n_neighbors, affinity, affinity_params, joint, init, normalize_factor, n_init, max_iter, \
 tol, eigen_solver, eigen_tol, random_state
         As in :class:`NonparametricKernelMTC`.
+    verbose : int, default=0
+        0: silent; 1: a progress bar (standard error) over the fit's three stages
+        (eigenpairs of ``L``, LP 15, kernel k-means) ending on the objective; 2: also one line
+        per stage.
 
     Attributes
     ----------
@@ -1288,7 +1304,7 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_, joint_
     def __init__(self, n_clusters=8, *, C=1.0, b=1, n_eigenvectors=30, tie_tol=1e-8,
                  n_neighbors=10, affinity="cosine", affinity_params=None, joint="auto",
                  init="random-partition", normalize_factor=True, n_init=10, max_iter=300,
-                 tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None):
+                 tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -1306,6 +1322,7 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_, joint_
         self.eigen_tol = eigen_tol
         self.random_state = random_state
         self.normalize_factor = normalize_factor
+        self.verbose = verbose
 
     def fit(self, Xs, y=None):
         """Learn the spectral kernel and cluster.
@@ -1338,15 +1355,21 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_, joint_
             )
         rng = check_random_state(self.random_state)
         W, L = self._graph(Xs)
-        lam, V = smallest_eigenpairs(W, r, eigen_solver=self.eigen_solver, tol=self.eigen_tol,
-                                     random_state=rng)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        s = np.einsum("ij,ij->j", V, _apply_S(V, sizes, starts))
-        mu = spectral_kernel_weights(lam, s, float(self.C), float(self.b), tie_tol=self.tie_tol)
-        self.eigenvalues_ = lam
-        self.mmd_costs_ = s
-        self.mu_ = mu
-        return self._finish(Xs, sizes, ks, parsed, W, L, lam, V, mu, rng, float(self.C))
+        with progress(self.verbose, total=3, desc=type(self).__name__) as bar:
+            lam, V = smallest_eigenpairs(W, r, eigen_solver=self.eigen_solver,
+                                         tol=self.eigen_tol, random_state=rng)
+            bar.step(stage="eigenpairs")
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            s = np.einsum("ij,ij->j", V, _apply_S(V, sizes, starts))
+            mu = spectral_kernel_weights(lam, s, float(self.C), float(self.b),
+                                         tie_tol=self.tie_tol)
+            bar.step(stage="LP (15)")
+            self.eigenvalues_ = lam
+            self.mmd_costs_ = s
+            self.mu_ = mu
+            self._finish(Xs, sizes, ks, parsed, W, L, lam, V, mu, rng, float(self.C))
+            bar.step(self.objective_, stage="kernel k-means")
+        return self
 
 
 #: Paper names.

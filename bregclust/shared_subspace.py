@@ -40,6 +40,7 @@ from ._multitask import (
     parse_init,
     within_cluster_per_point,
 )
+from ._progress import progress
 from ._validation import check_array, check_class_labels, check_scalar, check_tasks
 
 __all__ = ["SharedSubspaceClustering", "SharedSubspaceTransfer", "LSSMTC", "LSSTTC"]
@@ -281,7 +282,7 @@ def _objective(Xs, sqn, XWs, P_list, M, Mk_list, lam, within):
 
 
 def _lss_fit(Xs, basis, P_list, *, lam, n_components, update, within, max_iter, tol,
-             eig_solver="auto", trace=False):
+             eig_solver="auto", trace=False, verbose=0, desc="LSSMTC"):
     """The alternating minimisation of Algorithms 1 and 2 on plain arrays.
 
     Parameters
@@ -294,6 +295,8 @@ def _lss_fit(Xs, basis, P_list, *, lam, n_components, update, within, max_iter, 
         (LSSMTC: all; LSSTTC: the target only).
     trace : bool
         Also return the objective after every block step (for tests).
+    verbose, desc
+        Progress bar (:func:`bregclust._progress.progress`): one step per sweep.
 
     Returns
     -------
@@ -325,42 +328,44 @@ def _lss_fit(Xs, basis, P_list, *, lam, n_components, update, within, max_iter, 
     steps = [("init", J)] if trace else None
     converged = False
     n_iter = 0
-    for it in range(max_iter):
-        n_iter = it + 1
-        # M = W^T X^T P (P^T P)^-1 for the current W and stacked P (Algorithm 1, line 1).
-        M = _centers(XW, np.vstack(P_list)) if use_shared else M
-        for k, X in enumerate(Xs):
-            if not update[k]:
-                continue
-            Pk = P_list[k]
-            A = np.zeros_like(Pk)
-            B = np.zeros((Pk.shape[1], Pk.shape[1]))
-            if within[k] and use_within:
-                Mk = _centers(X, Pk)
-                Mk_list[k] = Mk
-                A += lam * np.asarray(X @ Mk)
-                B += lam * (Mk.T @ Mk)
-            if use_shared:
-                A += (1.0 - lam) * (XWs[k] @ M)
-                B += (1.0 - lam) * (M.T @ M)
-            P_list[k] = _mult_update(Pk, A, B)
+    with progress(verbose, total=max_iter, desc=desc) as bar:
+        for it in range(max_iter):
+            n_iter = it + 1
+            # M = W^T X^T P (P^T P)^-1 for the current W and stacked P (Algorithm 1, line 1).
+            M = _centers(XW, np.vstack(P_list)) if use_shared else M
+            for k, X in enumerate(Xs):
+                if not update[k]:
+                    continue
+                Pk = P_list[k]
+                A = np.zeros_like(Pk)
+                B = np.zeros((Pk.shape[1], Pk.shape[1]))
+                if within[k] and use_within:
+                    Mk = _centers(X, Pk)
+                    Mk_list[k] = Mk
+                    A += lam * np.asarray(X @ Mk)
+                    B += lam * (Mk.T @ Mk)
+                if use_shared:
+                    A += (1.0 - lam) * (XWs[k] @ M)
+                    B += (1.0 - lam) * (M.T @ M)
+                P_list[k] = _mult_update(Pk, A, B)
+                if trace:
+                    steps.append((f"P[{k}]", _objective(Xs, sqn, XWs, P_list, M, Mk_list,
+                                                        lam, within)))
+            # W (jointly with M): eigenvectors of X^T (I - P (P^T P)^-1 P^T) X, smallest l.
+            Z = _w_step(basis, np.vstack(P_list), n_components, eig_solver)
+            XW = basis.Y @ Z
+            XWs = split(XW)
+            M, Mk_list = profiled(XW)
+            J_new = _objective(Xs, sqn, XWs, P_list, M, Mk_list, lam, within)
             if trace:
-                steps.append((f"P[{k}]", _objective(Xs, sqn, XWs, P_list, M, Mk_list,
-                                                    lam, within)))
-        # W (jointly with M): eigenvectors of X^T (I - P (P^T P)^-1 P^T) X, smallest l.
-        Z = _w_step(basis, np.vstack(P_list), n_components, eig_solver)
-        XW = basis.Y @ Z
-        XWs = split(XW)
-        M, Mk_list = profiled(XW)
-        J_new = _objective(Xs, sqn, XWs, P_list, M, Mk_list, lam, within)
-        if trace:
-            steps.append(("W,M,M_k", J_new))
-        history.append(J_new)
-        if J - J_new <= tol * max(abs(J), _TINY):
-            converged = True
+                steps.append(("W,M,M_k", J_new))
+            history.append(J_new)
+            bar.step(J_new)
+            if J - J_new <= tol * max(abs(J), _TINY):
+                converged = True
+                J = J_new
+                break
             J = J_new
-            break
-        J = J_new
     return P_list, Z, M, Mk_list, history, n_iter, converged, steps
 
 
@@ -505,6 +510,9 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         matrix, ``O(min(n, d)^3)`` for ``n`` distinct rows), as scikit-learn's
         ``AgglomerativeClustering`` caches its tree: refits on the same data (other seeds,
         ``lam``, ``n_components``, starts) then skip it. None caches nothing.
+    verbose : int, default=0
+        0: silent; 1: a progress bar (standard error) with the sweep count and the objective;
+        2: also one line per sweep.
 
     Attributes
     ----------
@@ -561,7 +569,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=8, *, n_components=2, lam=0.5, max_iter=3000, tol=1e-6,
                  init="k-means++", init_offset=0.2, n_init=1, random_state=None,
-                 memory=None):
+                 memory=None, verbose=0):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.lam = lam
@@ -572,6 +580,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.n_init = n_init
         self.random_state = random_state
         self.memory = memory
+        self.verbose = verbose
 
     _parameter_constraints = {
         "lam": [Interval(numbers.Real, 0.0, 1.0)],
@@ -579,6 +588,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "tol": [Interval(numbers.Real, 0.0)],
         "init_offset": [Interval(numbers.Real, 0.0)],
         "n_init": [Interval(numbers.Integral, 1)],
+        "verbose": [Interval(numbers.Integral, 0)],
     }
     _init_aliases = _INIT_ALIASES
 
@@ -634,7 +644,8 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         m = len(Xs)
         P_list, Z, M, Mk_list, history, n_iter, converged, _ = _lss_fit(
             Xs, basis, P0, lam=lam, n_components=l, update=[True] * m, within=[True] * m,
-            max_iter=self.max_iter, tol=self.tol)
+            max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
+            desc="SharedSubspaceClustering")
         if not converged:
             warnings.warn(
                 f"LSSMTC stopped at max_iter={self.max_iter} before the objective settled "
@@ -758,6 +769,8 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         ``O(min(n, d)^3)`` for ``n`` distinct rows), as scikit-learn's
         ``AgglomerativeClustering`` caches its tree: refits on the same data (other ``lam``,
         ``n_components``, ``init``) then skip it. None caches nothing.
+    verbose : int, default=0
+        0: silent; 1: a progress bar (standard error); 2: also one line per sweep.
 
     Attributes
     ----------
@@ -803,10 +816,11 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(numbers.Integral, 1)],
         "tol": [Interval(numbers.Real, 0.0)],
         "init_offset": [Interval(numbers.Real, 0.0)],
+        "verbose": [Interval(numbers.Integral, 0)],
     }
 
     def __init__(self, *, n_components="auto", lam=0.5, max_iter=3000, tol=1e-6,
-                 init="source-means", init_offset=0.2, classes=None, memory=None):
+                 init="source-means", init_offset=0.2, classes=None, memory=None, verbose=0):
         self.n_components = n_components
         self.lam = lam
         self.max_iter = max_iter
@@ -815,6 +829,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         self.init_offset = init_offset
         self.classes = classes
         self.memory = memory
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -891,7 +906,8 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         P2 = self._initial_target(X_source, ysrc, X_target, classes)
         P_list, Z, M, Mk_list, history, n_iter, converged, _ = _lss_fit(
             [X_source, X_target], basis, [P1, P2], lam=lam, n_components=l,
-            update=[False, True], within=[False, True], max_iter=self.max_iter, tol=self.tol)
+            update=[False, True], within=[False, True], max_iter=self.max_iter, tol=self.tol,
+            verbose=self.verbose, desc="SharedSubspaceTransfer")
         if not converged:
             warnings.warn(
                 f"LSSTTC stopped at max_iter={self.max_iter} before the objective settled.",

@@ -365,3 +365,40 @@ def test_default_n_clusters_follows_scikit_learn_kmeans(name):
     """One rule: every flat clustering estimator defaults to scikit-learn KMeans' 8."""
     cls, _ = ESTIMATORS[name]
     assert cls().n_clusters == 8
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "mbc"])
+def test_verbose_one_shows_a_progress_bar_on_stderr_and_zero_is_silent(name, capfd):
+    Xs, _ = _tasks()
+    _fit(_make(name, verbose=0), Xs)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    _fit(_make(name, verbose=1), Xs)
+    out, err = capfd.readouterr()
+    assert out == "" and type(_make(name)).__name__ in err
+    # verbose=2 adds one line per iteration with the objective (a fast bar may not redraw)
+    _fit(_make(name, verbose=2), Xs)
+    out, err = capfd.readouterr()
+    assert out == "" and "objective" in err
+
+
+def test_transfer_and_snmf_verbose_bars():
+    import io
+    import sys
+
+    from bregclust import LSSTTC, SymmetricNMF
+
+    Xs, ys = _tasks()
+    buf = io.StringIO()
+    old, sys.stderr = sys.stderr, buf
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            LSSTTC(n_components=2, verbose=2, max_iter=5).fit(
+                np.vstack(Xs), np.concatenate([ys[0], np.full(len(ys[1]), -1)]))
+            SymmetricNMF(2, verbose=2).fit(Xs[0])
+    finally:
+        sys.stderr = old
+    text = buf.getvalue()
+    assert "SharedSubspaceTransfer" in text and "SymmetricNMF" in text
+    assert "iteration 1: objective" in text
