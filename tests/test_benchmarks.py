@@ -55,6 +55,7 @@ CASES = [
      "reuters21578", "SNMF    max_iter=50     tol=1e-06"),
     ("mtcmrl_solver_speed.py --repeats 1 --peer-max-iter 20 --skip-snmf", None,
      "time ratio damped / lbfgs"),
+    ("lssmtc_defaults.py", None, "LSSTTC max_iter=3000: n_components_=61"),
 ]
 
 

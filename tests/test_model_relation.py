@@ -623,8 +623,8 @@ def test_cai_reuters_converged_defaults_and_as_printed():
     run = SymmetricNMF(3, random_state=0).fit(X)
     printed = SymmetricNMF(3, random_state=0, algorithm="as_printed").fit(X)
     assert 0 <= _rel_drop(run.objective_history_) <= run.tol
-    assert printed.n_iter_ < run.n_iter_
     Jp = printed.objective_history_
+    assert run.objective_history_[-1] < Jp[-1]         # the printed rule stops short
     assert Jp[-1] > Jp[-2] or Jp[-2] - Jp[-1] < mr.PAPER_THRESHOLD
     assert clustering_accuracy(y, run.labels_) >= clustering_accuracy(y, printed.labels_)
     assert clustering_accuracy(y, run.labels_) > 0.95
