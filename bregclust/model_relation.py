@@ -721,8 +721,9 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         Maximum number of sweeps over the tasks.
     tol : float, default=1e-7
         Stop when one sweep lowers ``J`` by at most ``tol * |J|``; with ``"lbfgs"`` each
-        L-BFGS-B run inside a sweep stops when one of its iterations lowers ``J`` by at most
-        ``tol / 100`` times ``|J|``. The default gives converged labels on the paper's data
+        L-BFGS-B run inside a sweep stops when one of its iterations lowers the task's part of
+        ``J`` by at most ``tol / 100`` of that part (``tol=0`` runs it until no step lowers
+        ``J``, at most 10,000 iterations per task and sweep). The default gives converged labels on the paper's data
         (looser tolerances stop on a plateau of ``J``, see Notes). On toy problems whose ``J``
         tends to 0 the relative decrease can stay above it; pass a looser ``tol`` there. Not
         used by ``algorithm="as_printed"``.
