@@ -7,11 +7,13 @@ per-task number of clusters, the per-task initialisation vocabulary, ``n_init="a
 list, ``objective_history_`` as a 1-D float array) and the task selection of ``predict``.
 """
 
+import hashlib
 import numbers
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import check_array, check_n_clusters, check_scalar
@@ -27,6 +29,7 @@ __all__ = [
     "resolve_n_init",
     "resolve_smoothing",
     "as_history",
+    "within_cluster_per_point",
     "MultiTaskMixin",
 ]
 
@@ -406,6 +409,74 @@ def as_history(values):
     return np.array(values, dtype=np.float64, copy=True).reshape(-1)
 
 
+def within_cluster_per_point(Xs, labels, *, unit_rows=True):
+    """Sum over tasks of each task's k-means objective per point (label-free).
+
+    ``sum_t (1 / n_t) sum_i ||x_i - m_t(label_i)||^2`` with ``m_t(z)`` the mean of task
+    ``t``'s rows in cluster ``z``: how good each partition is as a single-task clustering.
+
+    Parameters
+    ----------
+    Xs : list of validated task matrices (ndarray or sparse)
+    labels : list of ndarray of shape (n_t,)
+        Non-negative integer labels per task.
+    unit_rows : bool, default=True
+        Scale every row to unit Euclidean norm first (the geometry of a cosine similarity).
+
+    Returns
+    -------
+    float
+    """
+    from sklearn.preprocessing import normalize
+
+    if len(Xs) != len(labels):
+        raise ValueError(f"need one label array per task: {len(Xs)} tasks, {len(labels)} "
+                         "label arrays.")
+    total = 0.0
+    for t, (X, lab) in enumerate(zip(Xs, labels)):
+        lab = np.asarray(lab)
+        if (lab.ndim != 1 or lab.shape[0] != X.shape[0] or not np.issubdtype(lab.dtype, np.integer)
+                or (lab.size and lab.min() < 0)):
+            raise ValueError(f"labels[{t}] must be {X.shape[0]} non-negative integers, one per "
+                             f"row of task {t}.")
+        if unit_rows:
+            X = normalize(X)
+        lab = lab.astype(np.int64)
+        k = int(lab.max()) + 1 if lab.size else 0
+        counts = np.bincount(lab, minlength=k).astype(np.float64)
+        ind = sp.csr_matrix((np.ones(lab.size), (lab, np.arange(lab.size))), shape=(k, lab.size))
+        sums = ind @ X  # per-cluster sums of the rows
+        if sp.issparse(X):
+            sums = sums.toarray()
+            sq = float(X.multiply(X).sum())
+        else:
+            sq = float(np.einsum("ij,ij->", X, X))
+        nz = counts > 0
+        within = sq - float(np.sum(np.einsum("ij,ij->i", sums[nz], sums[nz]) / counts[nz]))
+        total += max(within, 0.0) / X.shape[0]
+    if not np.isfinite(total):
+        raise ValueError("the within-cluster sum of squares overflowed (rows near the float64 "
+                         "limit); rescale the rows or use unit_rows=True.")
+    return total
+
+
+def _digest(X):
+    """A fingerprint of one task's values (to recognise the training tasks in ``score``)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((X.shape, str(X.dtype), sp.issparse(X))).encode())
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        for a in (X.indptr, X.indices, X.data):
+            h.update(np.ascontiguousarray(a).view(np.uint8))
+    else:
+        h.update(np.ascontiguousarray(X).view(np.uint8))
+    return h.hexdigest()
+
+
+def _has_score_criterion(est):
+    return hasattr(est, "_score_criterion")
+
+
 # ----------------------------------------------------------------------------- the mixin
 class MultiTaskMixin:
     """Contract shared by the multi-task estimators.
@@ -416,6 +487,11 @@ class MultiTaskMixin:
     uses task ``t``'s model. Subclasses declare ``_parameter_constraints`` (see
     :func:`check_params`) and the deprecated spellings of their ``init`` strings in
     ``_init_aliases``.
+
+    ``score(Xs)`` exists on an estimator that defines the hook ``_score_criterion(Xs,
+    labels) -> float`` (lower is better, label-free); it returns minus the criterion of the
+    model's partition of ``Xs``: ``labels_`` when ``Xs`` are the training tasks, else
+    ``predict(Xs[t], task=t)`` for every task.
     """
 
     _parameter_constraints = {}
@@ -429,6 +505,50 @@ class MultiTaskMixin:
         self.n_features_in_ = int(Xs[0].shape[1])
         self.labels_ = [np.asarray(lab, dtype=np.int64) for lab in labels]
         self.objective_history_ = as_history(history)
+        if _has_score_criterion(self):
+            self._task_digests_ = [_digest(X) for X in Xs]
+
+    def _partition_of(self, Xs):
+        """The model's labels for the tasks ``Xs`` (validated): ``labels_`` for the training
+        tasks, ``predict`` otherwise."""
+        digests = getattr(self, "_task_digests_", None)
+        if digests is not None and [_digest(X) for X in Xs] == digests:
+            return self.labels_
+        return [self.predict(X, task=t) for t, X in enumerate(Xs)]
+
+    @available_if(_has_score_criterion)
+    def score(self, Xs, y=None):
+        """Label-free score of the model's partition of the tasks ``Xs`` (higher is better).
+
+        Minus the estimator's single-task criterion (``_score_criterion``): the sum over
+        tasks of each task's within-cluster sum of squares per point (see the estimator's
+        docstring for the geometry), the criterion of ``C="auto"`` / ``lam="auto"``. On the
+        training tasks the partition is ``labels_``; on other tasks (one per fitted task, in
+        order) it is ``predict(Xs[t], task=t)``. It does not depend on the coupling
+        parameters themselves, so values are comparable across them: scikit-learn's
+        ``GridSearchCV(est, grid, cv=[(all_tasks, all_tasks)])`` with
+        ``all_tasks = np.arange(n_tasks)`` selects them without labels.
+
+        Parameters
+        ----------
+        Xs : list of {array-like, sparse matrix} of shape (n_t, n_features)
+            One matrix per fitted task.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self, "labels_")
+        if isinstance(Xs, np.ndarray) or sp.issparse(Xs) or not hasattr(Xs, "__len__"):
+            raise TypeError("Xs must be a list of task matrices (2-D arrays or sparse "
+                            f"matrices), got {type(Xs).__name__}.")
+        Xs = [self._check_X(X) for X in Xs]
+        if len(Xs) != self.n_tasks_:
+            raise ValueError(f"score needs one matrix per fitted task: the model has "
+                             f"{self.n_tasks_} tasks, got {len(Xs)}.")
+        return -float(self._score_criterion(Xs, self._partition_of(Xs)))
 
     def fit_predict(self, Xs, y=None, **fit_params):
         """Fit and return ``labels_``.

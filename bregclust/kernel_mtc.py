@@ -46,7 +46,9 @@ from ._multitask import (
     check_n_clusters_per_task,
     nearest_center_labels,
     parse_init,
+    within_cluster_per_point,
 )
+from ._progress import progress
 from ._validation import (
     DomainError,
     EmptyClusterWarning,
@@ -537,10 +539,16 @@ def nonparametric_kernel_weights(eigenvalues, b):
     return gamma
 
 
-def _cvxpy_solver():
-    import cvxpy as cp
+def _lp_solve(prob):
+    """Solve the cached LP (15) with HiGHS through scipy (cvxpy's ``"SCIPY"`` solver).
 
-    return "HIGHS" if "HIGHS" in cp.installed_solvers() else None
+    HiGHS reached through its own Python binding (cvxpy's ``"HIGHS"``) prints a two-line
+    banner to the C-level standard output when its first solver object is created, before
+    any option (``verbose=False``, ``output_flag``) can apply; the copy of HiGHS inside scipy
+    prints nothing with its default ``disp=False``. Same simplex, same solutions.
+    """
+    prob.solve(solver="SCIPY", verbose=False,
+               scipy_options={"method": "highs", "disp": False})
 
 
 @functools.lru_cache(maxsize=32)
@@ -570,7 +578,7 @@ def _ties(eigenvalues, tie_tol):
 
 
 def spectral_kernel_weights(eigenvalues, mmd_costs, C, b, *, tie_tol=1e-8):
-    """Solve LSKMTC's LP (paper Eq. 15) with cvxpy.
+    """Solve LSKMTC's LP (paper Eq. 15) with cvxpy (HiGHS through scipy; prints nothing).
 
     ``min sum_t (lambda_t + C s_t) mu_t`` s.t. ``sum_t mu_t = b``,
     ``1 >= mu_1 >= mu_2 >= ... >= mu_r >= 0``, where ``lambda_t`` are the ``r`` smallest
@@ -631,7 +639,7 @@ def spectral_kernel_weights(eigenvalues, mmd_costs, C, b, *, tie_tol=1e-8):
     costs.value = cost
     bpar.value = float(b)
     tie.value = _ties(lam, tie_tol) if r > 1 else np.zeros(1)
-    prob.solve(solver=_cvxpy_solver())
+    _lp_solve(prob)
     if prob.status != "optimal":
         warnings.warn(f"LSKMTC LP (15) solver status is {prob.status!r}, not 'optimal'.",
                       ConvergenceWarning, stacklevel=2)
@@ -842,38 +850,8 @@ def single_task_objective(Xs, labels, *, unit_rows=True):
     -------
     float
     """
-    from sklearn.preprocessing import normalize
-
     Xs = check_tasks(Xs)
-    if len(Xs) != len(labels):
-        raise ValueError(f"need one label array per task: {len(Xs)} tasks, {len(labels)} "
-                         "label arrays.")
-    total = 0.0
-    for t, (X, lab) in enumerate(zip(Xs, labels)):
-        lab = np.asarray(lab)
-        if (lab.ndim != 1 or lab.shape[0] != X.shape[0] or not np.issubdtype(lab.dtype, np.integer)
-                or (lab.size and lab.min() < 0)):
-            raise ValueError(f"labels[{t}] must be {X.shape[0]} non-negative integers, one per "
-                             f"row of task {t}.")
-        if unit_rows:
-            X = normalize(X)
-        lab = lab.astype(np.int64)
-        k = int(lab.max()) + 1 if lab.size else 0
-        counts = np.bincount(lab, minlength=k).astype(np.float64)
-        ind = sp.csr_matrix((np.ones(lab.size), (lab, np.arange(lab.size))), shape=(k, lab.size))
-        sums = ind @ X  # per-cluster sums of the rows
-        if sp.issparse(X):
-            sums = sums.toarray()
-            sq = float(X.multiply(X).sum())
-        else:
-            sq = float(np.einsum("ij,ij->", X, X))
-        nz = counts > 0
-        within = sq - float(np.sum(np.einsum("ij,ij->i", sums[nz], sums[nz]) / counts[nz]))
-        total += max(within, 0.0) / X.shape[0]
-    if not np.isfinite(total):
-        raise ValueError("single_task_objective overflowed (rows near the float64 limit); "
-                         "rescale the rows or use unit_rows=True.")
-    return total
+    return within_cluster_per_point(Xs, labels, unit_rows=unit_rows)
 
 
 class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
@@ -883,13 +861,14 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "C": [Interval(numbers.Real, 0.0)],
         "b": [Interval(numbers.Real, 0.0, lo_closed=False)],
         "n_neighbors": [Interval(numbers.Integral, 1)],
-        "joint": [BOOLEAN],
+        "joint": [BOOLEAN, Options("auto")],
         "n_init": [Interval(numbers.Integral, 1)],
         "max_iter": [Interval(numbers.Integral, 1)],
         "tol": [Interval(numbers.Real, 0.0)],
         "eigen_solver": [Options(*_EIGEN_SOLVERS)],
         "eigen_tol": [Interval(numbers.Real, 0.0)],
         "normalize_factor": [BOOLEAN],
+        "verbose": [Interval(numbers.Integral, 0)],
     }
 
     def _validate_common(self, Xs):
@@ -903,23 +882,36 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 "use a single-task method (e.g. BregmanKMeans or spectral clustering)."
             )
         sizes = np.array([X.shape[0] for X in Xs], dtype=np.int64)
-        if self.joint:
+        total = [int(sizes.sum())] * m
+        joint = self.joint
+        if isinstance(joint, str):
+            # "auto": one kernel k-means over all tasks when they share one K and one kind of
+            # init, one per task otherwise
+            ks = check_n_clusters_per_task(self.n_clusters, total)
+            kinds = {kind if value is None else "given"
+                     for kind, value in parse_init(self.init, Xs, ks, strings=_KERNEL_INITS)}
+            joint = len(set(ks)) == 1 and len(kinds) == 1
+        if joint:
             # one kernel k-means over all points: K is bounded by the total number of points
             ks = check_n_clusters_per_task(
-                self.n_clusters, [int(sizes.sum())] * m,
-                equal="joint=True (one kernel k-means over all tasks; use joint=False for a "
-                      "different K per task)")
+                self.n_clusters, total,
+                equal="joint=True (one kernel k-means over all tasks; use joint=False or "
+                      "joint='auto' for a different K per task)")
         else:
             ks = check_n_clusters_per_task(self.n_clusters, sizes)
         parsed = parse_init(self.init, Xs, ks, strings=_KERNEL_INITS)
-        if self.joint and len({kind if value is None else "given"
-                               for kind, value in parsed}) > 1:
+        if joint and len({kind if value is None else "given" for kind, value in parsed}) > 1:
             raise ValueError(
                 "joint=True runs one kernel k-means over all tasks and needs one kind of init "
                 "for every task (one string, or labels/centres for every task); use "
-                "joint=False to mix them."
+                "joint=False or joint='auto' to mix them."
             )
-        return Xs, sizes, ks, parsed
+        return Xs, sizes, ks, parsed, bool(joint)
+
+    def _score_criterion(self, Xs, labels):
+        """``score``'s criterion: each task's within-cluster sum of squares per point, on
+        unit-norm rows for the cosine affinity (the criterion of ``C="auto"``)."""
+        return within_cluster_per_point(Xs, labels, unit_rows=self.affinity == "cosine")
 
     def _graph(self, Xs):
         W = task_knn_graph(Xs, self.n_neighbors, affinity=self.affinity,
@@ -958,7 +950,7 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             est.fit(Y)
             return est.labels_.astype(np.int64), float(est.inertia_)
 
-        if self.joint:
+        if self.joint_:
             labels, inertia = km(ks[0], F, parsed, Xs)
             return _split(labels, sizes), inertia
         labels, inertia = [], 0.0
@@ -1038,8 +1030,10 @@ class NonparametricKernelMTC(_BaseKernelMTC):
 
     Parameters
     ----------
-    n_clusters : int or list of int, default=2
-        Clusters (one int; a list per task allowed with ``joint=False``).
+    n_clusters : int or list of int, default=8
+        Clusters: one int for every task or one per task (then ``joint="auto"`` clusters each
+        task on its own). The default is scikit-learn's ``KMeans`` default, the rule of every
+        flat clustering estimator of this library.
     C : float or "auto", default="auto"
         Weight of the MMD term. ``C=0`` is the paper's LNKMTC0. ``"auto"``: fit every value of
         :data:`AUTO_C_GRID` (0, 1, 10, 100, 500, 1000) with the same random starts and keep the
@@ -1059,9 +1053,11 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         divergence (see :func:`task_knn_graph`).
     affinity_params : dict, optional
         Parameters of that divergence.
-    joint : bool, default=True
+    joint : bool or "auto", default="auto"
         True: one kernel k-means over all tasks (the paper). False: kernel k-means per task,
-        allowing a different number of clusters per task.
+        allowing a different number of clusters per task. ``"auto"``: True when every task
+        has the same number of clusters and the same kind of ``init``, False otherwise; the
+        mode used is ``joint_``. The kernel is learned jointly in every mode.
     init : {"random-partition", "k-means++", "random"} or list, default="random-partition"
         Start of each kernel k-means run (Euclidean k-means on the rows of the kernel factor).
         ``"random-partition"``: a uniformly random labelling (each cluster non-empty), the
@@ -1073,7 +1069,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         list gives one entry per task: an ``(n_t,)`` integer label array or a
         ``(K_t, n_features)`` array of input-space centres (each row takes the label of its
         nearest centre); the factor's cluster means of those labels start one run. With
-        ``joint=True`` every task needs the same kind.
+        ``joint=True`` every task needs the same kind (``joint="auto"`` then clusters per task).
     n_init : int, default=10
         Restarts of the kernel k-means.
     max_iter : int, default=300
@@ -1087,6 +1083,9 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         normalised kernel ``K_ij / sqrt(K_ii K_jj)`` (as Ng, Jordan & Weiss do with spectral
         embeddings). The learned kernel, ``embedding_`` and the objectives are unaffected.
         ``init="k-means++", normalize_factor=False`` is the procedure as printed in the paper.
+    verbose : int, default=0
+        0: silent; 1: a progress bar (standard error) over the values of ``C`` fitted (one,
+        or the six of ``C="auto"``) with the objective of each; 2: also one line per value.
 
     Attributes
     ----------
@@ -1111,7 +1110,9 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         ``[objective_]``: the kernel is learned in closed form, in one step.
     n_tasks_, n_features_in_ : int
     inertia_ : float
-        Kernel k-means objective (summed over tasks when ``joint=False``).
+        Kernel k-means objective (summed over tasks when not ``joint_``).
+    joint_ : bool
+        Whether one kernel k-means ran over all tasks (``joint``, with ``"auto"`` resolved).
     task_sizes_ : ndarray of shape (m,)
     n_clusters_ : list of int
     C_ : float
@@ -1143,10 +1144,10 @@ class NonparametricKernelMTC(_BaseKernelMTC):
     _parameter_constraints = {**_BaseKernelMTC._parameter_constraints,
                               "C": [Interval(numbers.Real, 0.0), Options("auto")]}
 
-    def __init__(self, n_clusters=2, *, C="auto", b=30, n_neighbors=10, affinity="cosine",
-                 affinity_params=None, joint=True, init="random-partition", normalize_factor=True,
+    def __init__(self, n_clusters=8, *, C="auto", b=30, n_neighbors=10, affinity="cosine",
+                 affinity_params=None, joint="auto", init="random-partition", normalize_factor=True,
                  n_init=10, max_iter=300, tol=1e-4, eigen_solver="auto", eigen_tol=0.0,
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -1162,6 +1163,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         self.eigen_tol = eigen_tol
         self.random_state = random_state
         self.normalize_factor = normalize_factor
+        self.verbose = verbose
 
     def fit(self, Xs, y=None):
         """Learn the kernel and cluster.
@@ -1175,7 +1177,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         -------
         self
         """
-        Xs, sizes, ks, parsed = self._validate_common(Xs)
+        Xs, sizes, ks, parsed, self.joint_ = self._validate_common(Xs)
         n = int(sizes.sum())
         if self.b > n:
             raise ValueError(f"b={self.b} exceeds the number of points n={n}; need 0 < b <= n.")
@@ -1183,17 +1185,23 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         W, L = self._graph(Xs)
         if not isinstance(self.C, str):
             self.C_ = float(self.C)
-            return self._fit_C(Xs, sizes, ks, parsed, W, L, self.C_, rng)
+            with progress(self.verbose, total=1, desc=type(self).__name__) as bar:
+                self._fit_C(Xs, sizes, ks, parsed, W, L, self.C_, rng)
+                bar.step(self.objective_, C=f"{self.C_:g}")
+            return self
         # C="auto": one fit per grid value from the same random stream; keep the fit whose
         # partitions are the best single-task k-means clusterings (see the class docstring).
         seed = rng.randint(np.iinfo(np.int32).max)
         scores, best = [], None
-        for C in AUTO_C_GRID:
-            self._fit_C(Xs, sizes, ks, parsed, W, L, C, np.random.RandomState(seed))
-            score = single_task_objective(Xs, self.labels_, unit_rows=self.affinity == "cosine")
-            scores.append(score)
-            if best is None or score < best[0]:
-                best = (score, C, dict(vars(self)))
+        with progress(self.verbose, total=len(AUTO_C_GRID),
+                      desc=f"{type(self).__name__} C='auto'") as bar:
+            for C in AUTO_C_GRID:
+                self._fit_C(Xs, sizes, ks, parsed, W, L, C, np.random.RandomState(seed))
+                score = self._score_criterion(Xs, self.labels_)
+                scores.append(score)
+                bar.step(self.objective_, C=f"{C:g}", criterion=f"{score:.6g}")
+                if best is None or score < best[0]:
+                    best = (score, C, dict(vars(self)))
         vars(self).update(best[2])
         self.C_ = best[1]
         self.C_scores_ = np.array(scores)
@@ -1218,8 +1226,10 @@ class SpectralKernelMTC(_BaseKernelMTC):
 
     Parameters
     ----------
-    n_clusters : int or list of int, default=2
-        Clusters (one int; a list per task allowed with ``joint=False``).
+    n_clusters : int or list of int, default=8
+        Clusters: one int for every task or one per task (then ``joint="auto"`` clusters each
+        task on its own). The default is scikit-learn's ``KMeans`` default, the rule of every
+        flat clustering estimator of this library.
     C : float, default=1.0
         Weight of the MMD term. ``C=0`` is the paper's LSKMTC0, degenerate by construction
         (see Notes; warns).
@@ -1234,6 +1244,10 @@ class SpectralKernelMTC(_BaseKernelMTC):
     n_neighbors, affinity, affinity_params, joint, init, normalize_factor, n_init, max_iter, \
 tol, eigen_solver, eigen_tol, random_state
         As in :class:`NonparametricKernelMTC`.
+    verbose : int, default=0
+        0: silent; 1: a progress bar (standard error) over the fit's three stages
+        (eigenpairs of ``L``, LP 15, kernel k-means) ending on the objective; 2: also one line
+        per stage.
 
     Attributes
     ----------
@@ -1250,7 +1264,7 @@ tol, eigen_solver, eigen_tol, random_state
     mu_, kernel_spectrum_ : ndarray of shape (r,)
         Learned weights (LP 15).
     affinity_matrix_, objective_, objective_history_, smoothness_, mmd_, inertia_, \
-task_sizes_, n_clusters_, n_tasks_, n_features_in_
+task_sizes_, n_clusters_, n_tasks_, n_features_in_, joint_
         As in :class:`NonparametricKernelMTC`.
 
     Warns
@@ -1287,10 +1301,10 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
     True
     """
 
-    def __init__(self, n_clusters=2, *, C=1.0, b=1, n_eigenvectors=30, tie_tol=1e-8,
-                 n_neighbors=10, affinity="cosine", affinity_params=None, joint=True,
+    def __init__(self, n_clusters=8, *, C=1.0, b=1, n_eigenvectors=30, tie_tol=1e-8,
+                 n_neighbors=10, affinity="cosine", affinity_params=None, joint="auto",
                  init="random-partition", normalize_factor=True, n_init=10, max_iter=300,
-                 tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None):
+                 tol=1e-4, eigen_solver="auto", eigen_tol=0.0, random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.C = C
         self.b = b
@@ -1308,6 +1322,7 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
         self.eigen_tol = eigen_tol
         self.random_state = random_state
         self.normalize_factor = normalize_factor
+        self.verbose = verbose
 
     def fit(self, Xs, y=None):
         """Learn the spectral kernel and cluster.
@@ -1321,7 +1336,7 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
         -------
         self
         """
-        Xs, sizes, ks, parsed = self._validate_common(Xs)
+        Xs, sizes, ks, parsed, self.joint_ = self._validate_common(Xs)
         if float(self.C) == 0.0:
             warnings.warn(
                 "C=0 makes LSKMTC degenerate by construction: without the MMD term LP (15) "
@@ -1340,15 +1355,21 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_
             )
         rng = check_random_state(self.random_state)
         W, L = self._graph(Xs)
-        lam, V = smallest_eigenpairs(W, r, eigen_solver=self.eigen_solver, tol=self.eigen_tol,
-                                     random_state=rng)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        s = np.einsum("ij,ij->j", V, _apply_S(V, sizes, starts))
-        mu = spectral_kernel_weights(lam, s, float(self.C), float(self.b), tie_tol=self.tie_tol)
-        self.eigenvalues_ = lam
-        self.mmd_costs_ = s
-        self.mu_ = mu
-        return self._finish(Xs, sizes, ks, parsed, W, L, lam, V, mu, rng, float(self.C))
+        with progress(self.verbose, total=3, desc=type(self).__name__) as bar:
+            lam, V = smallest_eigenpairs(W, r, eigen_solver=self.eigen_solver,
+                                         tol=self.eigen_tol, random_state=rng)
+            bar.step(stage="eigenpairs")
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            s = np.einsum("ij,ij->j", V, _apply_S(V, sizes, starts))
+            mu = spectral_kernel_weights(lam, s, float(self.C), float(self.b),
+                                         tie_tol=self.tie_tol)
+            bar.step(stage="LP (15)")
+            self.eigenvalues_ = lam
+            self.mmd_costs_ = s
+            self.mu_ = mu
+            self._finish(Xs, sizes, ks, parsed, W, L, lam, V, mu, rng, float(self.C))
+            bar.step(self.objective_, stage="kernel k-means")
+        return self
 
 
 #: Paper names.

@@ -53,6 +53,9 @@ CASES = [
      "cluto_docs/tr11.mat", "Table 3 from the sweeps"),
     ("mtcmrl_paper.py --datasets reuters --runs 1 --tol-study --tol-grid 20:1e-4 50:1e-6",
      "reuters21578", "SNMF    max_iter=50     tol=1e-06"),
+    ("mtcmrl_solver_speed.py --repeats 1 --peer-max-iter 20 --skip-snmf", None,
+     "time ratio damped / lbfgs"),
+    ("lssmtc_defaults.py", None, "LSSTTC max_iter=3000: n_components_=61"),
 ]
 
 

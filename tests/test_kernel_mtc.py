@@ -316,6 +316,62 @@ def test_per_task_clusters_may_differ():
     assert len(np.unique(est.labels_[0])) == 2 and len(np.unique(est.labels_[1])) == 3
 
 
+@pytest.mark.parametrize("cls", [LNKMTC, LSKMTC])
+def test_joint_auto_follows_the_number_of_clusters(cls):
+    """joint="auto": per-task K (the shared contract: an int or one per task) clusters each
+    task on its own; one K and one kind of init cluster all tasks together, as joint=True."""
+    Xs, ys = _tasks((30, 33), n_classes=3, seed=16)
+    kw = dict(b=3, n_neighbors=5, random_state=0, C=1.0)
+    if cls is LSKMTC:
+        kw["n_eigenvectors"] = 8
+    per_task = cls([2, 3], **kw).fit(Xs)
+    assert per_task.joint_ is False and per_task.n_clusters_ == [2, 3]
+    assert [len(np.unique(lab)) for lab in per_task.labels_] == [2, 3]
+    explicit = cls([2, 3], joint=False, **kw).fit(Xs)
+    for a, b in zip(per_task.labels_, explicit.labels_):
+        assert np.array_equal(a, b)
+    one = cls(3, **kw).fit(Xs)
+    together = cls(3, joint=True, **kw).fit(Xs)
+    assert one.joint_ is True
+    for a, b in zip(one.labels_, together.labels_):
+        assert np.array_equal(a, b)
+    # labels for one task and a string for the other: one kind of init is needed jointly
+    mixed = cls(3, init=[np.arange(30) % 3, "k-means++"], **kw).fit(Xs)
+    assert mixed.joint_ is False
+    with pytest.raises(ValueError, match="joint=True runs one kernel k-means"):
+        cls(3, init=[np.arange(30) % 3, "k-means++"], joint=True, **kw).fit(Xs)
+
+
+_SILENT_FIT = """
+import numpy as np
+from bregclust import LNKMTC, LSKMTC
+rng = np.random.RandomState(0)
+Xs = [np.abs(rng.randn(40, 5)) + 3 * np.eye(5)[rng.randint(0, 2, 40)] for _ in range(2)]
+LSKMTC(2, C=1.0, b=2, n_eigenvectors=6, n_neighbors=5, random_state=0).fit(Xs)
+LSKMTC(2, C=100.0, b=1, n_eigenvectors=6, n_neighbors=5, random_state=0).fit(Xs)
+LNKMTC(2, b=4, n_neighbors=5, random_state=0).fit(Xs)
+"""
+
+
+def test_fits_print_nothing_even_at_the_c_level(capfd):
+    """The LP solver writes nothing to the process's file descriptors (HiGHS' banner is
+    printed by C code, so redirecting sys.stdout would not catch it): checked in a fresh
+    interpreter, where a solver would print its once-per-process banner, and here."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    res = subprocess.run([sys.executable, "-c", _SILENT_FIT], capture_output=True, text=True,
+                         cwd=REPO, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout == "" and res.stderr == ""
+    capfd.readouterr()
+    exec(_SILENT_FIT, {})
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
 def test_deterministic_picklable_clonable_inputs_untouched():
     Xs, _ = _tasks((25, 20), seed=17)
     copies = [X.copy() for X in Xs]
@@ -345,7 +401,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="C must be >= 0"):
         LNKMTC(2, C=-1.0, b=3).fit(Xs)
     with pytest.raises(ValueError, match="joint=True .* one number of clusters"):
-        LSKMTC([2, 3], n_eigenvectors=5).fit(Xs)
+        LSKMTC([2, 3], n_eigenvectors=5, joint=True).fit(Xs)
     with pytest.raises(ValueError, match="n_clusters has 3 entries but there are 2 tasks"):
         LSKMTC([2, 2, 2], n_eigenvectors=5, joint=False).fit(Xs)
     with pytest.raises(ValueError, match="unknown divergence|Unknown divergence|not registered"):

@@ -308,3 +308,97 @@ def test_per_task_helper():
         per_task([1], 2, name="k")
     with pytest.raises(TypeError, match="k must be an int or a sequence of 2 ints"):
         per_task({"a": 1}, 2, name="k")
+
+
+# ------------------------------------------------------------------------- score, model selection
+#: the estimators with a label-free score (the hook _score_criterion) and the geometry of it
+SCORED = {"lnkmtc": True, "lskmtc": True, "mtcmrl": True, "lssmtc": False}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_score_is_minus_the_single_task_criterion(name):
+    from bregclust.kernel_mtc import single_task_objective
+
+    if name not in SCORED:
+        pytest.skip(f"{name}: no _score_criterion hook in this module's scope")
+    Xs, _ = _tasks()
+    est = _fit(_make(name), Xs)
+    unit = SCORED[name]
+    # the training tasks (copies: recognised by their values): the fitted partition labels_
+    train = est.score([X.copy() for X in Xs])
+    assert train == pytest.approx(-single_task_objective(Xs, est.labels_, unit_rows=unit),
+                                  rel=1e-12)
+    # other rows: the partition predict gives them
+    new, _ = _tasks(seed=5)
+    pred = [est.predict(X, task=t) for t, X in enumerate(new)]
+    assert est.score(new) == pytest.approx(-single_task_objective(new, pred, unit_rows=unit),
+                                           rel=1e-12)
+    with pytest.raises(ValueError, match="one matrix per fitted task: the model has 2 tasks"):
+        est.score(Xs[:1])
+    with pytest.raises(TypeError, match="Xs must be a list of task matrices"):
+        est.score(Xs[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_grid_search_over_all_tasks_selects_by_score_without_labels(name):
+    """scikit-learn's GridSearchCV with one split (fit and score on all tasks) picks the grid
+    point of highest score, the same as fitting each value by hand; no labels are used."""
+    from sklearn.model_selection import GridSearchCV
+
+    if name not in SCORED:
+        pytest.skip(f"{name}: no _score_criterion hook in this module's scope")
+    Xs, _ = _tasks()
+    param = {"lnkmtc": "C", "lskmtc": "C", "mtcmrl": "alpha", "lssmtc": "lam"}[name]
+    values = {"C": [0.5, 1.0, 10.0], "alpha": [0.0, 1.0], "lam": [0.25, 0.75]}[param]
+    all_tasks = np.arange(len(Xs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        search = GridSearchCV(_make(name), {param: values}, cv=[(all_tasks, all_tasks)]).fit(Xs)
+        by_hand = [_fit(_make(name, **{param: v}), Xs).score(Xs) for v in values]
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], by_hand, rtol=1e-12)
+    assert search.best_params_ == {param: values[int(np.argmax(by_hand))]}
+    assert len(search.best_estimator_.labels_) == len(Xs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_default_n_clusters_follows_scikit_learn_kmeans(name):
+    """One rule: every flat clustering estimator defaults to scikit-learn KMeans' 8."""
+    cls, _ = ESTIMATORS[name]
+    assert cls().n_clusters == 8
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "mbc"])
+def test_verbose_one_shows_a_progress_bar_on_stderr_and_zero_is_silent(name, capfd):
+    Xs, _ = _tasks()
+    _fit(_make(name, verbose=0), Xs)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    _fit(_make(name, verbose=1), Xs)
+    out, err = capfd.readouterr()
+    assert out == "" and type(_make(name)).__name__ in err
+    # verbose=2 adds one line per iteration with the objective (a fast bar may not redraw)
+    _fit(_make(name, verbose=2), Xs)
+    out, err = capfd.readouterr()
+    assert out == "" and "objective" in err
+
+
+def test_transfer_and_snmf_verbose_bars():
+    import io
+    import sys
+
+    from bregclust import LSSTTC, SymmetricNMF
+
+    Xs, ys = _tasks()
+    buf = io.StringIO()
+    old, sys.stderr = sys.stderr, buf
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            LSSTTC(n_components=2, verbose=2, max_iter=5).fit(
+                np.vstack(Xs), np.concatenate([ys[0], np.full(len(ys[1]), -1)]))
+            SymmetricNMF(2, verbose=2).fit(Xs[0])
+    finally:
+        sys.stderr = old
+    text = buf.getvalue()
+    assert "SharedSubspaceTransfer" in text and "SymmetricNMF" in text
+    assert "iteration 1: objective" in text
