@@ -33,7 +33,7 @@ from . import _execution as E
 
 __all__ = ["SCALE_LIMIT", "CENTRING_DIGITS", "DataStats", "block_stats", "Conditioning",
            "IDENTITY", "exponent", "decide", "for_assignment", "assign_rows", "pairwise_rows",
-           "score_block", "centres_exponent"]
+           "score_block", "centres_exponent", "unit_rows"]
 
 #: Data (or weights) whose largest magnitude lies beyond ``2^+-SCALE_LIMIT`` are rescaled.
 SCALE_LIMIT = 100
@@ -541,3 +541,36 @@ def score_block(block, div, U):
     _, mins = assign_rows(div, block.X, U)
     with np.errstate(over="ignore", invalid="ignore"):
         return float(block.weights() @ mins)
+
+
+def unit_rows(X):
+    """Rows scaled to unit Euclidean norm, exactly at any magnitude: each row is first scaled
+    by a power of two (its largest entry to about 1), so its squared norm neither overflows
+    (rows near 1e300) nor underflows (rows near 1e-300). All-zero rows stay zero. Cosine
+    similarities of the result are those of the rows as given.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n, d)
+        Validated rows.
+
+    Returns
+    -------
+    ndarray or CSR matrix
+        A new array (the input is not modified).
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, copy=True)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        big = np.zeros(X.shape[0])
+        np.maximum.at(big, rows, np.abs(X.data))
+        e = np.frexp(np.where(big > 0, big, 1.0))[1]
+        X.data = np.ldexp(X.data, -e[rows])
+        norms = np.sqrt(np.bincount(rows, weights=X.data ** 2, minlength=X.shape[0]))
+        X.data = X.data / np.where(norms > 0, norms, 1.0)[rows]
+        return X
+    big = np.abs(X).max(axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    e = np.frexp(np.where(big > 0, big, 1.0))[1]
+    Y = np.ldexp(X, -e[:, None])
+    norms = np.sqrt(np.einsum("ij,ij->i", Y, Y))
+    return Y / np.where(norms > 0, norms, 1.0)[:, None]

@@ -38,6 +38,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._conditioning import for_assignment, unit_rows
 from ._multitask import (
     BOOLEAN,
     Interval,
@@ -180,6 +181,9 @@ def mmd_trace(factor, task_sizes):
 def _cosine_knn(X, k):
     """Directed kNN adjacency of one task with cosine similarities (self excluded)."""
     n = X.shape[0]
+    # unit rows first: cosine is scale invariant, but squared norms of rows near 1e+-300
+    # over- or underflow inside the metric
+    X = unit_rows(X)
     nn = NearestNeighbors(n_neighbors=k, metric="cosine", algorithm="brute").fit(X)
     # scikit-learn computes brute-force distances in row chunks of `working_memory` MiB
     # (default 1 GiB, i.e. the whole n_t x n_t block); cap it so memory stays O(n k)
@@ -214,6 +218,9 @@ def _divergence_knn(X, k, div):
     ``a = 1e-3`` and ``c`` the mean entry of the task.
     """
     n = X.shape[0]
+    # exp(-d / median d) is scale free for a homogeneous divergence: the divergences are
+    # taken on the task's conditioned rows, where they neither over- nor underflow
+    X = for_assignment(div, X, None).apply(X)
     R = _right_points(X, div)
     chunk_size = max(1, (_WORKING_MEMORY_MB << 20) // (16 * n))
     ind = np.empty((n, k), dtype=np.int64)
@@ -1001,10 +1008,12 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         X = self._check_X(X, div)
         Xt = self._fit_tasks[t]
         if div is None:
-            nn = NearestNeighbors(n_neighbors=1, metric="cosine", algorithm="brute").fit(Xt)
-            idx = nn.kneighbors(X, return_distance=False)[:, 0]
+            nn = NearestNeighbors(n_neighbors=1, metric="cosine", algorithm="brute").fit(
+                unit_rows(Xt))
+            idx = nn.kneighbors(unit_rows(X), return_distance=False)[:, 0]
         else:
-            idx = np.argmin(np.asarray(div.pairwise(X, _right_points(Xt, div))), axis=1)
+            # the nearest training row under the conditioning of X and the training rows
+            idx = div.assign(X, _right_points(Xt, div))[0]
         return self.labels_[t][idx]
 
     def kernel_matrix(self, task=None):

@@ -900,6 +900,15 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                             f"task {t} is too large for the regression term: its squared norm "
                             "overflows float64; rescale the data (e.g. divide by its largest "
                             "absolute value).")
+                # The regression term is not scale invariant (a scale of X is one of mu ||W||^2),
+                # so the data cannot be rescaled for it; squares below float64's normal range
+                # would leave X^T X zero or inexact.
+                big = float(np.abs(data).max()) if data.size else 0.0
+                if 0.0 < big and big * big < np.finfo(np.float64).tiny:
+                    raise ValueError(
+                        f"task {t} is too small for the regression term: its squared entries "
+                        f"underflow float64 (largest absolute value {big:.3g}); rescale the data "
+                        "(e.g. divide by its largest absolute value).")
         hs = check_n_clusters_per_task(self.n_clusters, [X.shape[0] for X in Xs])
         parsed = parse_init(self.init, Xs, hs, aliases=self._init_aliases, membership=True)
         Ms, factors = _prepare(Xs, self.similarity, self.similarity_params, self.lam > 0)

@@ -30,6 +30,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, check_memory
 
+from ._conditioning import Conditioning, exponent
 from ._multitask import (
     Interval,
     MultiTaskMixin,
@@ -406,6 +407,18 @@ def _check_squares(X, what, method):
             "divide by its largest absolute value.")
 
 
+def _scale(Xs):
+    """The power-of-two conditioning of LSSMTC/LSSTTC: both terms of the objective are squared
+    errors (homogeneous of degree 2 in the data, the subspace ``W`` unit-free), so data of
+    extreme magnitude are fitted as ``X 2^-e`` and the centres scaled back by ``2^e``."""
+    big = 0.0
+    for X in Xs:
+        data = X.data if sp.issparse(X) else np.asarray(X)
+        if data.size:
+            big = max(big, float(np.abs(data).max()))
+    return Conditioning(scale=exponent(big), degree=2)
+
+
 def _onehot(labels, c, offset=0.0):
     P = np.full((labels.shape[0], c), float(offset))
     P[np.arange(labels.shape[0]), labels] += 1.0
@@ -444,6 +457,16 @@ def _check_rank(P, c, what):
 
 #: Deprecated spellings of the init strings (they still work, with a FutureWarning).
 _INIT_ALIASES = {"k-means": "k-means++"}
+
+
+def _hard_labels(X, lam, centers, components, shared_centers):
+    """Index of the smallest :func:`_hard_costs`, under one power of two for the rows and the
+    centres (rows and centres of extreme magnitude would over- or underflow in the costs)."""
+    cond = _scale([X, centers, shared_centers])
+    if cond.scale:
+        X, centers, shared_centers = (cond.apply(X), cond.apply_centres(centers),
+                                      cond.apply_centres(shared_centers))
+    return np.argmin(_hard_costs(X, lam, centers, components, shared_centers), axis=1)
 
 
 def _hard_costs(X, lam, centers, components, shared_centers):
@@ -628,6 +651,8 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         self._validate_params()
         Xs = check_tasks(Xs, name="Xs")
+        cond = _scale(Xs)
+        Xs = [cond.apply(X) for X in Xs]
         for k, X in enumerate(Xs):
             _check_squares(X, f"task {k}", "LSSMTC")
         ks = check_n_clusters_per_task(
@@ -635,6 +660,8 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             equal="LSSMTC (cluster j has one shared centre in every task)")
         c = ks[0]
         parsed = parse_init(self.init, Xs, ks, aliases=self._init_aliases, membership=True)
+        parsed = [(kind, cond.apply_centres(v)) if kind == "centers" else (kind, v)
+                  for kind, v in parsed]
         lam = float(self.lam)
         rng = check_random_state(self.random_state)
         memory = check_memory(self.memory)
@@ -653,10 +680,12 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 f"tol={self.tol}).", ConvergenceWarning, stacklevel=2)
         W = basis.components(Z)
         self.membership_ = P_list
-        self._set_fitted_tasks(Xs, [np.argmax(P, axis=1) for P in P_list], history)
+        self._set_fitted_tasks(Xs, [np.argmax(P, axis=1) for P in P_list],
+                               cond.undo_objective(np.asarray(history)))
         self.components_ = np.ascontiguousarray(W.T)
-        self.shared_centers_ = np.ascontiguousarray(M.T)
-        self.centers_ = [None if Mk is None else np.ascontiguousarray(Mk.T) for Mk in Mk_list]
+        self.shared_centers_ = np.ascontiguousarray(cond.undo_centres(M.T))
+        self.centers_ = [None if Mk is None else np.ascontiguousarray(cond.undo_centres(Mk.T))
+                         for Mk in Mk_list]
         self.n_iter_ = n_iter
         self.rank_ = basis.rank
         return self
@@ -685,8 +714,8 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         t = self._check_task(task)
         X = self._check_X(X)
-        return np.argmin(_hard_costs(X, float(self.lam), self.centers_[t],
-                                     self.components_, self.shared_centers_), axis=1)
+        return _hard_labels(X, float(self.lam), self.centers_[t], self.components_,
+                            self.shared_centers_)
 
     def transform(self, X):
         """Project a matrix (or a list of task matrices) onto the shared subspace: ``X W``.
@@ -854,6 +883,8 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         check_params(self, self._parameter_constraints)
         memory = check_memory(self.memory)
         X = check_array(X, name="X")
+        cond = _scale([X])
+        X = cond.apply(X)
         _check_squares(X, "X", "LSSTTC")
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
@@ -920,10 +951,10 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         transduction[target] = classes[np.argmax(P_list[1], axis=1)]
         self.transduction_ = transduction
         self.components_ = np.ascontiguousarray(W.T)
-        self.shared_centers_ = np.ascontiguousarray(M.T)
+        self.shared_centers_ = np.ascontiguousarray(cond.undo_centres(M.T))
         Mt = Mk_list[1] if Mk_list[1] is not None else _centers(X_target, P_list[1])
-        self.target_centers_ = np.ascontiguousarray(Mt.T)
-        self.objective_history_ = as_history(history)
+        self.target_centers_ = np.ascontiguousarray(cond.undo_centres(Mt.T))
+        self.objective_history_ = as_history(cond.undo_objective(np.asarray(history)))
         self.n_iter_ = n_iter
         self.rank_ = basis.rank
         self.n_components_ = l
@@ -982,9 +1013,8 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"X has {X.shape[1]} features but the model was fitted on {self.n_features_in_}."
             )
-        D = _hard_costs(X, float(self.lam), self.target_centers_, self.components_,
-                        self.shared_centers_)
-        return self.classes_[np.argmin(D, axis=1)]
+        return self.classes_[_hard_labels(X, float(self.lam), self.target_centers_,
+                                          self.components_, self.shared_centers_)]
 
 
 #: Paper names.

@@ -251,3 +251,36 @@ def test_apply_and_undo_are_inverse_and_never_modify_inputs():
     Sc = cond.apply(S)
     assert (S != S0).nnz == 0 and sp.issparse(Sc)
     np.testing.assert_array_equal(np.ldexp(Sc.toarray(), cond.scale), S.toarray())
+
+
+def test_other_estimators_at_extreme_scales():
+    """LNKMTC/LSKMTC (cosine graph on unit rows), LSSMTC/LSSTTC (fit and predict): the labels
+    of the unscaled fit at 2^+-1000; MTCMRL's regression term (not scale invariant) refuses
+    data whose squares underflow or overflow, naming it."""
+    from bregclust import LNKMTC, LSKMTC, LSSMTC, LSSTTC, ModelRelationClustering
+
+    tasks = [_blobs(n_per=25, d=6, seed=30 + t)[0] for t in range(2)]
+    for s in (-1000, 1000):
+        Ts = [np.ldexp(X, s) for X in tasks]
+        for est in (LNKMTC(3, C=1.0, random_state=0), LSKMTC(3, C=1.0, random_state=0),
+                    LSSMTC(3, n_components=2, max_iter=50, random_state=0)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ref = type(est)(**est.get_params()).fit(tasks)
+                fit = est.fit(Ts)
+            for t in range(2):
+                assert np.array_equal(fit.labels_[t], ref.labels_[t]), (est, s)
+                assert np.array_equal(fit.predict(Ts[t][:10], task=t),
+                                      ref.predict(tasks[t][:10], task=t)), (est, s)
+        X = np.vstack(tasks)
+        y = np.r_[np.repeat([0, 1, 2], [25, 25, 25]), -np.ones(75, dtype=int)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = LSSTTC(n_components=2, max_iter=50).fit(X, y)
+            fit = LSSTTC(n_components=2, max_iter=50).fit(np.ldexp(X, s), y)
+        assert np.array_equal(fit.transduction_, ref.transduction_)
+        assert np.array_equal(fit.predict(np.ldexp(X[:10], s)), ref.predict(X[:10]))
+    with pytest.raises(ValueError, match="too small for the regression term.*underflow"):
+        ModelRelationClustering(3).fit([np.ldexp(X, -1000) for X in tasks])
+    with pytest.raises(ValueError, match="too large for the regression term.*overflows"):
+        ModelRelationClustering(3).fit([np.ldexp(X, 1000) for X in tasks])
