@@ -394,9 +394,15 @@ def _check_n_components(n_components, rank):
     return int(n_components)
 
 
-def _check_squares(X, what, method):
-    """The objective is quadratic in the data: refuse data whose squared norm overflows."""
+def _check_squares(X, what, method, cond):
+    """The objective is quadratic in the data: refuse data whose squared norm overflows, or
+    that the common power-of-two scale ``cond`` of all tasks flushes to zero (tasks further
+    apart than float64's range)."""
     data = X.data if sp.issparse(X) else X
+    if cond.scale and data.size and not np.any(data):
+        raise ValueError(
+            f"{what} underflows to zero under the scale of the largest task (2^{cond.scale}): "
+            f"the tasks lie further apart than float64's range; rescale each task.")
     with np.errstate(over="ignore", invalid="ignore"):
         sq = np.square(data).sum()
     if not np.isfinite(sq):
@@ -654,7 +660,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         cond = _scale(Xs)
         Xs = [cond.apply(X) for X in Xs]
         for k, X in enumerate(Xs):
-            _check_squares(X, f"task {k}", "LSSMTC")
+            _check_squares(X, f"task {k}", "LSSMTC", cond)
         ks = check_n_clusters_per_task(
             self.n_clusters, [X.shape[0] for X in Xs],
             equal="LSSMTC (cluster j has one shared centre in every task)")
@@ -885,7 +891,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         X = check_array(X, name="X")
         cond = _scale([X])
         X = cond.apply(X)
-        _check_squares(X, "X", "LSSTTC")
+        _check_squares(X, "X", "LSSTTC", cond)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(
