@@ -38,7 +38,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._conditioning import for_assignment, unit_rows
+from ._conditioning import exponent, for_assignment, unit_rows
 from ._multitask import (
     BOOLEAN,
     Interval,
@@ -181,9 +181,7 @@ def mmd_trace(factor, task_sizes):
 def _cosine_knn(X, k):
     """Directed kNN adjacency of one task with cosine similarities (self excluded)."""
     n = X.shape[0]
-    # unit rows first: cosine is scale invariant, but squared norms of rows near 1e+-300
-    # over- or underflow inside the metric
-    X = unit_rows(X)
+    X = _cosine_rows(X)
     nn = NearestNeighbors(n_neighbors=k, metric="cosine", algorithm="brute").fit(X)
     # scikit-learn computes brute-force distances in row chunks of `working_memory` MiB
     # (default 1 GiB, i.e. the whole n_t x n_t block); cap it so memory stays O(n k)
@@ -191,6 +189,21 @@ def _cosine_knn(X, k):
         dist, ind = nn.kneighbors()
     sim = 1.0 - dist
     return sp.csr_matrix((sim.ravel(), ind.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
+
+
+def _cosine_rows(X):
+    """Rows for a cosine metric: as given, or scaled to unit norm (:func:`unit_rows`) when some
+    row's magnitude lies beyond the conditioning limit, where squared norms inside the metric
+    would over- or underflow (cosine is scale invariant per row)."""
+    data = X.data if sp.issparse(X) else X
+    if not data.size:
+        return X
+    big = np.abs(X).max(axis=1)
+    big = np.asarray(big.toarray() if sp.issparse(big) else big).ravel()
+    big = big[big > 0]
+    if big.size and (exponent(float(big.max())) or exponent(float(big.min()))):
+        return unit_rows(X)
+    return X
 
 
 def _right_points(X, div):
@@ -1009,8 +1022,8 @@ class _BaseKernelMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         Xt = self._fit_tasks[t]
         if div is None:
             nn = NearestNeighbors(n_neighbors=1, metric="cosine", algorithm="brute").fit(
-                unit_rows(Xt))
-            idx = nn.kneighbors(unit_rows(X), return_distance=False)[:, 0]
+                _cosine_rows(Xt))
+            idx = nn.kneighbors(_cosine_rows(X), return_distance=False)[:, 0]
         else:
             # the nearest training row under the conditioning of X and the training rows
             idx = div.assign(X, _right_points(Xt, div))[0]
