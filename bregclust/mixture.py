@@ -243,12 +243,16 @@ class _Gamma(_Family):
 
 
 def _poisson_rows(X):
-    """``sum_l x_l log x_l - x_l - lgamma(x_l + 1)`` per row (0 for a zero entry)."""
-    if sp.issparse(X):
-        v = xlogy(X.data, X.data) - X.data - gammaln(X.data + 1.0)
-        return np.add.reduceat(v, X.indptr[:-1]) * (np.diff(X.indptr) > 0) if v.size else \
-            np.zeros(X.shape[0])
-    return (xlogy(X, X) - X - gammaln(X + 1.0)).sum(axis=1)
+    """``sum_l x_l log x_l - x_l - lgamma(x_l + 1)`` per row (0 for a zero entry; NaN where
+    it overflows, which the caller refuses)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if sp.issparse(X):
+            v = xlogy(X.data, X.data) - X.data - gammaln(X.data + 1.0)
+            out = np.zeros(X.shape[0])
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            np.add.at(out, rows, v)
+            return out
+        return (xlogy(X, X) - X - gammaln(X + 1.0)).sum(axis=1)
 
 
 class _Poisson(_Family):
@@ -1225,6 +1229,7 @@ dict, default="auto"
         -------
         proba : ndarray of shape (n_samples, n_components_)
         """
+        check_is_fitted(self, "means_")
         return self._rows(X, "proba", ncols=self.n_components_)
 
     def score_samples(self, X):
@@ -1436,7 +1441,7 @@ def _classification_loglik(fs, st, U):
 
 
 def select_n_clusters(X, n_clusters, *, divergence="sqeuclidean", divergence_params=None,
-                      family="auto", dispersion="tied", criterion="bic", sample_weight=None,
+                      family="auto", dispersion="auto", criterion="bic", sample_weight=None,
                       random_state=None, reg_dispersion=1e-6, **kmeans_params):
     """Choose the number of clusters of Bregman k-means by an information criterion (X-means).
 
@@ -1459,9 +1464,11 @@ def select_n_clusters(X, n_clusters, *, divergence="sqeuclidean", divergence_par
     divergence_params : dict, optional
     family : str, default="auto"
         As :class:`BregmanMixture`.
-    dispersion : {"tied", "component"} or float, default="tied"
+    dispersion : {"auto", "tied", "component"} or float, default="auto"
         ``"tied"``: one dispersion for every cluster, the assumption under which k-means is
-        the hard limit of a mixture (X-means' pooled variance).
+        the hard limit of a mixture (X-means' pooled variance); ``"component"``: one per
+        cluster (clusters of unequal spread). ``"auto"``: ``"tied"`` for the families with a
+        fitted dispersion (sqeuclidean, itakura_saito), as :class:`BregmanMixture` otherwise.
     criterion : {"bic", "aic"}, default="bic"
     sample_weight : array-like of shape (n_samples,), optional
         Frequency weights.
@@ -1498,6 +1505,9 @@ def select_n_clusters(X, n_clusters, *, divergence="sqeuclidean", divergence_par
         raise TypeError(f"select_n_clusters got {sorted(bad)} twice; pass them once.")
     div = get_divergence(divergence, **(divergence_params or {}))
     fam = _family(div, family)
+    if isinstance(dispersion, str) and dispersion == "auto" and fam.fitted and \
+            div.name != "mahalanobis":
+        dispersion = "tied"
     mode, fixed = _dispersion_param(fam, dispersion, div)
     src = as_source(X, sample_weight, div)
     try:
