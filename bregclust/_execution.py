@@ -783,33 +783,51 @@ def mixture_pass(div, X, prepared, mc, w, *, hard=False, accumulate=True, keep_r
         Phi = np.zeros(k)
         ll = _add_rows(X, np.arange(n), resp, w, phi_x, lse, S, W, Phi, accumulate)
         return labels, lse, (resp if keep_resp else None), S, W, Phi, ll
-    T = min(n_workers(), numba.get_num_threads()) if n * d > PARALLEL_MIN else 1
-    T = max(1, min(T, n))
     labels = np.empty(n, dtype=np.int64)
     lse = np.empty(n)
     R = np.empty((n if keep_resp else 0, k))
-    W = np.zeros((T, k))
-    Phi = np.zeros((T, k))
-    LL = np.zeros(T)
+    S = np.zeros((k, d))
+    W = np.zeros(k)
+    Phi = np.zeros(k)
     if n == 0:
-        return labels, lse, (R if keep_resp else None), np.zeros((k, d)), W[0], Phi[0], 0.0
-    args = (mc.c, mc.alpha, mc.beta, w, mc.bounded, hard, accumulate)
-    if sp.issparse(Xg):
-        ST = np.zeros((T, d if accumulate else 0, k))
-        kern = KM.mixture_step_csr if T > 1 else KM.mixture_step_csr_serial
-        kern(Xg.data, Xg.indices, Xg.indptr, phi_x, mc.GT, *args, labels, lse, R, ST, W, Phi, LL)
-        S = np.ascontiguousarray(ST.sum(axis=0).T) if accumulate else np.zeros((k, d))
-    else:
+        return labels, lse, (R if keep_resp else None), S, W, Phi, 0.0
+    sparse = sp.issparse(Xg)
+    if not sparse:
         Xg = np.ascontiguousarray(Xg)
-        GT = mc.GT if mc.GT.dtype == Xg.dtype else mc.GT.astype(Xg.dtype)
-        S3 = np.zeros((T, k, d if accumulate else 0))
-        kern = KM.mixture_step_dense if T > 1 else KM.mixture_step_dense_serial
+    GT = mc.GT if sparse or mc.GT.dtype == Xg.dtype else mc.GT.astype(Xg.dtype)
+    # One block of rows per worker of the pool, each with its own sums, added in block order.
+    workers = n_workers() if n * d > PARALLEL_MIN else 1
+    step = -(-n // workers)
+    shape = ((d if accumulate else 0, k) if sparse else (k, d if accumulate else 0))
+    bufs = {s: (np.zeros(shape), np.zeros(k), np.zeros(k), np.zeros(1))
+            for s in range(0, n, step)}
+    args = (mc.c, mc.alpha, mc.beta)
+    flags = (mc.bounded, hard, accumulate)
+
+    def work(s):
+        e = min(n, s + step)
+        Sb, Wb, Pb, Lb = bufs[s]
+        Rb = R[s:e] if keep_resp else R
+        if sparse:
+            KM.mixture_step_csr(Xg.data, Xg.indices, Xg.indptr[s:e + 1], phi_x[s:e], GT, *args,
+                                w[s:e], *flags, labels[s:e], lse[s:e], Rb, Sb, Wb, Pb, Lb)
+        else:
+            KM.mixture_step_dense(Xg[s:e], phi_x[s:e], GT, *args, w[s:e], *flags, _LLOYD_CHUNK,
+                                  labels[s:e], lse[s:e], Rb, Sb, Wb, Pb, Lb)
+
+    if len(bufs) == 1:
         with blas_one_thread():
-            kern(Xg, phi_x, GT, *args, _LLOYD_CHUNK, labels, lse, R, S3, W, Phi, LL)
-        S = S3.sum(axis=0) if accumulate else np.zeros((k, d))
-    W, Phi = W.sum(axis=0), Phi.sum(axis=0)
+            work(0)
+    else:
+        run_chunks(work, bufs)
+    ll = 0.0
     with np.errstate(invalid="ignore"):
-        ll = float(LL.sum())
+        for Sb, Wb, Pb, Lb in bufs.values():
+            if accumulate:
+                S += Sb.T if sparse else Sb
+            W += Wb
+            Phi += Pb
+            ll += float(Lb[0])
     bad = np.flatnonzero(labels < 0)
     if bad.size:  # an overflow of the GEMM form: these rows by the definition
         D = _exact_rows(div, X, bad, mc.U)

@@ -248,10 +248,8 @@ def _poisson_rows(X):
     with np.errstate(over="ignore", invalid="ignore"):
         if sp.issparse(X):
             v = xlogy(X.data, X.data) - X.data - gammaln(X.data + 1.0)
-            out = np.zeros(X.shape[0])
             rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-            np.add.at(out, rows, v)
-            return out
+            return np.bincount(rows, weights=v, minlength=X.shape[0])
         return (xlogy(X, X) - X - gammaln(X + 1.0)).sum(axis=1)
 
 

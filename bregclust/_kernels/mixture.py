@@ -26,17 +26,18 @@ their mass (the first one without boundary) as their only responsibility.
 **Non-finite divergences** (an overflow of the GEMM form) mark the row with ``lse = NaN`` and
 ``label = -1`` and leave it out of the sums: the caller evaluates it by the definition.
 
-Threads split the rows into ``T`` contiguous blocks (``T = W.shape[0]``), each with its own
-buffers; the caller adds the ``T`` slices, so results do not depend on thread timing. The
-``*_serial`` twins run the same arithmetic on the calling thread (dask chunk tasks).
+The kernels run on the calling thread and release the GIL: the engine splits the rows into
+contiguous blocks, one per worker of its thread pool, each with its own sums, and adds them in
+block order, so results do not depend on thread timing, and no parallel kernel (whose first
+compilation is several times longer) is needed.
 """
 
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .generators import JIT, PJIT
+from .generators import JIT
 
 
 @njit(**JIT)
@@ -154,10 +155,10 @@ def _block_dense(X, phi_x, GT, c, alpha, beta, w, bounded, hard, accumulate, chu
             St += Sc
 
 
-@njit(**PJIT)
+@njit(**JIT)
 def mixture_step_dense(X, phi_x, GT, c, alpha, beta, w, bounded, hard, accumulate, chunk, labels,
                        lse, R, S, W, Phi, LL):
-    """The E-step pass over dense rows (see the module docstring), threads over row blocks.
+    """The E-step pass over dense rows (see the module docstring), on the calling thread.
 
     Parameters
     ----------
@@ -173,28 +174,12 @@ def mixture_step_dense(X, phi_x, GT, c, alpha, beta, w, bounded, hard, accumulat
         Rows per BLAS call.
     labels : OUT int64 (n,); lse : OUT (n,)
     R : OUT (n, k) when ``R.shape[0] == n`` (responsibilities kept), else (0, k)
-    S : OUT (T, k, d) zeros; W, Phi : OUT (T, k) zeros; LL : OUT (T,) zeros
+    S : OUT (k, d) zeros, or (k, 0) without ``accumulate``; W, Phi : OUT (k,) zeros;
+    LL : OUT (1,) zero
     """
-    n = X.shape[0]
-    k = c.shape[0]
-    T = W.shape[0]
-    keep = R.shape[0] == n
-    per = (n + T - 1) // T
-    for j in prange(T):
-        _block_dense(X, phi_x, GT, c, alpha, beta, w, bounded, hard, accumulate, chunk, labels,
-                     lse, R, keep, S[j], W[j], Phi[j], LL[j:j + 1], j * per, min(n, (j + 1) * per),
-                     np.empty((chunk, GT.shape[1]), dtype=X.dtype),
-                     np.zeros((chunk, k), dtype=X.dtype),
-                     np.empty((k, X.shape[1]), dtype=X.dtype), np.empty(k))
-
-
-@njit(**JIT)
-def mixture_step_dense_serial(X, phi_x, GT, c, alpha, beta, w, bounded, hard, accumulate, chunk,
-                              labels, lse, R, S, W, Phi, LL):
-    """:func:`mixture_step_dense` with ``T = 1`` on the calling thread."""
     k = c.shape[0]
     _block_dense(X, phi_x, GT, c, alpha, beta, w, bounded, hard, accumulate, chunk, labels, lse,
-                 R, R.shape[0] == X.shape[0], S[0], W[0], Phi[0], LL[0:1], 0, X.shape[0],
+                 R, R.shape[0] == X.shape[0], S, W, Phi, LL, 0, X.shape[0],
                  np.empty((chunk, GT.shape[1]), dtype=X.dtype), np.zeros((chunk, k), dtype=X.dtype),
                  np.empty((k, X.shape[1]), dtype=X.dtype), np.empty(k))
 
@@ -230,31 +215,16 @@ def _rows_csr(data, indices, indptr, phi_x, GT, c, alpha, beta, w, bounded, hard
                     row[act[a]] += wr[a] * v
 
 
-@njit(**PJIT)
+@njit(**JIT)
 def mixture_step_csr(data, indices, indptr, phi_x, GT, c, alpha, beta, w, bounded, hard,
                      accumulate, labels, lse, R, ST, W, Phi, LL):
-    """:func:`mixture_step_dense` for CSR rows: products and sums over stored entries.
+    """:func:`mixture_step_dense` for CSR rows (``indptr`` of the rows, offsets into
+    ``data``): products and sums over stored entries.
 
-    ``ST`` is OUT (T, d, k) zeros: the transposed sums (``S^T``), so a stored entry updates a
-    contiguous row of ``k`` values."""
-    n = indptr.shape[0] - 1
-    k = c.shape[0]
-    T = W.shape[0]
-    keep = R.shape[0] == n
-    per = (n + T - 1) // T
-    for j in prange(T):
-        _rows_csr(data, indices, indptr, phi_x, GT, c, alpha, beta, w, bounded, hard, accumulate,
-                  labels, lse, R, keep, ST[j], W[j], Phi[j], LL[j:j + 1], j * per,
-                  min(n, (j + 1) * per), np.empty(GT.shape[1]), np.empty(k),
-                  np.empty(k, dtype=np.int64), np.empty(k))
-
-
-@njit(**JIT)
-def mixture_step_csr_serial(data, indices, indptr, phi_x, GT, c, alpha, beta, w, bounded, hard,
-                            accumulate, labels, lse, R, ST, W, Phi, LL):
-    """:func:`mixture_step_csr` with ``T = 1`` on the calling thread."""
+    ``ST`` is OUT (d, k) zeros (or (0, k) without ``accumulate``): the transposed sums
+    ``S^T``, so a stored entry updates a contiguous row of ``k`` values."""
     k = c.shape[0]
     n = indptr.shape[0] - 1
     _rows_csr(data, indices, indptr, phi_x, GT, c, alpha, beta, w, bounded, hard, accumulate,
-              labels, lse, R, R.shape[0] == n, ST[0], W[0], Phi[0], LL[0:1], 0, n,
+              labels, lse, R, R.shape[0] == n, ST, W, Phi, LL, 0, n,
               np.empty(GT.shape[1]), np.empty(k), np.empty(k, dtype=np.int64), np.empty(k))
