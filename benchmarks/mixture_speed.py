@@ -48,7 +48,7 @@ def marginal(fit, a, m, repeat):
         t0 = time.perf_counter()
         fit(a + m)
         t_b = min(t_b, time.perf_counter() - t0)
-    return (t_b - t_a) / m, t_b
+    return (t_b - t_a) / m, t_b, fit(a + m).n_iter_
 
 
 def newsgroups(a):
@@ -72,13 +72,14 @@ def newsgroups(a):
 
     print(f"\n## 20 Newsgroups term counts, CSR {X.shape}, nnz={X.nnz:,}, k={k}, same means")
     km(1), em(1)  # compile
-    t_km, f_km = marginal(km, 2, a.iters, a.repeat)
-    t_em, f_em = marginal(em, 2, a.iters, a.repeat)
-    table(["estimator", "s / iteration", f"fit of {a.iters + 2} iterations (s)"],
+    t_km, f_km, i_km = marginal(km, 2, a.iters, a.repeat)
+    t_em, f_em, i_em = marginal(em, 2, a.iters, a.repeat)
+    table(["estimator", "s / iteration", f"fit of {a.iters + 2} iterations (s)",
+           "iterations run"],
           [("BregmanKMeans(kl) on counts / length, one Lloyd iteration", f"{t_km:.3f}",
-            f"{f_km:.2f}"),
+            f"{f_km:.2f}", i_km),
            ("BregmanMixture(kl, multinomial) on counts, one EM iteration", f"{t_em:.3f}",
-            f"{f_em:.2f}")])
+            f"{f_em:.2f}", i_em)])
     print(f"\nEM / Lloyd iteration ratio (target <= 2): {t_em / t_km:.2f}")
 
 
@@ -102,7 +103,7 @@ def dense(a):
     print(f"\n## dense n={n:,} d={d} k={k}: spherical Gaussian mixture, same initial "
           "parameters")
     ours(1)
-    t_ours, f_ours = marginal(ours, 2, a.iters, a.repeat)
+    t_ours, f_ours, _ = marginal(ours, 2, a.iters, a.repeat)
     rows = [("bregclust BregmanMixture (own threads, BLAS 1 thread)", f"{t_ours:.3f}",
              f"{f_ours:.2f}", "1.00")]
     for label, limit in [("scikit-learn GaussianMixture, BLAS 1 thread", 1),
@@ -110,7 +111,7 @@ def dense(a):
                           os.cpu_count())]:
         with threadpool_limits(limits=limit, user_api="blas"):
             sk(1)
-            t_sk, f_sk = marginal(sk, 2, a.iters, a.repeat)
+            t_sk, f_sk, _ = marginal(sk, 2, a.iters, a.repeat)
         rows.append((label, f"{t_sk:.3f}", f"{f_sk:.2f}", f"{t_ours / t_sk:.2f}"))
     table(["estimator", "s / iteration", f"fit of {a.iters + 2} iterations (s)",
            "ratio ours / this (target <= 1.0)"], rows)

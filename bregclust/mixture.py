@@ -722,8 +722,8 @@ dict, default="auto"
         Initial parameters. ``"k-means++"``/``"k-means||"``/``"random"``: Bregman seeds (for
         the multinomial on the rows divided by their totals, weighted by the totals), then one
         hard assignment gives the means (the seeds' cluster means), mixing weights and
-        dispersions. ``"kmeans"``: a Bregman k-means fit from k-means++ seeds; its centres are
-        the means. ``"auto"``: ``"k-means||"`` for a dask array, ``"k-means++"`` otherwise.
+        dispersions. ``"kmeans"``: a Bregman k-means fit from k-means++ seeds (k-means|| on a
+        dask array); its centres are the means. ``"auto"``: ``"k-means||"`` for a dask array, ``"k-means++"`` otherwise.
         A fitted :class:`~bregclust.BregmanKMeans` (its centres), an array of means
         ``(n_components, n_features)`` (weights and dispersions from their hard partition),
         an array of responsibilities ``(n_samples, n_components)`` (one M-step; in-memory
@@ -1011,9 +1011,10 @@ dict, default="auto"
                 raise ValueError("init must be 'auto', 'k-means++', 'k-means||', 'random', "
                                  "'kmeans', a fitted BregmanKMeans, an array or a dict, got "
                                  f"{init!r}.")
-            if init in ("k-means++", "kmeans") and src.chunked:
-                raise ValueError(f"init={init!r} reads the whole data set k times; for a dask "
-                                 "array use init='k-means||' (the default) or 'random'.")
+            if init == "k-means++" and src.chunked:
+                raise ValueError("init='k-means++' reads the whole data set k times; for a dask "
+                                 "array use init='k-means||' (the default), 'kmeans' or "
+                                 "'random'.")
             return init, False
         if not isinstance(self.n_components, numbers.Integral):
             raise ValueError("an init array, dict or estimator fixes the number of components; "
@@ -1083,7 +1084,7 @@ dict, default="auto"
     def _seeds(self, srcc, st, k, init, rng):
         """Seeds (conditioned units) on the source the hard counterpart clusters."""
         view = _simplex_view(srcc) if st.fam.simplex else srcc
-        if init in ("k-means++", "kmeans"):
+        if init == "k-means++" or (init == "kmeans" and not view.chunked):
             C0 = kmeans_plusplus(view.block, st.div, k, rng, st.s, st.z)[0]
         elif init == "random":
             C0 = random_centres(view, k, rng, st.s, st.z)

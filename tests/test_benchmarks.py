@@ -53,6 +53,10 @@ CASES = [
      "cluto_docs/tr11.mat", "Table 3 from the sweeps"),
     ("mtcmrl_paper.py --datasets reuters --runs 1 --tol-study --tol-grid 20:1e-4 50:1e-6",
      "reuters21578", "SNMF    max_iter=50     tol=1e-06"),
+    ("mixture_speed.py --n-dense 3000 --iters 2 --repeat 1 --skip-20ng --skip-compile", None,
+     "ratio ours / this (target <= 1.0)"),
+    ("mixture_quality.py --seeds 1 --datasets tr23 --draws 1", "cluto_docs/tr23.mat",
+     "mixture BIC: true K chosen (target >= 9 / 10)"),
 ]
 
 

@@ -346,6 +346,18 @@ def test_dask_input_gives_the_in_memory_result(div, data, sparse):
     assert b.bic(dX) == pytest.approx(a.bic(Xm), rel=1e-12)
 
 
+@pytest.mark.parametrize("init", ["auto", "kmeans", "random"])
+def test_dask_starts_of_the_multinomial_run_on_its_simplex_view(init):
+    da = pytest.importorskip("dask.array")
+    X = count_data()[0]
+    dX = da.from_array(X, chunks=(50, -1)).map_blocks(sp.csr_matrix, dtype=np.float64)
+    gm = _quiet(BregmanMixture(3, divergence="kl", init=init, random_state=0).fit, dX)
+    np.testing.assert_allclose(gm.means_.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.all(np.diff(gm.lower_bounds_) >= -1e-12 * np.abs(gm.lower_bounds_[1:]))
+    from bregclust import nmi
+    assert nmi(count_data()[1], gm.predict(X)) > 0.8
+
+
 def test_inputs_are_not_modified_and_fitted_models_pickle():
     X = count_data()[0]
     Xs = sp.csr_matrix(X)
