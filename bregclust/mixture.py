@@ -756,10 +756,11 @@ dict, default="auto"
 
     Attributes
     ----------
-    weights_ : ndarray of shape (n_components_,)
-    means_ : ndarray of shape (n_components_, n_features)
+    weights_ : ndarray of shape (k,)
+        Mixing weights; ``k`` is ``n_components_``.
+    means_ : ndarray of shape (k, n_features)
         Component means (probability vectors for the multinomial).
-    dispersion_ : ndarray of shape (n_components_,)
+    dispersion_ : ndarray of shape (k,)
         Variances (Gaussian), ``1 / shape`` (Gamma), the given value (custom), 1
         (multinomial, Poisson).
     family_ : str
@@ -1226,7 +1227,8 @@ dict, default="auto"
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_components_)
+        proba : ndarray of shape (n_samples, k)
+            ``k`` is ``n_components_``.
         """
         check_is_fitted(self, "means_")
         return self._rows(X, "proba", ncols=self.n_components_)
