@@ -430,7 +430,7 @@ def score_block(block, div, model):
 
 def _rows_l1(X):
     """Rows divided by their totals (empty rows stay 0)."""
-    N = np.asarray(X.sum(axis=1)).ravel()
+    N = np.asarray(X.sum(axis=1), dtype=np.float64).ravel()
     inv = np.divide(1.0, N, out=np.zeros_like(N), where=N > 0)
     if sp.issparse(X):
         return sp.csr_matrix(sp.diags(inv) @ X)
