@@ -66,6 +66,7 @@ def _quiet(fn, *a, **kw):
 
 
 # ----------------------------------------------------------------------------- scikit-learn
+@pytest.mark.nojit
 @pytest.mark.parametrize("reg", [0.0, 1e-3])
 def test_spherical_gaussian_matches_scikit_learn_from_the_same_start(reg):
     X = gaussian_data()
@@ -188,6 +189,7 @@ def _naive_case(family, X, k=3, seed=0, **kw):
     return w0, U0, v0
 
 
+@pytest.mark.nojit
 @pytest.mark.parametrize("family, smoothing, dispersion, weighted, sparse", [
     ("multinomial", 0.0, "auto", False, False),
     ("multinomial", 0.0, "auto", True, True),
@@ -274,6 +276,7 @@ def test_predict_proba_rows_sum_to_one_and_predict_is_their_argmax():
     np.testing.assert_array_equal(gm.fit_predict(X), gm.predict(X))
 
 
+@pytest.mark.nojit
 def test_rows_of_zero_probability_get_the_least_violating_component():
     X = np.array([[5.0, 0, 0, 0], [4, 1, 0, 0], [0, 0, 5, 1], [0, 0, 4, 2]])
     gm = BregmanMixture(2, divergence="kl", smoothing=0.0,
@@ -494,6 +497,7 @@ def test_counts_are_never_rescaled_and_overflowing_counts_are_refused():
         BregmanMixture(2, divergence="kl", family="poisson").fit(X * 1e306)
 
 
+@pytest.mark.nojit
 def test_the_e_step_kernel_keeps_float32_rows_in_float32():
     rng = np.random.default_rng(0)
     div = get_divergence("sqeuclidean")
