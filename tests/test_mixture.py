@@ -361,6 +361,32 @@ def test_dask_starts_of_the_multinomial_run_on_its_simplex_view(init):
     assert nmi(count_data()[1], gm.predict(X)) > 0.8
 
 
+@pytest.mark.slow
+def test_custom_generator_mixture_on_fresh_process_workers():
+    """Worker processes that never ran register_divergence get the generator with every task:
+    the fit passes and the lazy per-row evaluations (DaskSource.map_rows)."""
+    da = pytest.importorskip("dask.array")
+    from distributed import Client, LocalCluster
+
+    register_divergence("mixture_dask_cosh", phi=lambda x: np.cosh(x), dphi=lambda x: np.sinh(x))
+    try:
+        X = gaussian_data(d=3) / 4.0
+        kw = dict(divergence="mixture_dask_cosh", dispersion=0.5, max_iter=6, tol=0.0,
+                  init={"means": X[[0, 120, 250]]})
+        a = _quiet(BregmanMixture(3, **kw).fit, X)
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster):
+            dX = da.from_array(X, chunks=(100, 3))
+            b = _quiet(BregmanMixture(3, **kw).fit, dX)
+            np.testing.assert_allclose(b.lower_bounds_, a.lower_bounds_, rtol=1e-10)
+            np.testing.assert_allclose(b.predict_proba(dX).compute(), a.predict_proba(X),
+                                       atol=1e-10)
+            np.testing.assert_allclose(b.score_samples(dX).compute(), a.score_samples(X),
+                                       rtol=1e-10)
+    finally:
+        unregister_divergence("mixture_dask_cosh")
+
+
 def test_inputs_are_not_modified_and_fitted_models_pickle():
     X = count_data()[0]
     Xs = sp.csr_matrix(X)
