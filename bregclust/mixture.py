@@ -526,8 +526,10 @@ def _dispersion_step(st, J, W, prev, live):
     if st.mode == "fixed":
         return beta
     tot = float(W[live].sum())
+    if tot <= 0:
+        return beta
     if st.mode == "tied":
-        m = float(J[live].sum()) / (tot * st.d) if tot > 0 else st.unit
+        m = float(J[live].sum()) / (tot * st.d)
         return np.full(beta.shape, float(fam.beta(fam.solve(np.array([m]))[0] + st.reg)))
     with np.errstate(divide="ignore", invalid="ignore"):
         m = J[live] / (W[live] * st.d)
@@ -1433,7 +1435,7 @@ def _classification_loglik(fs, st, U):
             pooled = fam.solve(np.array([float(J.sum()) / (tot * st.d)]))[0] + st.reg
             beta = np.where(live & (J > 0), beta, float(fam.beta(pooled)))
     else:
-        beta = st.beta_fixed
+        beta = np.full(k, st.beta_fixed)
     with np.errstate(divide="ignore", invalid="ignore"):
         logpi = np.log(W / W.sum())
         terms = W * (logpi + fam.alpha_part(beta, st.d)) - beta * J

@@ -28,8 +28,8 @@ their mass (the first one without boundary) as their only responsibility.
 
 The kernels run on the calling thread and release the GIL: the engine splits the rows into
 contiguous blocks, one per worker of its thread pool, each with its own sums, and adds them in
-block order, so results do not depend on thread timing, and no parallel kernel (whose first
-compilation is several times longer) is needed.
+block order, so results do not depend on thread timing and no parallel kernel needs
+compiling.
 """
 
 import math
