@@ -222,6 +222,13 @@ def _labels_chunk(Xb, div, U, cond, block_info=None):
 
 
 @_one_at_a_time
+def _rows_chunk(Xb, fn, div, args, block_info=None):
+    """``fn(chunk, div, *args)`` on a validated chunk (:meth:`DaskSource.map_rows`)."""
+    div, Xb = _checked_block(Xb, div, block_info)
+    return fn(Xb, div, *args)
+
+
+@_one_at_a_time
 def _transform_chunk(Xb, div, U, block_info=None):
     div, Xb = _checked_block(Xb, div, block_info)
     return C.pairwise_rows(div, Xb, U)
@@ -417,6 +424,18 @@ class DaskSource:
         return self.X.map_blocks(_transform_chunk, _Portable(div), U,
                                  chunks=(self.X.chunks[0], (U.shape[0],)), dtype=np.float64,
                                  meta=np.empty((0, 0), dtype=np.float64))
+
+    def map_rows(self, fn, div, *args, ncols=None, dtype=np.float64):
+        """Lazy ``fn(chunk, div, *args)`` on every chunk, each validated (named by its
+        position) and the divergence portable to any worker: a dask array of shape ``(n,)``,
+        or ``(n, ncols)`` with ``ncols``. ``fn`` is a module-level function of a validated
+        chunk (a per-row evaluation of a fitted model, such as a mixture's log-densities)."""
+        if ncols is None:
+            return self.X.map_blocks(_rows_chunk, fn, _Portable(div), args, drop_axis=1,
+                                     dtype=dtype, meta=np.empty((0,), dtype=dtype))
+        return self.X.map_blocks(_rows_chunk, fn, _Portable(div), args,
+                                 chunks=(self.X.chunks[0], (int(ncols),)), dtype=dtype,
+                                 meta=np.empty((0, 0), dtype=dtype))
 
     # ------------------------------------------------------------------ graphs
     def _run(self, task, args, reduce, extra):

@@ -702,3 +702,49 @@ def plot_demo(scores, mbc, *, baseline="IND", ys=None, class_names=None, path=No
     if path is not None:
         fig.savefig(path)
     return fig
+
+
+def plot_criterion_path(est, *, ax=None):
+    """The information criterion of every candidate number of clusters, the chosen one marked.
+
+    Parameters
+    ----------
+    est : fitted BregmanMixture or ClusterCountSelection
+        A :class:`~bregclust.BregmanMixture` fitted with candidates (``n_components_path_``,
+        ``criterion_path_``), or the result of :func:`~bregclust.select_n_clusters`.
+    ax : matplotlib Axes, optional
+        Axes to draw in; a new figure is created when None.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+        Its first line holds ``(candidates, criterion)``, its second the chosen point.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        ``est`` is an unfitted estimator.
+    """
+    if hasattr(est, "n_clusters_path"):
+        ks, crit, chosen = est.n_clusters_path, est.criterion_path, est.n_clusters
+        name, what = est.criterion, f"k-means ({est.family})"
+    else:
+        crit = _check_fitted(est, "criterion_path_", "plot_criterion_path")
+        ks, chosen = est.n_components_path_, est.n_components_
+        name, what = est.criterion, f"{type(est).__name__} ({est.family_})"
+    ks = np.asarray(ks)
+    crit = np.asarray(crit, dtype=np.float64)
+    order = np.argsort(ks)
+    ax = _axes(ax, figsize=(5.0, 3.6))
+    ax.plot(ks[order], crit[order], marker="o", markersize=4)
+    at = int(np.flatnonzero(ks == chosen)[0])
+    ax.plot([ks[at]], [crit[at]], marker="*", markersize=14, linestyle="none", color="C3",
+            label=f"chosen: {chosen}")
+    ax.set_xlabel("number of clusters")
+    ax.set_ylabel(f"{name.upper()} (lower is better)")
+    ax.set_title(f"{what}: {name.upper()} by number of clusters")
+    ax.legend()
+    return ax
+
+
+__all__ += ["plot_criterion_path"]

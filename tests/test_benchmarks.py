@@ -56,6 +56,10 @@ CASES = [
     ("mtcmrl_solver_speed.py --repeats 1 --peer-max-iter 20 --skip-snmf", None,
      "time ratio damped / lbfgs"),
     ("lssmtc_defaults.py", None, "LSSTTC max_iter=3000: n_components_=61"),
+    ("mixture_speed.py --n-dense 3000 --iters 2 --repeat 1 --skip-20ng --skip-compile", None,
+     "ratio ours / this (target <= 1.0)"),
+    ("mixture_quality.py --seeds 1 --datasets tr23 --draws 1", "cluto_docs/tr23.mat",
+     "mixture BIC: true K chosen (target >= 9 / 10)"),
 ]
 
 

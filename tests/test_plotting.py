@@ -377,3 +377,21 @@ def test_demo_refuses_a_path_it_cannot_write_before_drawing(mbc, tmp_path):
 def test_demo_figure_labels_stay_inside(mbc, tmp_path):
     fig = plotting.plot_demo({"IND": [0.5, 0.6], "MBC": [0.55, 0.7]}, mbc)
     assert _texts_outside(fig) == []
+def test_criterion_path_line_and_chosen_point():
+    from bregclust import BregmanMixture, select_n_clusters
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(c, 0.5, size=(40, 2)) for c in (0.0, 5.0, 10.0)])
+    gm = BregmanMixture([4, 1, 2, 3], random_state=0).fit(X)
+    ax = plotting.plot_criterion_path(gm)
+    line, star = ax.lines[:2]
+    np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3, 4])
+    order = np.argsort(gm.n_components_path_)
+    np.testing.assert_array_equal(line.get_ydata(), gm.criterion_path_[order])
+    assert star.get_xdata()[0] == gm.n_components_ == 3
+    sel = select_n_clusters(X, range(1, 5), random_state=0)
+    ax = plotting.plot_criterion_path(sel)
+    assert ax.lines[1].get_xdata()[0] == sel.n_clusters == 3
+    assert "BIC" in ax.get_ylabel()
+    with pytest.raises(NotFittedError, match="plot_criterion_path needs a fitted estimator"):
+        plotting.plot_criterion_path(BregmanMixture(2))

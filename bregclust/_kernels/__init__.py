@@ -4,13 +4,14 @@
   function pointers through which user-registered generators reach the kernels;
 * :mod:`.lloyd` - assignment, Lloyd passes, pairwise maps and the generic oracle;
 * :mod:`.agglomerative` - the agglomerative Bregman engine (merge costs, heaps, drivers);
-* :mod:`.centroids` - sided Bregman centroids by bisection.
+* :mod:`.centroids` - sided Bregman centroids by bisection;
+* :mod:`.mixture` - the fused E-step pass of a Bregman mixture (soft assignments and sums).
 
 Kernels take arrays and scalars, write into buffers the caller allocates, and never validate;
 the Python layers (the registry, :mod:`bregclust._execution`, the estimators) validate.
 """
 
-from . import agglomerative, centroids, generators, lloyd
+from . import agglomerative, centroids, generators, lloyd, mixture
 from .generators import (
     DOMAIN_CODES,
     JIT,
@@ -46,7 +47,7 @@ from .lloyd import (
 )
 
 __all__ = [
-    "agglomerative", "centroids", "generators", "lloyd", "DOMAIN_CODES", "JIT", "PJIT",
+    "agglomerative", "centroids", "generators", "lloyd", "mixture", "DOMAIN_CODES", "JIT", "PJIT",
     "abs_phi", "is_dphi", "is_dphi_inv", "is_phi", "kl_dphi", "kl_dphi_inv", "kl_phi",
     "make_inverse", "sign_dphi", "sq_dphi", "sq_dphi_inv", "sq_phi", "fused_argmin",
     "fused_pairwise", "generic_assigned", "generic_pairwise", "l1_pairwise_exact", "lloyd_step_csr",
