@@ -952,6 +952,8 @@ dict, default="auto"
             results.append(self._criterion(srcc, st, best, k, cond, smoothing))
         pick = int(np.argmin([r["criterion"] for r in results]))
         self._set_fitted(div, fam, mode, cond, results[pick], results, ks, d)
+        # means in the data's type, as BregmanKMeans' centres (the fit computes in float64)
+        self.means_ = self.means_.astype(src.dtype, copy=False)
         return self
 
     def _fit_k(self, srcc, src, st, k, fixed_c, cond, rng, warm):

@@ -620,3 +620,20 @@ def test_scikit_learn_estimator_checks(est):
         res = check_estimator(est, expected_failed_checks=_expected(est), on_fail=None)
     failed = [(r["check_name"], str(r["exception"])[:300]) for r in res if r["status"] == "failed"]
     assert failed == []
+
+
+def test_float32_input_keeps_float32_means_and_the_float64_labels():
+    """float32 rows go through the E-step kernel in float32 (sums in float64): the same
+    labels and nearly the same lower bound as float64, means in the data's type."""
+    rng = np.random.default_rng(11)
+    X = np.vstack([rng.normal(m, 1.0, size=(120, 5)) for m in (0.0, 5.0, 10.0)])
+    a = BregmanMixture(3, random_state=0).fit(X)
+    b = BregmanMixture(3, random_state=0).fit(X.astype(np.float32))
+    assert b.means_.dtype == np.float32
+    assert np.array_equal(a.predict(X), b.predict(X.astype(np.float32)))
+    np.testing.assert_allclose(b.lower_bound_, a.lower_bound_, rtol=1e-6)
+    C = sp.csr_matrix(rng.poisson(0.4, size=(300, 30)).astype(float))
+    C = C[np.asarray(C.sum(axis=1)).ravel() > 0]
+    a = BregmanMixture(3, divergence="kl", random_state=0).fit(C)
+    b = BregmanMixture(3, divergence="kl", random_state=0).fit(C.astype(np.float32))
+    assert b.means_.dtype == np.float32 and np.array_equal(a.predict(C), b.predict(C))
