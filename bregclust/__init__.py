@@ -19,6 +19,7 @@ from .kernel_mtc import LNKMTC, LSKMTC, NonparametricKernelMTC, SpectralKernelMT
 from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
 from .mbc import MultitaskBregmanClustering, multitask_bregman_clustering
 from .metrics import ari, clustering_accuracy, clustering_scores, nmi, partition_emd
+from .minibatch import BisectingBregmanKMeans, MiniBatchBregmanKMeans
 from .model_relation import (
     ModelRelationClustering,
     SymmetricNMF,
@@ -51,6 +52,8 @@ __all__ = [
     "kernel_kmeans",
     "BregmanKMeans",
     "bregman_kmeans_plusplus",
+    "MiniBatchBregmanKMeans",
+    "BisectingBregmanKMeans",
     "Divergence",
     "DomainError",
     "EmptyClusterWarning",

@@ -4,7 +4,8 @@
   function pointers through which user-registered generators reach the kernels;
 * :mod:`.lloyd` - assignment, Lloyd passes, pairwise maps and the generic oracle;
 * :mod:`.agglomerative` - the agglomerative Bregman engine (merge costs, heaps, drivers);
-* :mod:`.centroids` - sided Bregman centroids by bisection.
+* :mod:`.centroids` - sided Bregman centroids by bisection;
+* :mod:`.minibatch` - the mini-batch count update fused with the centres' GEMM parts.
 
 Kernels take arrays and scalars, write into buffers the caller allocates, and never validate;
 the Python layers (the registry, :mod:`bregclust._execution`, the estimators) validate.
