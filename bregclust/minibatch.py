@@ -1068,6 +1068,8 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         The leaf of every row (the tree's split, not the nearest centre).
     inertia_ : float
         ``sum_i w_i d(x_i, u_{label(i)})``.
+    n_iter_ : int
+        Lloyd iterations of the kept run of every split, added.
     divergence_ : Divergence
     n_features_in_ : int
 
@@ -1168,8 +1170,9 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             Xc, w = src.X, src.w
             rng = check_random_state(self.random_state)
             root = _Node(cond.mean(stats), np.arange(src.n), 0.0)
+            n_iter = 0
             for split in range(k - 1):
-                self._bisect(div, Xc, w, root.to_split(), rng, split)
+                n_iter += self._bisect(div, Xc, w, root.to_split(), rng, split)
             labels = np.empty(src.n, dtype=np.int64)
             U = np.empty((k, src.d))
             for i, leaf in enumerate(root.leaves()):
@@ -1182,13 +1185,15 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             self.cluster_centers_ = _check_dtype_kept(_out_dtype(X), cond.undo_centres(U))
             self.labels_ = labels
             self.inertia_ = float(cond.undo_objective(inertia))
+            self.n_iter_ = int(n_iter)
             self.n_features_in_ = int(src.d)
             self._cond = cond
             self._tree = root
             return self
 
     def _bisect(self, div, X, w, node, rng, split):
-        """Split ``node`` in two (the best of ``n_init`` Bregman 2-means runs on its rows)."""
+        """Split ``node`` in two (the best of ``n_init`` Bregman 2-means runs on its rows);
+        returns the Lloyd iterations of the kept run."""
         idx = node.indices
         Xs, ws = X[idx], w[idx]
         block = E.Block(Xs, ws)
@@ -1225,6 +1230,7 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         node.left = _Node(best.centres[0], idx[labels == 0], float(scores[0]))
         node.right = _Node(best.centres[1], idx[labels == 1], float(scores[1]))
         node.indices = None
+        return best.n_iter
 
     # ------------------------------------------------------------------ fitted model
     def _source(self, X, sample_weight=None):
