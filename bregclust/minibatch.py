@@ -746,10 +746,12 @@ default="k-means++"
         Xg, phi = src.block.prepared(div)
         ones = np.ones(bsize)
         total = cond.apply_mass(stats.total_weight)
+        idx = np.empty(bsize, dtype=np.int64)
         with progress(self.verbose, total=n_steps, desc="MiniBatchBregmanKMeans") as bar:
             for _ in range(n_steps):
-                # RandomState.choice(n, b, p=w / W) with its cumulative sum computed once
-                idx = cdf.searchsorted(rng.random_sample(bsize), side="right")
+                # RandomState.choice(n, b, p=w / W): its uniforms, its cumulative sum (made
+                # once), its search
+                KM.draw_rows(cdf, rng.random_sample(bsize), idx)
                 Xb = X[idx]
                 step(run, div, Xb, (Xb if Xg is X else Xg[idx], phi[idx]), ones, rng)
                 if self.verbose:

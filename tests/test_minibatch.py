@@ -25,6 +25,7 @@ from bregclust import (
     register_divergence,
     unregister_divergence,
 )
+from bregclust._kernels import minibatch as KM
 from bregclust._smoothing import push_inside
 
 da = pytest.importorskip("dask.array")
@@ -137,6 +138,22 @@ def test_partial_fit_equals_sklearn_partial_fit():
         np.testing.assert_array_equal(ours.labels_, sk.labels_)
         assert ours.inertia_ == pytest.approx(sk.inertia_, rel=1e-12)
     assert ours.n_steps_ == sk.n_steps_ == 12
+
+
+@pytest.mark.parametrize("kind", ["equal", "random", "zero tail", "spiky"])
+def test_row_draws_are_numpy_choice(kind):
+    """The batch sampler draws the rows RandomState.choice(n, b, p=p) draws."""
+    rng = np.random.default_rng(0)
+    n = 5000
+    p = {"equal": np.ones(n), "random": rng.random(n), "zero tail": np.r_[np.ones(n - 700),
+                                                                           np.zeros(700)],
+         "spiky": np.where(rng.random(n) < 0.01, 1000.0, 0.001)}[kind]
+    p = p / p.sum()
+    cdf = np.cumsum(p)
+    cdf /= cdf[-1]
+    out = np.empty(2000, dtype=np.int64)
+    KM.draw_rows(cdf, np.random.RandomState(3).random_sample(2000), out)
+    np.testing.assert_array_equal(out, np.random.RandomState(3).choice(n, 2000, p=p))
 
 
 # ----------------------------------------------------------------------------- the slow reference

@@ -72,3 +72,40 @@ def centre_parts(code, fphi, fdphi, U, rows, z, GT, c, zg, finite):
     ``c[j] = <U[j], GT[:, j]> - phi(U[j])``, ``zg[j] = <z, GT[:, j]>`` and ``finite[j]``."""
     for r in range(rows.shape[0]):
         _parts_row(code, fphi, fdphi, U, rows[r], z, GT, c, zg, finite)
+
+
+@njit(**JIT)
+def draw_rows(cdf, u, out):
+    """OUT ``out[i] = searchsorted(cdf, u[i], side="right")``: the rows that
+    ``RandomState.choice(n, p=p)`` draws from the uniforms ``u`` (``cdf`` the normalised
+    cumulative sum of ``p``).
+
+    Each search starts at ``u n``, the answer for equal weights (up to the rounding of the
+    cumulative sum), walks at most a few entries from there and falls back to bisection, so
+    a batch costs ``O(b)`` instead of ``O(b log n)`` cache misses for (near) equal weights
+    and never more than bisection otherwise."""
+    n = cdf.shape[0]
+    for i in range(u.shape[0]):
+        v = u[i]
+        g = int(v * n)
+        if g > n - 1:
+            g = n - 1
+        # cdf[g - 1] <= v < cdf[g] makes g the answer
+        steps = 0
+        while steps < 8 and g < n - 1 and cdf[g] <= v:
+            g += 1
+            steps += 1
+        while steps < 8 and g > 0 and cdf[g - 1] > v:
+            g -= 1
+            steps += 1
+        if (g == 0 or cdf[g - 1] <= v) and (cdf[g] > v or g == n - 1):
+            out[i] = g if cdf[g] > v else n
+            continue
+        lo, hi = 0, n  # bisection: the first index with cdf > v
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if cdf[mid] > v:
+                hi = mid
+            else:
+                lo = mid + 1
+        out[i] = lo
