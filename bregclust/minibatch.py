@@ -25,6 +25,7 @@ runs it on every data source:
 divergence inertia (or the most rows) in two with Bregman 2-means (:func:`bregclust.kmeans.lloyd`).
 """
 
+import contextlib
 import math
 import numbers
 import warnings
@@ -52,6 +53,9 @@ from .divergences import get_divergence
 from .kmeans import lloyd
 
 __all__ = ["MiniBatchBregmanKMeans", "BisectingBregmanKMeans"]
+
+#: Batches with fewer multiply-adds (stored entries times centres) than this run on one thread.
+SERIAL_WORK = 1 << 22
 
 
 # ----------------------------------------------------------------------------- one run's state
@@ -125,6 +129,15 @@ class MiniBatchRun:
         if self._pc is None:
             self._pc = E.prepare_centres(div, self.U)
         return self._pc
+
+    def prepared_centres(self, div):
+        """The current centres as :class:`~bregclust._execution.PreparedCentres` for a pass of
+        the engine, from the parts the count update keeps when they are finite."""
+        if self.fused(div):
+            GT, c, _, fin = self.parts(div)
+            if fin.all():
+                return E.PreparedCentres(self.U, GT.T, c, None, fused=True)
+        return self.prepared(div)
 
     def parts(self, div):
         """``(GT, c, zg, finite)``: the GEMM parts of the current centres, ``<z, g_j>`` and
@@ -207,11 +220,15 @@ def step(run, div, X, prep, w, rng):
     if fused:
         GT, c, zg, fin = run.parts(div)
         fused = bool(fin.all())
-    if fused:
-        labels, mins, S, W = E.fused_pass(prep, GT, c, w)
-        E._fix_non_finite(div, X, U, labels, mins, w, S, W)
-    else:
-        _, mins, S, W = E.assign_and_sum(div, X, w, run.prepared(div), prep)
+    # a batch is a few milliseconds of work: threads cost more than they save below
+    # SERIAL_WORK multiply-adds (the engine decides by n d, which is far larger for sparse rows)
+    work = (X.nnz if sp.issparse(X) else X.size) * k
+    with (E.serial() if work < SERIAL_WORK else contextlib.nullcontext()):
+        if fused:
+            labels, mins, S, W = E.fused_pass(prep, GT, c, w)
+            E._fix_non_finite(div, X, U, labels, mins, w, S, W)
+        else:
+            _, mins, S, W = E.assign_and_sum(div, X, w, run.prepared(div), prep)
     with np.errstate(over="ignore", invalid="ignore"):
         obj = float(w @ mins)
     if b > 0:
@@ -732,6 +749,9 @@ default="k-means++"
             else:
                 Xs, ws = X, w
             U0 = self._seed(div, Xs, ws, k, init, rng, beta, z)
+            if n_init == 1:  # nothing to choose: the validation sample was drawn, not scored
+                best = U0
+                break
             obj = self._sample_objective(div, Xv, wv, U0)
             if self.verbose:
                 print(f"MiniBatchBregmanKMeans seeding {run_i}: objective on the validation "
@@ -794,6 +814,9 @@ default="k-means++"
         for run_i in range(n_init):
             Xs, ws = rows_of(draws[1 + run_i]) if not is_array else (None, None)
             U0 = self._seed(div, Xs, ws, k, init, rng, beta, z)
+            if n_init == 1:
+                best = U0
+                break
             obj = self._sample_objective(div, Xv, wv, U0)
             if best is None or obj < best_obj:
                 best, best_obj = U0, obj
@@ -825,9 +848,11 @@ default="k-means++"
     def _finish(self, src, div, cond, smoothing, run, stats, dtype):
         U = run.U
         if self.compute_labels:
-            pc = E.prepare_centres(div, U)
+            # one fused pass: the labels and the objective of their minima (GEMM form, rows
+            # whose form is not finite by the definition), as the labels pass of a dask fit
+            pc = run.prepared_centres(div)
             part = src.lloyd(div, pc)
-            inertia = src.final_objective(div, part, U)
+            inertia = part.objective
             self.labels_ = src.labels(div, pc, part)
         else:
             est = run.ewa if run.ewa is not None else (run.history[-1] if run.history else 0.0)
@@ -915,11 +940,10 @@ default="k-means++"
             prev = getattr(self, "batch_objectives_", np.empty(0))
             self.batch_objectives_ = np.append(prev, cond.undo_divergences(per))
             if self.compute_labels:
-                pc = E.prepare_centres(div, run.U)
+                pc = run.prepared_centres(div)
                 part = csrc.lloyd(div, pc)
                 self.labels_ = part.labels
-                self.inertia_ = float(cond.undo_objective(
-                    csrc.final_objective(div, part, run.U)))
+                self.inertia_ = float(cond.undo_objective(part.objective))
             return self
 
     # ------------------------------------------------------------------ fitted model
