@@ -458,9 +458,10 @@ class DaskSource:
                     client.cancel(pending)
                     return done
         done = prev
-        for fut in pending:
-            done = fut.result()
+        while pending:
+            done = pending.pop(0).result()
             if callback is not None and callback(done):
+                client.cancel(pending)
                 break
         return done
 

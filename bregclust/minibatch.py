@@ -113,10 +113,11 @@ class MiniBatchRun:
         self._pc = None
         self._parts = None
         self._phi_z = None
+        self._zero = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_pc"] = state["_parts"] = state["_phi_z"] = None
+        state["_pc"] = state["_parts"] = state["_phi_z"] = state["_zero"] = None
         return state
 
     def fused(self, div):
@@ -136,8 +137,9 @@ class MiniBatchRun:
         if self.fused(div):
             GT, c, _, fin = self.parts(div)
             if fin.all():
-                return E.PreparedCentres(self.U, GT.T, c, None, fused=True)
-        return self.prepared(div)
+                # copies: a lazy pass (dask labels) must not see later steps' in-place updates
+                return E.PreparedCentres(self.U.copy(), GT.T.copy(), c.copy(), None, fused=True)
+        return E.prepare_centres(div, self.U.copy())
 
     def parts(self, div):
         """``(GT, c, zg, finite)``: the GEMM parts of the current centres, ``<z, g_j>`` and
@@ -149,7 +151,12 @@ class MiniBatchRun:
         return self._parts
 
     def _zvec(self):
-        return self.z if self.z is not None else np.zeros(self.U.shape[1])
+        """``z``, or zeros without smoothing (the kernels take an array)."""
+        if self.z is not None:
+            return self.z
+        if self._zero is None:
+            self._zero = np.zeros(self.U.shape[1])
+        return self._zero
 
     def _moved(self, div, rows):
         """Recompute the parts of the centres ``rows`` (moved outside the count update)."""
@@ -859,7 +866,7 @@ default="k-means++"
             inertia = est * cond.apply_mass(stats.total_weight)
         self.divergence_ = div
         self.smoothing_ = float(smoothing)
-        self.cluster_centers_ = _check_dtype_kept(dtype, cond.undo_centres(U))
+        self.cluster_centers_ = _check_dtype_kept(dtype, np.array(cond.undo_centres(U)))
         self.inertia_ = float(cond.undo_objective(inertia))
         self.n_steps_ = int(run.steps)
         self.n_iter_ = int(math.ceil(run.rows / src.n)) if src.n else 0
@@ -935,7 +942,8 @@ default="k-means++"
             if self.verbose >= 2:
                 print(f"MiniBatchBregmanKMeans partial_fit step {run.steps}: batch objective "
                       f"per unit weight {cond.undo_divergences(per):.6g}")
-            self.cluster_centers_ = _check_dtype_kept(self._dtype, cond.undo_centres(run.U))
+            self.cluster_centers_ = _check_dtype_kept(self._dtype,
+                                                      np.array(cond.undo_centres(run.U)))
             self.n_steps_ = int(getattr(self, "n_steps_", 0)) + 1
             prev = getattr(self, "batch_objectives_", np.empty(0))
             self.batch_objectives_ = np.append(prev, cond.undo_divergences(per))
