@@ -253,6 +253,40 @@ def test_dask_equals_the_slow_reference_of_its_chunk_plan(name):
     np.testing.assert_array_equal(lazy.compute(), labels)
 
 
+def _visit(block, div, state, tag):
+    """A fold function: record the block visited and its first row."""
+    return state + [(tag, block.start, float(block.X[0, 0]))]
+
+
+@pytest.mark.parametrize("scheduler", ["local", "distributed"])
+def test_fold_threads_its_state_through_the_blocks_in_order(scheduler):
+    from distributed import Client, LocalCluster
+
+    from bregclust._execution import Block
+    from bregclust._sources import ChunkSource, as_source
+
+    X = np.arange(40.0).reshape(20, 2)
+    div = get_divergence("sqeuclidean")
+    order = [3, 0, 2, 1]
+    chunks = ChunkSource([Block(X[5 * i:5 * i + 5], None, 5 * i, i) for i in range(4)])
+    expected = [(10 * i, 5 * i, float(X[5 * i, 0])) for i in order]
+    seen = []
+    got = chunks.fold(_visit, div, [], order, extra=lambda i: (10 * i,),
+                      callback=lambda st: seen.append(len(st)) or len(st) == 3)
+    assert got == expected[:3] and seen == [1, 2, 3]
+    src = as_source(da.from_array(X, chunks=(5, -1)), None, div)
+    if scheduler == "local":
+        assert src.fold(_visit, div, [], order, extra=lambda i: (10 * i,)) == expected
+        return
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster):
+        seen = []
+        got = src.fold(_visit, div, [], order, extra=lambda i: (10 * i,),
+                       callback=lambda st: seen.append(len(st)) or len(st) == 2)
+        assert got == expected[:2] and seen == [1, 2]
+        assert src.fold(_visit, div, [], order, extra=lambda i: (10 * i,)) == expected
+
+
 def test_dask_sparse_chunks_equal_dense_chunks():
     X = blobs("kl", n=200)
     X[X < 0.5] = 0.0
