@@ -137,8 +137,8 @@ class MiniBatchRun:
         if self.fused(div):
             GT, c, _, fin = self.parts(div)
             if fin.all():
-                # copies: a lazy pass (dask labels) must not see later steps' in-place updates
-                return E.PreparedCentres(self.U.copy(), GT.T.copy(), c.copy(), None, fused=True)
+                # U copied: lazy dask labels keep it, and later steps update U in place
+                return E.PreparedCentres(self.U.copy(), GT.T, c.copy(), None, fused=True)
         return E.prepare_centres(div, self.U.copy())
 
     def parts(self, div):
