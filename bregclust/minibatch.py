@@ -346,8 +346,8 @@ def fold_block(block, div, run, seed):
 
 
 class _Sample:
-    """Rows of a data set at given indices, with their weights (combined by stacking), and
-    the statistics of the blocks they come from."""
+    """Rows of a data set at given global indices, with their weights (the blocks' samples
+    combine by stacking)."""
 
     def __init__(self, idx, X, w):
         self.idx, self.X, self.w = idx, X, w
@@ -375,8 +375,9 @@ def _out_dtype(X):
     return np.float32 if dt == np.float32 else np.float64
 
 
-def _check_dtype_kept(dtype, what):
-    return np.asarray(what, dtype=dtype) if dtype == np.float32 else what
+def _in_dtype(dtype, a):
+    """``a`` in the output dtype of :func:`_out_dtype`."""
+    return np.asarray(a, dtype=dtype) if dtype == np.float32 else a
 
 
 def _stats_need(div):
@@ -864,9 +865,11 @@ default="k-means++"
         else:
             est = run.ewa if run.ewa is not None else (run.history[-1] if run.history else 0.0)
             inertia = est * cond.apply_mass(stats.total_weight)
+            if hasattr(self, "labels_"):  # of an earlier fit
+                del self.labels_
         self.divergence_ = div
         self.smoothing_ = float(smoothing)
-        self.cluster_centers_ = _check_dtype_kept(dtype, np.array(cond.undo_centres(U)))
+        self.cluster_centers_ = _in_dtype(dtype, np.array(cond.undo_centres(U)))
         self.inertia_ = float(cond.undo_objective(inertia))
         self.n_steps_ = int(run.steps)
         self.n_iter_ = int(math.ceil(run.rows / src.n)) if src.n else 0
@@ -942,7 +945,7 @@ default="k-means++"
             if self.verbose >= 2:
                 print(f"MiniBatchBregmanKMeans partial_fit step {run.steps}: batch objective "
                       f"per unit weight {cond.undo_divergences(per):.6g}")
-            self.cluster_centers_ = _check_dtype_kept(self._dtype,
+            self.cluster_centers_ = _in_dtype(self._dtype,
                                                       np.array(cond.undo_centres(run.U)))
             self.n_steps_ = int(getattr(self, "n_steps_", 0)) + 1
             prev = getattr(self, "batch_objectives_", np.empty(0))
@@ -952,6 +955,8 @@ default="k-means++"
                 part = csrc.lloyd(div, pc)
                 self.labels_ = part.labels
                 self.inertia_ = float(cond.undo_objective(part.objective))
+            elif hasattr(self, "labels_"):  # of an earlier batch or fit
+                del self.labels_
             return self
 
     # ------------------------------------------------------------------ fitted model
@@ -1216,7 +1221,7 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 leaf.indices = None
             inertia = E.exact_objective(div, Xc, U, labels, w)
             self.divergence_ = div
-            self.cluster_centers_ = _check_dtype_kept(_out_dtype(X), cond.undo_centres(U))
+            self.cluster_centers_ = _in_dtype(_out_dtype(X), cond.undo_centres(U))
             self.labels_ = labels
             self.inertia_ = float(cond.undo_objective(inertia))
             self.n_iter_ = int(n_iter)

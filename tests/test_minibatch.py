@@ -461,8 +461,9 @@ def test_progress_reports_the_running_objective_every_step(capsys, fmt):
 
 def test_compute_labels_false_estimates_the_inertia():
     X = blobs("sqeuclidean", n=600)
-    a = MiniBatchBregmanKMeans(3, batch_size=50, random_state=0, compute_labels=False).fit(X)
-    assert not hasattr(a, "labels_")
+    a = MiniBatchBregmanKMeans(3, batch_size=50, random_state=0).fit(X)
+    a.set_params(compute_labels=False).fit(X)
+    assert not hasattr(a, "labels_")  # not those of the earlier fit
     assert a.inertia_ == pytest.approx(-a.score(X), rel=0.3)
 
 
