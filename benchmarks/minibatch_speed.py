@@ -173,6 +173,9 @@ def out_of_core(a):
             client.run(_warm_minibatch)
             _warm_minibatch()
             C0 = np.asarray(X[:k].compute(), dtype=np.float64)
+            t0 = time.perf_counter()
+            X.sum(axis=0).compute()  # a plain read of the file, for scale
+            t_read = time.perf_counter() - t0
             stop, peak = threading.Event(), {}
             th = threading.Thread(target=DK._peak_rss, args=(client, stop, peak), daemon=True)
             th.start()
@@ -191,9 +194,10 @@ def out_of_core(a):
               f"{-(-n // a.rows_per_chunk)} chunks, 2 workers limited to "
               f"{limit / 2**30:.2f} GiB each; one epoch, batch_size={a.batch_size}, k={k}\n")
         table(["steps", "fit s (first pass + epoch)", "ms / step", "rows / s",
-               "score pass s", "inertia", "peak worker RSS (MiB)", "limit (MiB)"],
+               "plain read s", "score pass s", "inertia", "peak worker RSS (MiB)",
+               "limit (MiB)"],
               [[mb.n_steps_, f"{t_fit:.1f}", f"{1e3 * t_fit / mb.n_steps_:.3f}",
-                f"{n / t_fit:.3g}", f"{t_score:.1f}", f"{inertia:.6g}",
+                f"{n / t_fit:.3g}", f"{t_read:.1f}", f"{t_score:.1f}", f"{inertia:.6g}",
                 ", ".join(f"{v / 2**20:.0f}" for v in peak.values()), f"{limit / 2**20:.0f}"]])
         print(f"\npeak worker memory / limit: {max(peak.values()) / limit:.2f}; data / total "
               f"limit: {need / (2 * limit):.2f}")
