@@ -19,6 +19,7 @@ from .kernel_mtc import LNKMTC, LSKMTC, NonparametricKernelMTC, SpectralKernelMT
 from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
 from .mbc import MultitaskBregmanClustering, multitask_bregman_clustering
 from .metrics import ari, clustering_accuracy, clustering_scores, nmi, partition_emd
+from .minibatch import BisectingBregmanKMeans, MiniBatchBregmanKMeans
 from .mixture import BregmanMixture, select_n_clusters
 from .model_relation import (
     ModelRelationClustering,
@@ -54,6 +55,8 @@ __all__ = [
     "bregman_kmeans_plusplus",
     "BregmanMixture",
     "select_n_clusters",
+    "MiniBatchBregmanKMeans",
+    "BisectingBregmanKMeans",
     "Divergence",
     "DomainError",
     "EmptyClusterWarning",

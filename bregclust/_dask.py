@@ -437,6 +437,57 @@ class DaskSource:
                                  chunks=(self.X.chunks[0], (int(ncols),)), dtype=dtype,
                                  meta=np.empty((0, 0), dtype=dtype))
 
+    # ------------------------------------------------------------------ sequential fold
+    def fold(self, fn, div, state, order, extra=None, callback=None, window=2):
+        """Thread ``state`` through the chunks one after the other, each where it lives.
+
+        ``state = fn(block_i, div, state, *extra(i))`` for ``i`` in ``order``, every call a
+        task on the chunk (validated by an earlier pass, conditioned in the task): the state
+        (mini-batch k-means' centres and counts, a few kilobytes) travels from task to task,
+        the chunks never travel. ``callback(state)`` runs on the client after each chunk, in
+        order, and stops the fold when it returns True.
+
+        With a ``distributed`` client, at most ``window`` tasks are queued behind the running
+        one: the next chunks are read (from disk, say) while one is worked on, and a worker
+        never holds more than a few chunks. Without one, each chunk is computed in turn by the
+        local scheduler.
+
+        Returns
+        -------
+        The last state.
+        """
+        dask, _ = _dask()
+        portable = _Portable(div)
+        xd = self.X.to_delayed().ravel()
+        wd = (self.w.to_delayed().ravel() if self.w is not None else [None] * self.nblocks)
+        client = _active_client()
+        task = dask.delayed(_chunk_task, pure=False)
+        prev = state
+        pending = []
+        for i in order:
+            rest = tuple(extra(i)) if extra else ()
+            node = task(xd[i], wd[i], self.meta[i], self.cond, False, self.name, fn, portable,
+                        prev, *rest)
+            if client is None:
+                (prev,) = dask.compute(node)
+                if callback is not None and callback(prev):
+                    return prev
+                continue
+            prev = client.compute(node)
+            pending.append(prev)
+            while len(pending) > window:
+                done = pending.pop(0).result()
+                if callback is not None and callback(done):
+                    client.cancel(pending)
+                    return done
+        done = prev
+        while pending:
+            done = pending.pop(0).result()
+            if callback is not None and callback(done):
+                client.cancel(pending)
+                break
+        return done
+
     # ------------------------------------------------------------------ graphs
     def _run(self, task, args, reduce, extra):
         """Map ``task(chunk, weights, meta, *args[, *extra(i)])`` over the chunks and reduce
@@ -599,6 +650,20 @@ def _group_task(fn, reduce, idx, blocks, wblocks, refs, extras, nchunks):
     return out
 
 
+
+
+def _active_client():
+    """The ``distributed`` client that computes dask graphs by default, or None."""
+    try:
+        import dask
+        from distributed import get_client
+    except ImportError:  # pragma: no cover - distributed is part of the dask extra
+        return None
+    try:
+        client = get_client()
+    except ValueError:
+        return None
+    return client if dask.base.get_scheduler() == client.get else None
 
 
 def _is_divergence(a):

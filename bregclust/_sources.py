@@ -20,6 +20,7 @@ every block and combined:
 ``cost``, ``sample``   k-means|| seeding; ``take``, ``positive_rows``, ``draw_first``: rows
 ``labels``             the labels of given centres (lazy on dask)
 ``final_objective``    the objective of the returned labels and centres
+``fold``               a state threaded through the blocks one after the other (mini-batch)
 =====================  ====================================================================
 
 In-memory sources keep the labels of a pass (``LloydPart.labels``); chunked sources keep a
@@ -137,6 +138,14 @@ class InMemorySource:
         """``fn(block, *args)`` on the one block."""
         return fn(self.block, *args)
 
+    def fold(self, fn, div, state, order=(0,), extra=None, callback=None):
+        """``fn(block, div, state, *extra(0))`` on the one block (see :meth:`ChunkSource.fold`)."""
+        for i in order:
+            state = fn(self.block, div, state, *(extra(i) if extra else ()))
+            if callback is not None and callback(state):
+                break
+        return state
+
     # ------------------------------------------------------------------ passes
     def lloyd(self, div, centres, extra=None):
         """The fused Lloyd pass (labels kept)."""
@@ -234,6 +243,11 @@ class ChunkSource:
         return sum(b.n for b in self.blocks)
 
     @property
+    def starts(self):
+        """Global index of every block's first row, then ``n``."""
+        return np.array([b.start for b in self.blocks] + [self.n], dtype=np.int64)
+
+    @property
     def d(self):
         return self.blocks[0].X.shape[1]
 
@@ -264,8 +278,29 @@ class ChunkSource:
                                     b.prep if cond.data_identity else None)
                             for b in self.blocks], cond)
 
-    def run(self, fn, *args, reduce=E.combine):
-        return reduce(*[fn(b, *args) for b in self.blocks])
+    def run(self, fn, *args, reduce=E.combine, extra=None, check=False):
+        """``fn(block, *args[, *extra(i)])`` on every block ``i``, combined by ``reduce``
+        (``check`` is accepted for the interface of the dask source: blocks are validated
+        when the source is built)."""
+        return reduce(*[fn(b, *args, *(extra(i) if extra else ()))
+                        for i, b in enumerate(self.blocks)])
+
+    def fold(self, fn, div, state, order, extra=None, callback=None):
+        """Thread ``state`` through the blocks one after the other.
+
+        ``state = fn(block_i, div, state, *extra(i))`` for ``i`` in ``order``: a sequential
+        fold (mini-batch k-means carries its centres and counts from block to block).
+        ``callback(state)`` runs after each block and stops the fold when it returns True.
+
+        Returns
+        -------
+        The last state.
+        """
+        for i in order:
+            state = fn(self.blocks[i], div, state, *(extra(i) if extra else ()))
+            if callback is not None and callback(state):
+                break
+        return state
 
     def lloyd(self, div, centres, extra=None):
         return self.run(E.lloyd_block, div, centres, False, extra)

@@ -49,6 +49,10 @@ CASES = [
      "Headline: the best multi-task method beats the best single-task baseline"),
     ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits --methods MBC-sq,LNKMTC-C0",
      None, "LNKMTC-C0: NonparametricKernelMTC(C=0.0) on tfidf [control]"),
+    ("minibatch_speed.py --n-dense 20000 --repeat 1 --skip-kl --out-of-core 200000 "
+     "--rows-per-chunk 50000 --memory-limit 1GB --compile", None, "time ours / sklearn:"),
+    ("minibatch_speed.py --skip-dense --kl-seeds 1 --repeat 1", "20newsgroups",
+     "worst objective ratio"),
     ("lam_auto_sweep.py --datasets tr11 --runs 1 --lloyd 1 --paper-table 0.5",
      "cluto_docs/tr11.mat", "Table 3 from the sweeps"),
     ("mtcmrl_paper.py --datasets reuters --runs 1 --tol-study --tol-grid 20:1e-4 50:1e-6",

@@ -12,8 +12,8 @@ import pytest
 numpydoc = pytest.importorskip("numpydoc.docscrape")
 
 MODULES = ["bregclust", "bregclust.divergences", "bregclust.kmeans", "bregclust.mbc",
-           "bregclust.agglomerative", "bregclust.kernel_mtc", "bregclust.shared_subspace",
-           "bregclust.model_relation", "bregclust.metrics", "bregclust.datasets",
+           "bregclust.minibatch", "bregclust.agglomerative", "bregclust.kernel_mtc",
+           "bregclust.shared_subspace", "bregclust.model_relation", "bregclust.metrics", "bregclust.datasets",
            "bregclust.plotting", "bregclust.demo"]
 
 

@@ -6,6 +6,7 @@
 * :mod:`.agglomerative` - the agglomerative Bregman engine (merge costs, heaps, drivers);
 * :mod:`.centroids` - sided Bregman centroids by bisection;
 * :mod:`.mixture` - the fused E-step pass of a Bregman mixture (soft assignments and sums).
+* :mod:`.minibatch` - the mini-batch count update fused with the centres' GEMM parts.
 
 Kernels take arrays and scalars, write into buffers the caller allocates, and never validate;
 the Python layers (the registry, :mod:`bregclust._execution`, the estimators) validate.
