@@ -354,6 +354,8 @@ def fused_pass(prepared, GT, c, w):
         kern(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W)
     else:
         Xg = np.ascontiguousarray(Xg)
+        if GT.dtype != Xg.dtype:  # the product runs in the data's type (BLAS needs one type)
+            GT = np.ascontiguousarray(GT, dtype=Xg.dtype)
         kern = K.lloyd_step_dense if T > 1 else KL.lloyd_step_dense_serial
         with blas_one_thread():
             kern(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W)

@@ -640,3 +640,14 @@ def test_bisecting_bad_input_messages():
         BisectingBregmanKMeans(2).fit(X, sample_weight=np.r_[1.0, np.zeros(len(X) - 1)])
     with pytest.raises(DomainError, match="itakura_saito needs positive data"):
         BisectingBregmanKMeans(2, divergence="itakura_saito").fit(X)
+
+
+def test_float32_rows_stay_float32_and_give_the_float64_labels():
+    rng = np.random.default_rng(17)
+    X = np.vstack([rng.normal(m, 1.0, size=(800, 5)) for m in (0.0, 5.0, 10.0)])
+    for cls in (MiniBatchBregmanKMeans, BisectingBregmanKMeans):
+        a = cls(3, random_state=0).fit(X)
+        b = cls(3, random_state=0).fit(X.astype(np.float32))
+        assert np.array_equal(a.labels_, b.labels_), cls
+        assert b.cluster_centers_.dtype == np.float32
+        assert b.transform(X[:4].astype(np.float32)).dtype == np.float32
