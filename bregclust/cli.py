@@ -400,6 +400,9 @@ def write_labels(path, labels):
 #: kernel k-means over all tasks when they share K (``joint=True``), else one per task.
 METHODS = {
     "kmeans": ("BregmanKMeans", "per-task"),
+    "minibatch": ("MiniBatchBregmanKMeans", "per-task"),
+    "bisecting": ("BisectingBregmanKMeans", "per-task"),
+    "mixture": ("BregmanMixture", "per-task"),
     "agglomerative": ("AgglomerativeBregman", "per-task"),
     "mbc": ("MultitaskBregmanClustering", "joint"),
     "mtcmrl": ("ModelRelationClustering", "joint"),
@@ -420,6 +423,10 @@ OPTIONS = {
     "C": "C",
     "marginals": "marginals",
     "centroid_solver": "centroid_solver",
+    "smoothing": "smoothing",
+    "batch_size": "batch_size",
+    "bisecting_strategy": "bisecting_strategy",
+    "family": "family",
     "n_init": "n_init",
     "max_iter": "max_iter",
     "tol": "tol",
@@ -429,11 +436,14 @@ OPTIONS = {
 
 #: Parameters a method's estimator names differently (the agglomerative model is the
 #: divergence whose identity statistic it merges with).
-_RENAMED = {"agglomerative": {"divergence": "model", "divergence_params": "model_params"}}
+_RENAMED = {"agglomerative": {"divergence": "model", "divergence_params": "model_params"},
+            "mixture": {"n_clusters": "n_components"}}
 
 _FLAGS = {"divergence": "--divergence", "model": "--model",
           "mahalanobis_matrix": "--mahalanobis-matrix", "lam": "--lam", "C": "--C",
           "marginals": "--marginals", "centroid_solver": "--centroid-solver",
+          "smoothing": "--smoothing", "batch_size": "--batch-size",
+          "bisecting_strategy": "--bisecting-strategy", "family": "--family",
           "n_init": "--n-init", "max_iter": "--max-iter", "tol": "--tol", "seed": "--seed",
           "verbose": "-v"}
 
@@ -542,7 +552,8 @@ def _fit_method(args, cls, params, Xs, ks):
     params = dict(params)
     kind = METHODS[args.method][1]
     if kind == "per-task":
-        return [cls(**({} if ks is None else {"n_clusters": k}), **params).fit(X).labels_
+        n_name = _RENAMED.get(args.method, {}).get("n_clusters", "n_clusters")
+        return [_labels(cls(**({} if ks is None else {n_name: k}), **params), X)
                 for X, k in zip(Xs, ks or [None] * len(Xs))]
     if ks is not None:
         if kind == "one-k":
@@ -557,6 +568,13 @@ def _fit_method(args, cls, params, Xs, ks):
         else:
             params["n_clusters"] = ks
     return cls(**params).fit(Xs).labels_
+
+
+def _labels(est, X):
+    """The labels of one fitted per-file estimator (a mixture's most probable components)."""
+    est.fit(X)
+    labels = getattr(est, "labels_", None)
+    return est.predict(X) if labels is None else labels
 
 
 def _number_or_auto(text):
@@ -876,7 +894,8 @@ def _cmd_fit(args):
             "the task files must share one feature space; they have "
             + ", ".join(f"{X.shape[1]} ({f})" for f, X in zip(args.files, Xs)) + " columns."
         )
-    default_k = cls().get_params()["n_clusters"] or 2
+    n_name = _RENAMED.get(args.method, {}).get("n_clusters", "n_clusters")
+    default_k = cls().get_params()[n_name] or 2
     _check_memory(args.method, args.files, Xs, ks or [default_k] * len(Xs))
     t0 = time.perf_counter()
     labels = _fit_method(args, cls, params, Xs, ks)
@@ -959,7 +978,8 @@ def build_parser():
                                     "by commas, tabs, semicolons or spaces), .mtx, .svmlight."))
     p.add_argument("files", nargs="+", help="data files, one per task")
     p.add_argument("--method", choices=list(METHODS), default="kmeans",
-                   help="clustering method (default kmeans: BregmanKMeans on each file)")
+                   help="clustering method (default kmeans: BregmanKMeans on each file; "
+                        "minibatch, bisecting and mixture also cluster each file on its own)")
     p.add_argument("-k", "--n-clusters", default=None,
                    help="clusters: one int, or comma-separated per task (e.g. 4,5); default: "
                         "the estimator's")
@@ -980,6 +1000,15 @@ def build_parser():
                    help="mbc: transport marginals (uniform = the paper's relaxation)")
     p.add_argument("--centroid-solver", choices=["exact", "geodesic"], default=None,
                    help="mbc: exact centre step or the paper's geodesic-walk approximation")
+    p.add_argument("--smoothing", type=_number_or_auto, default=None,
+                   help="pseudo-count of the smoothing point (kl / Itakura-Saito centres stay "
+                        "inside the domain): a number or 'auto'")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="minibatch: rows per mini-batch")
+    p.add_argument("--bisecting-strategy", choices=["biggest_inertia", "largest_cluster"],
+                   default=None, help="bisecting: which cluster to split next")
+    p.add_argument("--family", default=None,
+                   help="mixture: the exponential family of kl (multinomial or poisson)")
     p.add_argument("--n-init", type=int, default=None,
                    help="restarts; the one with the best objective is kept")
     p.add_argument("--max-iter", type=int, default=None,

@@ -421,7 +421,10 @@ _VALUES = {"divergence": ("--divergence", "kl", "kl"), "model": ("--model", "kl"
            "centroid_solver": ("--centroid-solver", "geodesic", "geodesic"),
            "n_init": ("--n-init", "2", 2), "max_iter": ("--max-iter", "9", 9),
            "tol": ("--tol", "0.5", 0.5), "seed": ("--seed", "5", 5),
-           "verbose": ("-vv", None, 2)}
+           "verbose": ("-vv", None, 2), "smoothing": ("--smoothing", "2", 2.0),
+           "batch_size": ("--batch-size", "64", 64),
+           "bisecting_strategy": ("--bisecting-strategy", "largest_cluster", "largest_cluster"),
+           "family": ("--family", "poisson", "poisson")}
 
 
 def _option_cases(taken):
@@ -824,3 +827,15 @@ def test_same_start_gains_pair_mbc_with_its_own_ind_row():
     mean, se2 = got["MBC (kl, lam=auto)"]
     np.testing.assert_allclose(mean, [0.15, 0.0])
     np.testing.assert_allclose(se2, [2 * np.std([0.1, 0.2], ddof=1) / np.sqrt(2), 0.0])
+
+
+@pytest.mark.parametrize("method", ["minibatch", "bisecting", "mixture"])
+def test_single_task_methods_write_one_label_per_row(tmp_path, method):
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(m, 0.3, size=(40, 3)) for m in (0.0, 4.0, 8.0)])
+    f = tmp_path / "x.npy"
+    np.save(f, X)
+    out = tmp_path / "labels.txt"
+    assert main(["fit", str(f), "--method", method, "-k", "3", "-o", str(out), "--quiet"]) == 0
+    labels = np.loadtxt(out, dtype=int)
+    assert labels.shape == (120,) and sorted(np.bincount(labels).tolist()) == [40, 40, 40]
