@@ -136,12 +136,13 @@ def _timed(fn):
 
 
 def engine_counters(X, model):
-    """Counters of one run of the generic engine (:data:`bregclust._kernels.agglomerative.N_STATS`
+    """Counters of one run of the generic engine (:data:`bregclust._kernels.linkage_generic.N_STATS`
     of them): where the bound evaluations and exact costs go. Runs the whole linkage again."""
     import numba
 
     from bregclust import agglomerative as AG
-    from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import linkage_generic as KA
+    from bregclust._kernels import linkage_pruned as KP
 
     Xv, w = AG._validate(X, model, None, None)
     plan = AG._build_plan(Xv, w, model, None, "auto")
@@ -150,8 +151,9 @@ def engine_counters(X, model):
     sj = np.zeros(n - 1, dtype=np.int64)
     h = np.zeros(n - 1)
     stats = np.zeros(KA.N_STATS, dtype=np.int64)
-    KA.generic_linkage(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h,
-                       numba.get_num_threads(), 0, stats)
+    driver = KP.pruned_linkage if plan.smax > 0 else KA.generic_linkage
+    driver(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h,
+           numba.get_num_threads(), 0, stats)
     return dict(rescans=stats[KA.ST_RESCAN], list_hits=stats[KA.ST_LISTHIT],
                 exact_builds=stats[KA.ST_FULL], bounds_initial=stats[KA.ST_B_INIT],
                 bounds_rescans=stats[KA.ST_B_RESCAN], bounds_new_clusters=stats[KA.ST_B_MERGE],

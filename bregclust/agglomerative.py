@@ -57,6 +57,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import agglomerative as KA
 from ._kernels import generators as KG
+from ._kernels import linkage_generic as KLG
+from ._kernels import linkage_pruned as KLP
+from ._kernels import linkage_ward as KLW
 from ._validation import (
     DomainError,
     check_array,
@@ -478,13 +481,16 @@ def _run(X, w, plan, algorithm):
     if plan.kind == _WARD:
         _check_ward_range(A, w2)
     if plan.kind == _WARD and algorithm != "generic":
-        KA.nn_chain_ward(A, w2, si, sj, h)
+        KLW.nn_chain_ward(A, w2, si, sj, h)
         order = np.argsort(h, kind="stable")
         return si[order], sj[order], h[order]
-    stats = np.zeros(KA.N_STATS, dtype=np.int64)
-    status = KA.generic_linkage(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode,
-                                plan.fn, si, sj, h, numba.get_num_threads(), 0, stats)
-    if status != KA.OK or not np.isfinite(h).all():
+    stats = np.zeros(KLG.N_STATS, dtype=np.int64)
+    # sparse supports (sparse separable models): the driver with pruning bounds, compiled only
+    # for such fits; the exact driver otherwise
+    driver = KLP.pruned_linkage if sup.shape[1] > 0 else KLG.generic_linkage
+    status = driver(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode, plan.fn, si,
+                    sj, h, numba.get_num_threads(), 0, stats)
+    if status != KLG.OK or not np.isfinite(h).all():
         raise ValueError(
             f"a merge cost of model {plan.name!r} is not finite (NaN or overflow): the data, "
             "sample_weight or smoothing are too extreme for float64; rescale X or the weights."

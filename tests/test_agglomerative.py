@@ -557,27 +557,28 @@ def _bounds_and_costs(plan, st, alive, stored_factors=True):
     costs the engine would compute (the log-free bound's factors stored per slot as in the
     engine, or computed on the fly)."""
     from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import linkage_pruned as KP
 
     n, d = st[0].shape
     fc = plan.fc
-    P = np.zeros((n if plan.gcode == KA._GEN_KL else 0, KA.N_SUMS))
+    P = np.zeros((n if plan.gcode == KP._GEN_KL else 0, KP.N_SUMS))
     LG = np.zeros((P.shape[0], st[4].shape[1] * (2 if stored_factors else 1)))
     for x in alive if P.shape[0] else []:
-        KA._slot_sums(x, st, fc, P, LG)
-    pv = KA._make_pv(fc, d, P, LG)
+        KP._slot_sums(x, st, fc, P, LG)
+    pv = KP._make_pv(fc, d, P, LG)
     work = np.zeros((1, 1))
     out = []
     for b in alive:
-        KA._pivot_set(b, st, fc, pv)
+        KP._pivot_set(b, st, fc, pv)
         for first in (True, False):
-            memo = np.zeros((KA.N_MEMO + 1, 3))
+            memo = np.zeros((KP.N_MEMO + 1, 3))
             for x in alive:
                 if x == b:
                     continue
-                lo, level = KA._pivot_lower(b, x, st, fc, plan.gcode, plan.fn, pv, memo, 0.0, first)
+                lo, level = KP._pivot_lower(b, x, st, fc, plan.gcode, plan.fn, pv, memo, 0.0, first)
                 exact = KA.cost(plan.kind, min(x, b), max(x, b), st, fc, plan.gcode, plan.fn, work)
                 out.append((lo, level, exact))
-        KA._pivot_clear(b, st, fc, pv)
+        KP._pivot_clear(b, st, fc, pv)
     return np.array(out)
 
 
@@ -655,7 +656,8 @@ def test_short_candidate_lists_force_rescans_same_linkage(model, case, kcand):
     """Candidate lists of 1, 2 or 5 entries run out often: the refreshes then rescan (and, with
     the pruning bounds, fall back to exact list builds), dead entries of merged slots reach the
     heads of the lists, and the linkage is still the plain generic algorithm's, bit for bit."""
-    from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import linkage_generic as KG
+    from bregclust._kernels import linkage_pruned as KP
 
     rng = np.random.default_rng(5)
     n = 90
@@ -670,19 +672,21 @@ def test_short_candidate_lists_force_rescans_same_linkage(model, case, kcand):
     si = np.zeros(n - 1, dtype=np.int64)
     sj = np.zeros(n - 1, dtype=np.int64)
     h = np.zeros(n - 1)
-    stats = np.zeros(KA.N_STATS, dtype=np.int64)
-    status = KA.generic_linkage(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn,
-                                si, sj, h, 2, kcand, stats)
-    assert status == KA.OK
+    stats = np.zeros(KG.N_STATS, dtype=np.int64)
+    driver = KP.pruned_linkage if plan.smax > 0 else KG.generic_linkage
+    assert (plan.smax > 0) == (case != "dense")
+    status = driver(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h, 2,
+                    kcand, stats)
+    assert status == KG.OK
     ri, rj, rh = plain_generic_linkage(plan, Xv, w)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)
     np.testing.assert_array_equal(h, rh)
-    assert stats[KA.ST_RESCAN] > 0 and stats[KA.ST_LISTHIT] > 0
+    assert stats[KG.ST_RESCAN] > 0 and stats[KG.ST_LISTHIT] > 0
     if case != "dense":  # pruning bounds: every pair bounded once in the initial scan
-        assert stats[KA.ST_B_INIT] == n * (n - 1) // 2
-        assert stats[KA.ST_B_RESCAN] > 0 and stats[KA.ST_B_MERGE] > 0
-        assert stats[KA.ST_FULL] > 0  # lists whose pending head could not be certified
+        assert stats[KG.ST_B_INIT] == n * (n - 1) // 2
+        assert stats[KG.ST_B_RESCAN] > 0 and stats[KG.ST_B_MERGE] > 0
+        assert stats[KG.ST_FULL] > 0  # lists whose pending head could not be certified
 
 
 def _one_sided_sum(plan, st, x, r):
@@ -699,24 +703,24 @@ def _one_sided_sum(plan, st, x, r):
 def test_one_sided_table_chord_is_an_upper_bound_exact_on_the_grid():
     """The chord of the per-slot table of ``h_x`` (convex in ``r = wb / W``) is above ``h_x``
     everywhere, including beyond both ends of the grid, and equals it at grid points."""
-    from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import linkage_pruned as KP
 
     rng = np.random.default_rng(5)
     X = _sparse_counts(rng, 30, 60, density=0.15)
     plan, st, alive = _clustered_state(X, "multinomial", None, 12, 5)
     n, d = st[0].shape
-    P = np.zeros((n, KA.N_SUMS))
+    P = np.zeros((n, KP.N_SUMS))
     LG = np.zeros((n, st[4].shape[1]))
     sparse = [x for x in alive if st[5][x] >= 0]
     assert len(sparse) >= 10
     ratios = np.concatenate([2.0 ** rng.uniform(-20, 20, 40), [1.0, 2.0, 0.25, 2.0**-17, 2.0**17]])
     for x in sparse:
-        KA._slot_sums(x, st, plan.fc, P, LG)
-        scale = 1.0 + abs(P[x, 7 + KA.N_GRID])
+        KP._slot_sums(x, st, plan.fc, P, LG)
+        scale = 1.0 + abs(P[x, 7 + KP.N_GRID])
         for q in ratios:
             wx, wb = 1.0, float(q)
             h = _one_sided_sum(plan, st, x, wb / (wx + wb))
-            ch = KA._chord_h(x, wx, wb, P)
+            ch = KP._chord_h(x, wx, wb, P)
             assert ch >= h - 1e-12 * scale, (x, q, ch, h)
             if q in (1.0, 2.0, 0.25):  # grid points: the table value itself
                 assert ch == pytest.approx(h, rel=1e-12, abs=1e-12 * scale)
