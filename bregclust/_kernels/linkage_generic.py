@@ -85,10 +85,14 @@ def _heap_update(heap, where, key, slot, size):
 # thresholds (n,) and the generation of every slot (n,).
 K_CAND = 256  # with the pruning bounds (an entry costs a bound; a rescan ~n bounds)
 K_CAND_EXACT = 64  # exact costs only (each list build inserts ~n exact costs)
+# Integer constants that a kernel passes to another kernel are numpy integers: numba types a
+# Python int constant as a literal, and every literal value would compile its own
+# specialisation of the callee.
+_ZERO, _ONE = np.int64(0), np.int64(1)
 # status codes returned by generic_linkage
 OK, NAN_COST = 0, 1
 # counters of generic_linkage (``stats``): refreshes that rescanned the slots above, refreshes
-# served by the list, list builds that fell back to exact costs (:func:`_build_full`), pairs
+# served by the list, list builds that fell back to exact costs (pruned driver), pairs
 # bounded in the initial scan / in rescans / against new clusters, exact costs evaluated after
 # the initial scan, level-2 refinements of level-1 bounds
 (ST_RESCAN, ST_LISTHIT, ST_FULL, ST_B_INIT, ST_B_RESCAN, ST_B_MERGE, ST_EXACT,
@@ -96,7 +100,7 @@ OK, NAN_COST = 0, 1
 N_STATS = 8
 # Parallel regions are entered only for enough work (a region wakes every thread of the pool,
 # which costs far more than a few costs when the cores are shared); smaller batches run serially.
-PAR_REFINE = 128  # level-2 refinements or exact costs per region
+PAR_REFINE = np.int64(128)  # level-2 refinements or exact costs per region
 
 
 @njit(**JIT)
@@ -223,9 +227,7 @@ def _cand_build(x, act, lo, na, row, cand):
 
 
 # tasks of the parallel pass (:func:`_par_blocks`)
-COSTS, SCAN = 0, 1
-# the same values as typed arguments (a literal argument compiles a specialisation per value)
-COSTS_, SCAN_ = np.int64(COSTS), np.int64(SCAN)
+COSTS, SCAN = np.int64(0), np.int64(1)
 
 
 @njit(**JIT)
@@ -267,24 +269,15 @@ def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, stat
             _cand_insert(cand, x, c, y)
 
 
+# The driver runs a task as ``_par_blocks`` when there is enough work and as
+# ``_block(..., 0, 1, ...)`` otherwise, written out at each call site: a helper between them would
+# be one more compiled layer holding all of the task code.
 @njit(**PJIT)
 def _par_blocks(task, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status, nb):
     """:func:`_block` ``q = 0 .. nb - 1`` in parallel (the engine's only parallel loop)."""
     for q in prange(nb):
         # prange's index is unsigned: cast, so that the callee has one integer type
         _block(task, kind, b, act, lo, na, np.int64(q), nb, st, fc, gcode, fn, row, cand, status)
-
-
-@njit(**JIT)
-def _costs_to(kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status, nthreads):
-    """Task :data:`COSTS` over ``lo <= t < na``, in parallel blocks when there are enough."""
-    m = na - lo
-    if m > 2 * PAR_REFINE and nthreads > 1:
-        _par_blocks(COSTS_, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status,
-                    min(m, 8 * nthreads))
-    else:
-        _block(COSTS_, kind, b, act, lo, na, np.int64(0), np.int64(1), st, fc, gcode, fn, row,
-               cand, status)
 
 
 @njit(**JIT)
@@ -361,8 +354,8 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
     cand = _new_cand(n, K)
     cc, ci, cg, cn, ctau, gen = cand
     status = np.zeros(n, dtype=np.int64)
-    _par_blocks(SCAN_, kind, np.int64(0), np.arange(n), np.int64(0), n, st, fc, gcode, fn,
-                np.empty(0), cand, status, n // 2)
+    _par_blocks(SCAN, kind, _ZERO, np.arange(n), _ZERO, n, st, fc, gcode, fn, np.empty(0), cand,
+                status, n // 2)
     if status.max() != OK:
         return status.max()
     act = np.arange(n)  # active slots, ascending
@@ -388,7 +381,12 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
             else:  # rescan the slots above a
                 stats[ST_RESCAN] += 1
                 lo = np.searchsorted(act[:na], a) + 1
-                _costs_to(kind, a, act, lo, na, st, fc, gcode, fn, row, cand, status, nthreads)
+                if na - lo > 2 * PAR_REFINE and nthreads > 1:
+                    _par_blocks(COSTS, kind, a, act, lo, na, st, fc, gcode, fn, row, cand, status,
+                                min(na - lo, 8 * nthreads))
+                else:
+                    _block(COSTS, kind, a, act, lo, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
+                           status)
                 stats[ST_EXACT] += na - lo
                 if _cand_build(a, act, lo, na, row, cand) != OK:
                     return NAN_COST
@@ -406,8 +404,12 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         na = _deactivate(a, act, na, cand, mind, stale, heap, where)
         pb = np.searchsorted(act[:na], b)
         # costs of every active slot to the new cluster b, in parallel
-        _costs_to(kind, b, act, np.int64(0), na, st, fc, gcode, fn, row, cand, status,
-                  nthreads)
+        if na > 2 * PAR_REFINE and nthreads > 1:
+            _par_blocks(COSTS, kind, b, act, _ZERO, na, st, fc, gcode, fn, row, cand, status,
+                        min(na, 8 * nthreads))
+        else:
+            _block(COSTS, kind, b, act, _ZERO, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
+                   status)
         stats[ST_EXACT] += na - 1
         # slots below b: the new cluster may be a better candidate; candidates a and b went stale
         for p in range(pb):

@@ -14,8 +14,9 @@ from .agglomerative import GAUSS_FULL, cost, merge
 from .generators import JIT, PJIT, kl_phi, phi_of
 from .generators import KL as _GEN_KL
 from .linkage_generic import (
+    _ONE,
+    _ZERO,
     K_CAND,
-    N_STATS,
     NAN_COST,
     OK,
     PAR_REFINE,
@@ -634,10 +635,11 @@ def _make_pv(fc, d, P, LG):
 
 
 # Parallel regions are entered only for enough work (see PAR_REFINE in .linkage_generic).
-PAR_BOUNDS = 2048  # bounds (level 1) per region
-# literal arguments would give the callees one compiled specialisation per value
+PAR_BOUNDS = np.int64(2048)  # bounds (level 1) per region
+# typed constants (see _ZERO in .linkage_generic)
 _TRUE = np.bool_(True)
 _FALSE = np.bool_(False)
+_MINUS_ONE = np.int64(-1)
 
 
 @njit(**JIT)
@@ -701,19 +703,63 @@ def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, out, lvl):
         lvl[t] = 1
 
 
+# Parallel passes. Three tasks run in blocks of one parallel loop (:func:`_par_blocks`), or
+# serially as one block when the work is small: first-level bounds of a pivot to a range of
+# slots (LOWER), level-2 refinements (REFINE) and exact costs (EXACT) at listed entries. Every
+# entry is computed independently, so the values do not depend on the blocks or the threads.
+LOWER, REFINE, EXACT = np.int64(0), np.int64(1), np.int64(2)
+
+
 @njit(**JIT)
-def _lower_block(b, act, t0, t1, st, fc, gcode, fn, pv, out, lvl, memo, stamp):
-    """OUT ``out[t], lvl[t]`` = :func:`_pivot_lower` (first level) of the pivot ``b`` and
-    ``x = act[t]``, ``t0 <= t < t1`` (``x != b``), with the memo ``memo``."""
+def _blocks(m, threshold, cap, nthreads):
+    """Number of parallel blocks for ``m`` entries: one (serial) up to ``threshold``."""
+    return min(m, cap) if m > threshold and nthreads > 1 else np.int64(1)
+
+
+@njit(**JIT)
+def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
+           row):
+    """Block ``q`` of ``nb`` equal blocks of ``lo <= r < hi`` of a parallel task, with the pivot
+    (or new cluster) ``b`` and the memo ``memos[q]`` (see :func:`_pivot_lower`):
+
+    * :data:`LOWER`: OUT ``out[t], lvl[t]`` = the first-level bound of :func:`_pivot_lower` for
+      ``x = act[t]``, ``t = r`` (``x != b``);
+    * :data:`REFINE`: level-2 bounds for the entries ``t = idx[r]`` holding a level-1 bound
+      (``out[t]`` becomes the larger of the two);
+    * :data:`EXACT`: OUT ``row[t] = cost(min(x, b), max(x, b))``, ``t = idx[r]``, ``x = act[t]``.
+    """
     vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
+    per = (hi - lo + nb - 1) // nb
+    r0 = lo + q * per
+    r1 = min(hi, lo + (q + 1) * per)
+    memo = memos[q]
     memo[0, 0] = 0.0
-    # the common case (kl, sparse pivot and slots, stored factors) through _level1s_rows: the
-    # bound _pivot_lower returns for it, computed the same way; the other slots through it
-    if (gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
-            and LG.shape[1] >= 2 * sup.shape[1]):
-        _level1s_rows(b, act, t0, t1, w, C, P, sup, slen, LG, PV[7], out, lvl)
-        for t in range(t0, t1):
+    if task == EXACT:
+        d = A.shape[1]
+        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        for r in range(r0, r1):
+            t = idx[r]
+            x = act[t]
+            if x < b:
+                row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
+            else:
+                row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
+    elif task == REFINE:
+        for r in range(r0, r1):
+            t = idx[r]
+            if lvl[t] == 1:
+                v, _ = _pivot_lower(b, act[t], st, fc, gcode, fn, pv, memo, stamp, _FALSE)
+                if v > out[t]:
+                    out[t] = v
+                lvl[t] = 2
+    elif (gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
+          and LG.shape[1] >= 2 * sup.shape[1]):
+        # LOWER, the common case (kl, sparse pivot and slots, stored factors) through
+        # _level1s_rows: the bound _pivot_lower returns for it, computed the same way; the
+        # other slots through _pivot_lower
+        _level1s_rows(b, act, r0, r1, w, C, P, sup, slen, LG, PV[7], out, lvl)
+        for t in range(r0, r1):
             x = act[t]
             if x == b:
                 continue
@@ -721,115 +767,121 @@ def _lower_block(b, act, t0, t1, st, fc, gcode, fn, pv, out, lvl, memo, stamp):
                 out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, _TRUE)
             elif out[t] != out[t] or out[t] == NO_BOUND:  # as _pivot_lower: level 2 then
                 out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, _FALSE)
-        return
-    for t in range(t0, t1):
-        x = act[t]
-        if x != b:
-            out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, _TRUE)
+    else:  # LOWER
+        for t in range(r0, r1):
+            x = act[t]
+            if x != b:
+                out[t], lvl[t] = _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, _TRUE)
 
 
 @njit(**PJIT)
-def _lower_par(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nb):
-    """:func:`_lower_block` over ``lo <= t < na`` in ``nb`` parallel blocks, block ``q`` with
-    the memo ``memos[q]``."""
-    per = (na - lo + nb - 1) // nb
-    for q0 in prange(nb):
-        q = np.int64(q0)  # prange's index is unsigned: one integer type for the callees
-        _lower_block(b, act, lo + q * per, min(na, lo + (q + 1) * per), st, fc, gcode, fn, pv,
-                     out, lvl, memos[q], stamp)
+def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
+                row, nb):
+    """:func:`_block` ``q = 0 .. nb - 1`` in parallel (the driver's only parallel loop)."""
+    for q in prange(nb):
+        # prange's index is unsigned: cast, so that the callee has one integer type
+        _block(task, kind, b, act, idx, lo, hi, np.int64(q), nb, st, fc, gcode, fn, pv, out, lvl,
+               memos, stamp, row)
+
+
+# The callers below run a task as ``_par_blocks`` when :func:`_blocks` gives more than one block
+# and as ``_block(..., 0, 1, ...)`` otherwise, written out at each call site: a helper between
+# them would be one more compiled layer holding all of the task code.
 
 
 @njit(**JIT)
-def _lower_to(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
-    """OUT ``out[t], lvl[t]`` = :func:`_pivot_lower` (first level) of the pivot ``b`` and
-    ``x = act[t]``, ``lo <= t < na`` (``x != b``), in parallel blocks when there are enough
-    (``stamp``: a number not used before with these memos). The values do not depend on the
-    blocks: each bound is computed independently."""
-    m = na - lo
-    if m > PAR_BOUNDS and nthreads > 1:
-        _lower_par(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
-                   min(m, memos.shape[0]))
-    else:
-        _lower_block(b, act, lo, na, st, fc, gcode, fn, pv, out, lvl, memos[0], stamp)
-
-
-@njit(**JIT)
-def _refine_block(b, act, idx, r0, r1, st, fc, gcode, fn, pv, out, lvl, memo, stamp):
-    """Level-2 bounds for the entries ``t = idx[r]``, ``r0 <= r < r1``, holding a level-1 bound
-    (``out[t]`` becomes the larger of the two)."""
-    memo[0, 0] = 0.0
-    for r in range(r0, r1):
-        t = idx[r]
-        if lvl[t] == 1:
-            v, _ = _pivot_lower(b, act[t], st, fc, gcode, fn, pv, memo, stamp, _FALSE)
-            if v > out[t]:
-                out[t] = v
-            lvl[t] = 2
-
-
-@njit(**PJIT)
-def _refine_par(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nb):
-    """:func:`_refine_block` over ``r < m`` in ``nb`` parallel blocks."""
-    per = (m + nb - 1) // nb
-    for q0 in prange(nb):
-        q = np.int64(q0)  # prange's index is unsigned: one integer type for the callees
-        _refine_block(b, act, idx, q * per, min(m, (q + 1) * per), st, fc, gcode, fn, pv, out,
-                      lvl, memos[q], stamp)
-
-
-@njit(**JIT)
-def _refine(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, nthreads):
-    """Level-2 bounds for the entries ``t = idx[q]``, ``q < m``, holding a level-1 bound
-    (``out[t]`` becomes the larger of the two), in parallel blocks when there are enough."""
-    if m > PAR_REFINE and nthreads > 1:
-        _refine_par(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
-                    min(m, memos.shape[0]))
-    elif nthreads == 1 and m > 0:  # one block, as in _costs_to
-        _refine_par(b, act, idx, m, st, fc, gcode, fn, pv, out, lvl, memos, stamp, np.int64(1))
-    else:
-        _refine_block(b, act, idx, np.int64(0), m, st, fc, gcode, fn, pv, out, lvl, memos[0], stamp)
-
-
-@njit(**JIT)
-def _exact_block(kind, b, act, idx, q0, q1, st, fc, gcode, fn, row, work):
-    """``row[t] = cost(min(x, b), max(x, b))`` for ``t = idx[q]``, ``q0 <= q < q1``, ``x = act[t]``."""
-    for q in range(q0, q1):
-        t = idx[q]
-        x = act[t]
-        if x < b:
-            row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
+def _kth(a, lo, hi, k, buf):
+    """The ``k``-th least value (0-based) of ``a[lo:hi]``, as ``np.partition(a[lo:hi], k)[k]``
+    (NaN ordered last), by selection on the copy ``buf`` (hand-written: numba's
+    ``np.partition`` compiles sorting and ``np.unique`` machinery that this kernel never runs)."""
+    m = hi - lo
+    for i in range(m):
+        v = a[lo + i]
+        buf[i] = v if v == v else np.inf
+    left = 0
+    right = m - 1
+    while left < right:
+        mid = (left + right) >> 1
+        # median of three as the pivot
+        x0 = buf[left]
+        x1 = buf[mid]
+        x2 = buf[right]
+        if x0 > x1:
+            x0, x1 = x1, x0
+        if x1 > x2:
+            x1 = x2
+            if x0 > x1:
+                x1 = x0
+        pivot = x1
+        i = left
+        j = right
+        while i <= j:
+            while buf[i] < pivot:
+                i += 1
+            while buf[j] > pivot:
+                j -= 1
+            if i <= j:
+                t = buf[i]
+                buf[i] = buf[j]
+                buf[j] = t
+                i += 1
+                j -= 1
+        if k <= j:
+            right = j
+        elif k >= i:
+            left = i
         else:
-            row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
-
-
-@njit(**PJIT)
-def _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
-    """:func:`_exact_block` over ``q < m`` in parallel blocks (values independent of threads)."""
-    d = st[0].shape[1]
-    nb = min(m, 4 * nthreads) if m > 8 and nthreads > 1 else 1
-    per = (m + nb - 1) // max(nb, 1)
-    for q0 in prange(nb):
-        q = np.int64(q0)  # prange's index is unsigned: one integer type for the callees
-        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
-        _exact_block(kind, b, act, idx, q * per, min(m, (q + 1) * per), st, fc, gcode, fn, row,
-                     work)
+            break
+    v = buf[k]
+    if v == np.inf:  # inf or NaN: a NaN among the data sorts last in numpy
+        for i in range(m):
+            if a[lo + i] != a[lo + i]:
+                cnt = 0
+                for r in range(m):
+                    if a[lo + r] == a[lo + r] and a[lo + r] <= v:
+                        cnt += 1
+                return v if k < cnt else np.nan
+    return v
 
 
 @njit(**JIT)
-def _exact_at(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads):
-    """:func:`_exact_block` over ``q < m``, in parallel blocks when there are enough."""
-    if nthreads > 1 and m > PAR_REFINE // 4:
-        _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, nthreads)
-    elif nthreads == 1 and m > 0:  # one block, as in _costs_to
-        _exact_par(kind, b, act, idx, m, st, fc, gcode, fn, row, np.int64(1))
-    else:
-        d = st[0].shape[1]
-        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
-        _exact_block(kind, b, act, idx, np.int64(0), m, st, fc, gcode, fn, row, work)
+def _argsort(vals, g, order, tmp):
+    """OUT ``order[:g]``: the positions ``0 .. g-1`` sorted by ``(vals, position)`` - the order
+    of a stable sort by value - by a bottom-up merge sort (hand-written for the reason of
+    :func:`_kth`)."""
+    for r in range(g):
+        order[r] = r
+    width = 1
+    while width < g:
+        for s in range(0, g, 2 * width):
+            mid = min(s + width, g)
+            e = min(s + 2 * width, g)
+            i = s
+            j = mid
+            o = s
+            while i < mid and j < e:
+                if vals[order[j]] < vals[order[i]]:
+                    tmp[o] = order[j]
+                    j += 1
+                else:
+                    tmp[o] = order[i]
+                    i += 1
+                o += 1
+            while i < mid:
+                tmp[o] = order[i]
+                i += 1
+                o += 1
+            while j < e:
+                tmp[o] = order[j]
+                j += 1
+                o += 1
+        for r in range(g):
+            order[r] = tmp[r]
+        width *= 2
 
 
 @njit(**JIT)
-def _list_reset(x, lo, na, lob, cand):
+def _list_reset(x, lo, na, lob, cand, buf):
     """Empty the list of ``x`` before a build among the slots ``act[t]``, ``lo <= t < na``, with
     lower bounds ``lob[t]`` of their costs. Returns ``(ninf, lam)``: the number of slots
     without a bound (:data:`NO_BOUND`, evaluated exactly) and ``lam``, the K-th least bound
@@ -844,22 +896,107 @@ def _list_reset(x, lo, na, lob, cand):
             ninf += 1
     lam = np.inf
     if na - lo > K + ninf:
-        lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
+        lam = _kth(lob, lo, na, K - 1 + ninf, buf)
     return ninf, lam
 
 
 @njit(**JIT)
-def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cand,
-                  memos, stamp, nthreads, stats):
-    """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
-    given lower bounds ``lob[t]`` of their costs: the K least bounds as pending entries (slots
-    without a bound evaluated exactly), the least bound left out as ``ctau``, then the pending
-    head resolved (:func:`_cand_resolve`). When that does not certify the head, the list is
-    built with exact costs (:func:`_build_full`), so the head is the least (cost, slot) above
-    ``x`` either way. Returns the status (NaN costs are refused)."""
+def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
+          done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads, stats, buf, order,
+          tmp):
+    """The pruned passes of the pivot ``x`` (set by :func:`_pivot_set`): first-level bounds of
+    its costs to the slots ``act[t]``, ``lo_bounds <= t < na``; when ``a >= 0`` (``a`` was just
+    merged into ``x``, and ``act[:lo_list - 1]`` are the slots below ``x``) the update of the
+    slots below ``x``; then the candidate list of ``x`` among ``act[t]``, ``lo_list <= t < na``
+    (all above ``x``). Returns the status (NaN costs are refused). ``buf``, ``order``, ``tmp``
+    (n,) are scratch.
+
+    The update makes the same decisions as the exact update of
+    :func:`.linkage_generic.generic_linkage`, evaluating a cost to ``x`` only where its bound
+    does not show it is above the slot's ``mind`` (then it is no new minimum, and a candidate
+    ``a`` or ``x`` becomes ``x``, stale); such a cost enters the slot's list as a pending entry
+    when its bound is below the slot's ``ctau``.
+
+    The list: first the K least bounds as pending entries (slots without a bound evaluated
+    exactly), the least bound left out as ``ctau``, then the pending head resolved
+    (:func:`_cand_resolve`). When that does not certify the head, the list is built again with
+    exact costs: the same list as :func:`.linkage_generic._cand_build` on every exact cost (its
+    ``ctau`` possibly lower, still a valid bound), computing exact costs for the K slots of least
+    bound first, then only where the (refined) bound does not exceed the K-th cost. The head is
+    the least (cost, slot) above ``x`` either way.
+    """
     cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
-    ninf, lam = _list_reset(x, lo, na, lob, cand)
+    cap = memos.shape[0]
+    n = heap.shape[0]
+    nb = _blocks(na - lo_bounds, PAR_BOUNDS, cap, nthreads)
+    if nb > 1:
+        _par_blocks(LOWER, _ZERO, x, act, act, lo_bounds, na, st, fc, gcode, fn, pv, lob, lvl,
+                    memos, stamp, row, nb)
+    else:
+        _block(LOWER, _ZERO, x, act, act, lo_bounds, na, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+               lvl, memos, stamp, row)
+    if a >= 0:  # the slots below x, at positions p < pb
+        b = x
+        pb = lo_list - 1
+        cnt = np.int64(0)
+        for p in range(pb):
+            y = act[p]
+            if not (lob[p] > mind[y]):
+                idx[cnt] = p
+                cnt += 1
+        nb = _blocks(cnt, PAR_REFINE, cap, nthreads)
+        if nb > 1:
+            _par_blocks(REFINE, kind, b, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                        memos, stamp, row, nb)
+        else:
+            _block(REFINE, kind, b, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
+                   lob, lvl, memos, stamp, row)
+        stats[ST_REFINE] += cnt
+        for p in range(pb):
+            done[p] = False
+        c2 = np.int64(0)
+        for q in range(cnt):
+            p = idx[q]
+            y = act[p]
+            if not (lob[p] > mind[y]):
+                done[p] = True
+                idx[c2] = p
+                c2 += 1
+        nb = _blocks(c2, PAR_REFINE // 4, cap // 2, nthreads)
+        if nb > 1:
+            _par_blocks(EXACT, kind, b, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
+                        memos, stamp, row, nb)
+        else:
+            _block(EXACT, kind, b, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+                   lvl, memos, stamp, row)
+        stats[ST_EXACT] += c2
+        for p in range(pb):
+            y = act[p]
+            if not done[p]:
+                if lob[p] < ctau[y]:
+                    _cand_insert(cand, y, lob[p], -b - 1)
+                if nn[y] == a or nn[y] == b:
+                    nn[y] = b
+                    stale[y] = True
+                continue
+            c = row[p]
+            if c != c:
+                return NAN_COST
+            if c < ctau[y]:
+                _cand_insert(cand, y, c, b)
+            if c < mind[y]:
+                mind[y] = c
+                nn[y] = b
+                stale[y] = False
+                _heap_update(heap, where, mind, y, n)
+            elif nn[y] == a or nn[y] == b:
+                nn[y] = b
+                if c != mind[y]:
+                    stale[y] = True
+    # the candidate list of x among the slots act[t], lo <= t < na (all above x)
+    lo = lo_list
+    ninf, lam = _list_reset(x, lo, na, lob, cand, buf)
     if na <= lo:
         return OK
     cnt = np.int64(0)
@@ -867,10 +1004,16 @@ def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, id
         if lob[t] == NO_BOUND:
             idx[cnt] = t
             cnt += 1
-    _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    nb = _blocks(cnt, PAR_REFINE // 4, cap // 2, nthreads)
+    if nb > 1:
+        _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                    memos, stamp, row, nb)
+    else:
+        _block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+               lvl, memos, stamp, row)
     stats[ST_EXACT] += cnt
     # the entries in slot order, then a stable sort by value: the (value, slot) order of the list
-    g = 0
+    g = np.int64(0)
     low = np.inf
     for t in range(lo, na):
         lt = lob[t]
@@ -883,21 +1026,20 @@ def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, id
             continue
         idx[g] = t
         g += 1
-    vals = np.empty(g)
     for r in range(g):
         t = idx[r]
-        vals[r] = row[t] if lob[t] == NO_BOUND else lob[t]
-    order = np.argsort(vals, kind="mergesort")
+        buf[r] = row[t] if lob[t] == NO_BOUND else lob[t]
+    _argsort(buf, g, order, tmp)
     m = min(g, K)
     for r in range(m):
         t = idx[order[r]]
         y = act[t]
-        cc[x, r] = vals[order[r]]
+        cc[x, r] = buf[order[r]]
         ci[x, r] = y if lob[t] == NO_BOUND else -y - 1
         cg[x, r] = gen[y]
     cn[x] = m
-    if g > K and vals[order[K]] < low:
-        low = vals[order[K]]
+    if g > K and buf[order[K]] < low:
+        low = buf[order[K]]
     ctau[x] = low
     d = st[0].shape[1]
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
@@ -905,27 +1047,12 @@ def _build_pruned(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, id
         return NAN_COST
     if _certified(x, cand):
         return OK
+    # the list with exact costs
     stats[ST_FULL] += 1
-    return _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cand,
-                       memos, stamp, nthreads, stats)
-
-
-@njit(**JIT)
-def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, cand, memos,
-                stamp, nthreads, stats):
-    """Candidate list of ``x`` among the slots ``act[t]``, ``lo <= t < na`` (all above ``x``),
-    given lower bounds ``lob[t]`` (level ``lvl[t]``) of their costs: the same list as
-    :func:`_cand_build` on every exact cost (its ``ctau`` possibly lower, still a valid bound).
-    Exact costs are computed for the K slots of least bound first, then only where the (refined)
-    bound does not exceed the K-th cost. Returns the status (NaN costs are refused)."""
-    cc, ci, cg, cn, ctau, gen = cand
-    K = cc.shape[1]
-    ninf, lam = _list_reset(x, lo, na, lob, cand)
-    if na <= lo:
-        return OK
+    ninf, lam = _list_reset(x, lo, na, lob, cand, buf)
     while True:  # the K least bounds, refined to level 2 until they are all tight
         if na - lo > K + ninf:
-            lam = np.partition(lob[lo:na], K - 1 + ninf)[K - 1 + ninf]
+            lam = _kth(lob, lo, na, K - 1 + ninf, buf)
         cnt = np.int64(0)
         for t in range(lo, na):
             if not (lob[t] > lam) and lvl[t] == 1:
@@ -933,14 +1060,26 @@ def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
                 cnt += 1
         if cnt == 0:
             break
-        _refine(x, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+        nb = _blocks(cnt, PAR_REFINE, cap, nthreads)
+        if nb > 1:
+            _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                        memos, stamp, row, nb)
+        else:
+            _block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
+                   lob, lvl, memos, stamp, row)
         stats[ST_REFINE] += cnt
     cnt = np.int64(0)
     for t in range(lo, na):
         if not (lob[t] > lam):
             idx[cnt] = t
             cnt += 1
-    _exact_at(kind, x, act, idx, cnt, st, fc, gcode, fn, row, nthreads)
+    nb = _blocks(cnt, PAR_REFINE // 4, cap // 2, nthreads)
+    if nb > 1:
+        _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                    memos, stamp, row, nb)
+    else:
+        _block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+               lvl, memos, stamp, row)
     stats[ST_EXACT] += cnt
     for q in range(cnt):
         c = row[idx[q]]
@@ -959,7 +1098,13 @@ def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
             else:
                 idx[cnt] = t
                 cnt += 1
-    _refine(x, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
+    nb = _blocks(cnt, PAR_REFINE, cap, nthreads)
+    if nb > 1:
+        _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                    memos, stamp, row, nb)
+    else:
+        _block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+               lvl, memos, stamp, row)
     stats[ST_REFINE] += cnt
     c2 = np.int64(0)
     for q in range(cnt):
@@ -970,7 +1115,13 @@ def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
         else:
             idx[c2] = t
             c2 += 1
-    _exact_at(kind, x, act, idx, c2, st, fc, gcode, fn, row, nthreads)
+    nb = _blocks(c2, PAR_REFINE // 4, cap // 2, nthreads)
+    if nb > 1:
+        _par_blocks(EXACT, kind, x, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
+                    memos, stamp, row, nb)
+    else:
+        _block(EXACT, kind, x, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+               lvl, memos, stamp, row)
     stats[ST_EXACT] += c2
     for q in range(c2):
         c = row[idx[q]]
@@ -979,109 +1130,6 @@ def _build_full(kind, x, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
         _cand_insert(cand, x, c, act[idx[q]])
     if low < ctau[x]:
         ctau[x] = low
-    return OK
-
-
-@njit(**JIT)
-def _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cand, memos,
-                     stats):
-    """:func:`_scan_row` with the pruning bounds (serial; ``act`` = every slot)."""
-    n = st[0].shape[0]
-    _pivot_set(x, st, fc, pv)
-    _lower_block(x, act, x + 1, n, st, fc, gcode, fn, pv, lob, lvl, memos[0], 0.0)
-    status = _build_pruned(kind, x, act, x + 1, n, st, fc, gcode, fn, pv, lob, lvl, row, idx,
-                           cand, memos, 0.0, np.int64(1), stats)
-    _pivot_clear(x, st, fc, pv)
-    return status
-
-
-@njit(**PJIT)
-def _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cand, status, rstats):
-    """:func:`_initial_scan` with the pruning bounds (rows ``q`` and ``n - 2 - q`` per step;
-    OUT the counters of row ``q`` in ``rstats[q]``)."""
-    n = st[0].shape[0]
-    d = st[0].shape[1]
-    for q0 in prange(n // 2):
-        q = np.int64(q0)  # prange's index is unsigned: one integer type for the callees
-        pv = _make_pv(fc, d, P, LG)
-        lob = np.empty(n)
-        lvl = np.empty(n, dtype=np.int8)
-        row = np.empty(n)
-        idx = np.empty(n, dtype=np.int64)
-        act = np.arange(n)
-        memos = np.zeros((1, N_MEMO + 1, 3))
-        status[q] = _scan_row_pruned(kind, q, st, fc, gcode, fn, pv, lob, lvl, row, idx, act, cand,
-                                     memos, rstats[q])
-        x = n - 2 - q
-        if x > q:
-            status[x] = _scan_row_pruned(kind, x, st, fc, gcode, fn, pv, lob, lvl, row, idx, act,
-                                         cand, memos, rstats[q])
-
-
-@njit(**JIT)
-def _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx, done,
-                   cand, nn, mind, stale, heap, where, memos, stamp, nthreads, stats):
-    """The merge loop's update after slot ``a`` was merged into ``b`` (``pb`` = position of ``b``
-    in ``act``) with the pruning bounds: the same decisions as the exact update of
-    :func:`generic_linkage`, evaluating a cost to ``b`` only where its bound does not show it
-    is above its ``mind`` (then it is no new minimum, and a candidate ``a`` or ``b`` becomes
-    ``b``, stale); such a cost enters the slot's list as a pending entry when its bound is below
-    the slot's ``ctau``. Returns the status."""
-    cc, ci, cg, cn, ctau, gen = cand
-    n = heap.shape[0]
-    _pivot_set(b, st, fc, pv)
-    _lower_to(b, act, np.int64(0), na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
-    stats[ST_B_MERGE] += na - 1
-    cnt = np.int64(0)
-    for p in range(pb):
-        x = act[p]
-        if not (lob[p] > mind[x]):
-            idx[cnt] = p
-            cnt += 1
-    _refine(b, act, idx, cnt, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
-    stats[ST_REFINE] += cnt
-    for p in range(pb):
-        done[p] = False
-    c2 = np.int64(0)
-    for q in range(cnt):
-        p = idx[q]
-        x = act[p]
-        if not (lob[p] > mind[x]):
-            done[p] = True
-            idx[c2] = p
-            c2 += 1
-    _exact_at(kind, b, act, idx, c2, st, fc, gcode, fn, row, nthreads)
-    stats[ST_EXACT] += c2
-    for p in range(pb):
-        x = act[p]
-        if not done[p]:
-            if lob[p] < ctau[x]:
-                _cand_insert(cand, x, lob[p], -b - 1)
-            if nn[x] == a or nn[x] == b:
-                nn[x] = b
-                stale[x] = True
-            continue
-        c = row[p]
-        if c != c:
-            _pivot_clear(b, st, fc, pv)
-            return NAN_COST
-        if c < ctau[x]:
-            _cand_insert(cand, x, c, b)
-        if c < mind[x]:
-            mind[x] = c
-            nn[x] = b
-            stale[x] = False
-            _heap_update(heap, where, mind, x, n)
-        elif nn[x] == a or nn[x] == b:
-            nn[x] = b
-            if c != mind[x]:
-                stale[x] = True
-    status = _build_pruned(kind, b, act, pb + 1, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
-                           cand, memos, stamp, nthreads, stats)
-    _pivot_clear(b, st, fc, pv)
-    if status != OK:
-        return status
-    _set_candidate(b, cand, nn, mind, stale, heap, where)
     return OK
 
 
@@ -1118,27 +1166,23 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     K = min(kcand, max(n - 1, 1))
     cand = _new_cand(n, K)
     cc, ci, cg, cn, ctau, gen = cand
-    status = np.zeros(n, dtype=np.int64)
     # per-slot sums of the level-1 bound (kl only)
     P = np.zeros((n if gcode == _GEN_KL else 0, N_SUMS))
     LG = np.zeros((P.shape[0], 2 * sup.shape[1] if P.shape[0] > 0 else 0))
     for x in range(P.shape[0]):
         _slot_sums(x, st, fc, P, LG)
-    rstats = np.zeros((max(n // 2, 1), N_STATS), dtype=np.int64)
-    _initial_scan_pruned(kind, st, fc, gcode, fn, P, LG, cand, status, rstats)
-    stats[ST_B_INIT] = n * (n - 1) // 2
-    stats[ST_FULL] += rstats[:, ST_FULL].sum()
-    stats[ST_REFINE] += rstats[:, ST_REFINE].sum()
-    if status.max() != OK:
-        return status.max()
     act = np.arange(n)  # active slots, ascending
     na = n
     row = np.empty(n)
     lob = np.empty(n)
+    buf = np.empty(n)
     idx = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    tmp = np.empty(n, dtype=np.int64)
     done = np.zeros(n, dtype=np.bool_)
     lvl = np.empty(n, dtype=np.int8)
     pv = _make_pv(fc, d, P, LG)
+    cap = 8 * nthreads
     # F_b memos of the parallel blocks, indexed by integral weights up to the total weight
     wtot = w.sum()
     integral = wtot <= 4.0 * n
@@ -1146,17 +1190,29 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
         if w[x] != math.floor(w[x]):
             integral = False
     mlen = np.int64(wtot) + 1 if integral else N_MEMO + 1
-    memos = np.zeros((8 * nthreads, max(mlen, N_MEMO + 1), 3))
+    memos = np.zeros((cap, max(mlen, N_MEMO + 1), 3))
     dstamp = 1.0 if integral else 0.0  # stamp 0: the small per-pivot memo
     stamp = 0.0
     nn = np.full(n, -1, dtype=np.int64)
     mind = np.full(n, np.inf)
     stale = np.zeros(n, dtype=np.bool_)
+    heap = np.arange(n)
+    where = np.arange(n)
+    # the initial candidate lists, row by row like a rescan (each pass over a row is parallel;
+    # the lists of different rows do not interact, so the order of the rows does not matter)
+    for x in range(n - 1):
+        stamp += dstamp
+        _pivot_set(x, st, fc, pv)
+        status = _scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn, pv, lob, lvl,
+                       row, idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
+                       stats, buf, order, tmp)
+        _pivot_clear(x, st, fc, pv)
+        if status != OK:
+            return NAN_COST
+    stats[ST_B_INIT] = n * (n - 1) // 2
     for x in range(n - 1):
         nn[x] = ci[x, 0]
         mind[x] = cc[x, 0]
-    heap = np.arange(n)
-    where = np.arange(n)
     for p in range(n // 2 - 1, -1, -1):
         _sift_down(heap, where, mind, p, n)
     for t in range(n - 1):
@@ -1171,14 +1227,14 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
             else:  # list not certified: rescan
                 stats[ST_RESCAN] += 1
                 lo = np.searchsorted(act[:na], a) + 1
-                _pivot_set(a, st, fc, pv)
                 stamp += dstamp
-                _lower_to(a, act, lo, na, st, fc, gcode, fn, pv, lob, lvl, memos, stamp, nthreads)
                 stats[ST_B_RESCAN] += na - lo
-                status0 = _build_pruned(kind, a, act, lo, na, st, fc, gcode, fn, pv, lob, lvl,
-                                        row, idx, cand, memos, stamp, nthreads, stats)
+                _pivot_set(a, st, fc, pv)
+                status = _scan(kind, a, _MINUS_ONE, lo, lo, act, na, st, fc, gcode, fn, pv, lob,
+                               lvl, row, idx, done, cand, nn, mind, stale, heap, where, memos,
+                               stamp, nthreads, stats, buf, order, tmp)
                 _pivot_clear(a, st, fc, pv)
-                if status0 != OK:
+                if status != OK:
                     return NAN_COST
             _set_candidate(a, cand, nn, mind, stale, heap, where)
         a = heap[0]
@@ -1196,8 +1252,14 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
         stamp += dstamp
         if P.shape[0] > 0:
             _slot_sums(b, st, fc, P, LG)
-        if _update_pruned(kind, a, b, pb, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
-                          done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
-                          stats) != OK:
+        # the update of the slots below b and the candidate list of b (see _scan)
+        _pivot_set(b, st, fc, pv)
+        stats[ST_B_MERGE] += na - 1
+        status = _scan(kind, b, a, _ZERO, pb + 1, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
+                       idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
+                       stats, buf, order, tmp)
+        _pivot_clear(b, st, fc, pv)
+        if status != OK:
             return NAN_COST
+        _set_candidate(b, cand, nn, mind, stale, heap, where)
     return OK
