@@ -162,7 +162,8 @@ class _Plan:
                     slen[i] = li
         C = np.zeros((n, 2))
         work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky scratch
-        KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn, work)
+        with KG.callback_errors():  # a user generator's exception, raised once
+            KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn, work)
         return A, B, C, w, sup, slen, aux
 
 
@@ -419,14 +420,17 @@ def _build_plan(X, w, model, model_params, smoothing):
     return _Plan(**plan)
 
 
-def _validate(X, model, model_params, sample_weight, *, name="X"):
-    """Validated ``X`` (dense or CSR float64) and positive weights."""
+def _validate(X, model, model_params, sample_weight, *, name="X", check_params=True):
+    """Validated ``X`` (dense or CSR float64) and positive weights; with ``check_params`` the
+    divergence's parameters are checked against the features (mahalanobis' ``A``)."""
     mname, div, kind = _resolve_model(model, model_params)
     accept_sparse = kind in (_SEP, _L1)
     X = check_array(X, name=name, accept_sparse=True,
                     divergence=div if kind in (_SEP, _L1, _WARD) else None)
     if sp.issparse(X) and not accept_sparse:
         X = X.toarray()
+    if check_params and div is not None:  # mahalanobis: A must match the features
+        div.check_n_features(X.shape[1], name=name)
     if mname == "multinomial":
         if (X.data if sp.issparse(X) else X).min(initial=0.0) < 0:
             raise DomainError(
@@ -488,8 +492,9 @@ def _run(X, w, plan, algorithm):
     # sparse supports (sparse separable models): the driver with pruning bounds, compiled only
     # for such fits; the exact driver otherwise
     driver = KLP.pruned_linkage if sup.shape[1] > 0 else KLG.generic_linkage
-    status = driver(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode, plan.fn, si,
-                    sj, h, numba.get_num_threads(), 0, stats)
+    with KG.callback_errors():
+        status = driver(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode, plan.fn,
+                        si, sj, h, numba.get_num_threads(), 0, stats)
     if status != KLG.OK or not np.isfinite(h).all():
         raise ValueError(
             f"a merge cost of model {plan.name!r} is not finite (NaN or overflow): the data, "
@@ -673,11 +678,13 @@ def bregman_merge_cost(X, members1, members2, *, model="sqeuclidean", model_para
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
     st = (A, B, C, w2, sup, slen, aux)
     fn = plan.fn
-    for t in range(1, i1.size):
-        KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
-    for t in range(i1.size + 1, sub.size):
-        KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
-    return float(KA.cost(plan.kind, i1.size - 1, sub.size - 1, st, plan.fc, plan.gcode, fn, work))
+    with KG.callback_errors():
+        for t in range(1, i1.size):
+            KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
+        for t in range(i1.size + 1, sub.size):
+            KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
+        c = KA.cost(plan.kind, i1.size - 1, sub.size - 1, st, plan.fc, plan.gcode, fn, work)
+    return float(c)
 
 
 def _labels_from_linkage(Z, n, n_merges):
@@ -828,7 +835,8 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                 np.zeros((k, sup.shape[1]), dtype=sup.dtype), np.zeros(k, dtype=np.int64),
                 np.zeros(k, dtype=np.int64))
         if k > 0:
-            KA.replay(plan.kind, Z, st, plan.fc, plan.gcode, plan.fn, n - 1 - k, outs)
+            with KG.callback_errors():
+                KA.replay(plan.kind, Z, st, plan.fc, plan.gcode, plan.fn, n - 1 - k, outs)
         self._top_state = outs
         return self
 
@@ -873,7 +881,7 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
             the following merges, last to first. Each point counts with weight 1.
         """
         check_is_fitted(self, "linkage_matrix_")
-        Xv, w = _validate(X, self.model, self.model_params, None)
+        Xv, w = _validate(X, self.model, self.model_params, None, check_params=False)
         if Xv.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Xv.shape[1]} features, but AgglomerativeBregman is expecting "
@@ -894,6 +902,7 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                     raise RuntimeError("internal: statistic widths differ")
                 st.append(np.ascontiguousarray(np.concatenate([a, b.astype(a.dtype)], axis=0)))
             out = np.empty((e - s, k))
-            KA.cross_costs(plan.kind, k, tuple(st), plan.fc, plan.gcode, plan.fn, out)
+            with KG.callback_errors():
+                KA.cross_costs(plan.kind, k, tuple(st), plan.fc, plan.gcode, plan.fn, out)
             F[s:e] = out
         return F

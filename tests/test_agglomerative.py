@@ -380,6 +380,47 @@ def test_bad_input_messages():
         bregman_linkage(X, model=3)
 
 
+def test_mahalanobis_matrix_of_the_wrong_size_is_a_clear_error():
+    """``A`` not matching the features is refused by name before any matrix product, in fit,
+    bregman_linkage and bregman_merge_cost; transform names the feature count."""
+    X = np.random.default_rng(3).normal(size=(10, 3))
+    for A in (np.eye(4), np.eye(2)):
+        with pytest.raises(ValueError, match=r"mahalanobis A must be \(n_features, n_features\) "
+                                             r"= \(3, 3\) for X, got \(\d, \d\)"):
+            AgglomerativeBregman(2, model="mahalanobis", model_params={"A": A}).fit(X)
+        with pytest.raises(ValueError, match="mahalanobis A must be"):
+            bregman_linkage(X, "mahalanobis", model_params={"A": A}, algorithm="generic")
+        with pytest.raises(ValueError, match="mahalanobis A must be"):
+            bregman_merge_cost(X, [0], [1], model="mahalanobis", model_params={"A": A})
+    est = AgglomerativeBregman(2, model="mahalanobis", model_params={"A": np.eye(3)}).fit(X)
+    with pytest.raises(ValueError, match="X has 4 features, but AgglomerativeBregman is expecting 3"):
+        est.transform(np.ones((2, 4)))
+
+
+def _phi_undefined_above_5(x):
+    if x > 5.0:
+        raise ValueError("phi_undefined_above_5 at x > 5")
+    return x * x
+
+
+@pytest.mark.nojit
+def test_exception_in_a_user_generator_surfaces_from_fit_and_transform():
+    """A registered phi that raises on the data: fit raises the user's exception (not a tree
+    built from NaN costs), and so does transform on new rows that reach it."""
+    name = "agglo_test_raising"
+    register_divergence(name, phi=_phi_undefined_above_5, dphi=lambda x: 2.0 * x)
+    try:
+        rng = np.random.default_rng(4)
+        with pytest.raises(ValueError, match="phi_undefined_above_5 at x > 5"):
+            AgglomerativeBregman(2, model=name).fit(rng.uniform(0.0, 9.0, size=(12, 2)))
+        est = AgglomerativeBregman(2, model=name).fit(rng.uniform(0.0, 2.0, size=(12, 2)))
+        with pytest.raises(ValueError, match="phi_undefined_above_5 at x > 5"):
+            est.transform(np.full((2, 2), 50.0))
+        assert np.isfinite(est.transform(np.ones((2, 2)))).all()
+    finally:
+        unregister_divergence(name)
+
+
 _ZERO_WEIGHTS = ("zero weights are refused: a zero-weight point has no statistic (documented)")
 
 
@@ -431,6 +472,37 @@ def test_custom_generator_engine_agrees_with_builtin(sparse):
 
 
 # ---------------------------------------------------------------------------- engine: exact speed-ups
+@pytest.mark.parametrize("model,data", [
+    ("kl", "dense"), ("kl", "sparse"), ("multinomial", "sparse"), ("itakura_saito", "dense"),
+    ("l1_subgradient", "dense"), ("gaussian_diag", "dense"), ("custom", "dense"),
+    ("custom", "sparse"),
+])
+def test_each_driver_equals_the_plain_algorithm_and_definition_3_7(model, data):
+    """Dense statistics run the exact generic driver, sparse supports the pruned one (a fit
+    compiles only its own driver); each gives the plain generic algorithm's merges and heights
+    bit for bit and greedy merges by Definition 3.7 evaluated from the points."""
+    rng = np.random.default_rng(23)
+    n = 16
+    if data == "sparse":
+        X = _sparse_counts(rng, n, 24, density=0.15)
+    else:
+        X = rng.gamma(2.0, 1.0, size=(n, 4)) - (2.0 if model == "l1_subgradient" else 0.0)
+    name = _kl_twin_name() if model == "custom" else model
+    smoothing = (0.3, 0.5) if model in ("kl", "custom") else "auto"
+    Xv, w = AG._validate(X, name, None, None)
+    plan = AG._build_plan(Xv, w, name, None, smoothing)
+    assert (plan.smax > 0) == (data == "sparse")
+    si, sj, h = AG._run(Xv, w, plan, "auto")
+    ri, rj, rh = plain_generic_linkage(plan, Xv, w)
+    np.testing.assert_array_equal(si, ri)
+    np.testing.assert_array_equal(sj, rj)
+    np.testing.assert_array_equal(h, rh)
+    ref_smoothing = {"multinomial": "multinomial", "gaussian_diag": "nd"}.get(model, smoothing)
+    ref = Reference(X, name, smoothing=None if ref_smoothing == "auto" else ref_smoothing)
+    Z = bregman_linkage(X, name, smoothing=smoothing)
+    assert check_greedy(ref, merges_from_linkage(Z, n), rtol=1e-8) == []
+
+
 @pytest.mark.parametrize("model,case", [
     ("multinomial", "sparse"), ("kl", "sparse"), ("kl", "duplicates"), ("itakura_saito", "dense"),
     ("gaussian_diag", "dense"), ("gaussian_full", "dense"), ("l1_subgradient", "dense"),
