@@ -1351,8 +1351,9 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
         The new divergence's name (case-insensitive; ``-`` and spaces become ``_``).
     phi, dphi : callable
         The scalar ``f`` (strictly convex on ``domain``) and its derivative ``f'``. Plain
-        Python functions of one float using ``math``/numpy scalar operations, or numba
-        dispatchers; they are compiled with numba.
+        Python functions of one float using ``math``/numpy scalar operations, ``math``/numpy
+        functions themselves (``math.exp``, ``np.exp``), or numba dispatchers; they are
+        compiled with numba. Callable objects are refused (numba cannot compile them).
     dphi_inv : callable, optional
         The inverse of ``f'``. When omitted it is solved numerically (``f'`` is increasing, so
         a bracketing bisection converges to machine precision).
@@ -1384,6 +1385,16 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
     -----
     The probe evaluates the functions at a few points of the domain (``[-3, 2.5]`` for
     ``real``, ``[1e-3, 7]`` otherwise).
+
+    numba freezes the globals a function reads (numbers, arrays) into its compiled code, so a
+    later change of such a global does not reach a registered divergence: register it again.
+    Registering functions whose code and globals are unchanged reuses the compiled code.
+
+    An exception raised by a function inside a compiled kernel cannot cross the kernel: the
+    call returns NaN and the failure is recorded, once per kernel call, not printed per
+    element. Agglomerative clustering then raises the function's exception (with a note naming
+    the function and the argument) when the kernel returns; elsewhere the NaN shows as a
+    non-finite divergence.
 
     Examples
     --------
