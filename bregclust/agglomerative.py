@@ -48,6 +48,7 @@ D. Muellner. Modern hierarchical, agglomerative clustering algorithms. arXiv:110
 
 import math
 import numbers
+import sys
 
 import numba
 import numpy as np
@@ -481,17 +482,18 @@ def _run(X, w, plan, algorithm):
     h = np.zeros(max(n - 1, 0))
     if n < 2:
         return si, sj, h
+    ward = plan.kind == _WARD and algorithm != "generic"
+    driver = None if ward else _generic_driver(n, plan.smax > 0)
+    if driver is not None:
+        _announce_compile(driver)
     A, B, C, w2, sup, slen, aux = plan.state(X, w)
     if plan.kind == _WARD:
         _check_ward_range(A, w2)
-    if plan.kind == _WARD and algorithm != "generic":
+    if ward:
         KLW.nn_chain_ward(A, w2, si, sj, h)
         order = np.argsort(h, kind="stable")
         return si[order], sj[order], h[order]
     stats = np.zeros(KLG.N_STATS, dtype=np.int64)
-    # sparse supports (sparse separable models): the driver with pruning bounds, compiled only
-    # for such fits; the exact driver otherwise
-    driver = KLP.pruned_linkage if sup.shape[1] > 0 else KLG.generic_linkage
     with KG.callback_errors():
         status = driver(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode, plan.fn,
                         si, sj, h, numba.get_num_threads(), 0, stats)
@@ -501,6 +503,40 @@ def _run(X, w, plan, algorithm):
             "sample_weight or smoothing are too extreme for float64; rescale X or the weights."
         )
     return si, sj, h
+
+
+#: Sparse fits of at most this many points run the exact driver while the pruned one is not
+#: compiled yet: on them its one-time compilation costs more than its bounds save (on 20
+#: Newsgroups documents the two cross near this size, see benchmarks/RESULTS.md); the two
+#: drivers give the same tree, bit for bit.
+PRUNED_MIN_N = 2000
+#: Typical one-time compile of each driver on 2 cores (cold numba cache), for the notice
+_COMPILE_SECONDS = {"generic": 10, "pruned": 20}
+_ANNOUNCED = set()
+
+
+def _generic_driver(n, sparse_supports):
+    """The kernel of Muellner's generic algorithm for a fit: with sparse supports (sparse
+    separable models) the pruned driver when it is compiled or ``n > PRUNED_MIN_N``, else the
+    exact driver (compiled only for the fits that run it)."""
+    if sparse_supports and (n > PRUNED_MIN_N or KG.is_compiled(KLP.pruned_linkage)):
+        return KLP.pruned_linkage
+    return KLG.generic_linkage
+
+
+def _announce_compile(driver):
+    """One line on stderr, once per process, when numba is about to compile ``driver`` (an
+    empty cache: the first fit after installing)."""
+    name = "pruned" if driver is KLP.pruned_linkage else "generic"
+    if name in _ANNOUNCED or KG.is_compiled(driver):
+        return
+    _ANNOUNCED.add(name)
+    sys.stderr.write(
+        f"bregclust: compiling the agglomerative engine ({name} driver), once per installation: "
+        f"about {_COMPILE_SECONDS[name]} s on 2 cores; later sessions load it from numba's cache "
+        "(`bregclust compile` does it ahead of time).\n"
+    )
+    sys.stderr.flush()
 
 
 def _check_ward_range(A, w):

@@ -471,6 +471,24 @@ def test_custom_generator_engine_agrees_with_builtin(sparse):
     np.testing.assert_allclose(a.transform(X), b.transform(X), rtol=1e-12, atol=1e-12)
 
 
+def _driver_linkage(plan, Xv, w, pruned, kcand=0, nthreads=2):
+    """Slot merges of one generic driver run explicitly (the estimators pick the exact driver
+    for small sparse fits while the pruned one is not compiled)."""
+    from bregclust._kernels import linkage_generic as KG
+    from bregclust._kernels import linkage_pruned as KP
+
+    n = Xv.shape[0]
+    si = np.zeros(n - 1, dtype=np.int64)
+    sj = np.zeros(n - 1, dtype=np.int64)
+    h = np.zeros(n - 1)
+    stats = np.zeros(KG.N_STATS, dtype=np.int64)
+    driver = KP.pruned_linkage if pruned else KG.generic_linkage
+    status = driver(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h,
+                    nthreads, kcand, stats)
+    assert status == KG.OK
+    return si, sj, h, stats
+
+
 # ---------------------------------------------------------------------------- engine: exact speed-ups
 @pytest.mark.parametrize("model,data", [
     ("kl", "dense"), ("kl", "sparse"), ("multinomial", "sparse"), ("itakura_saito", "dense"),
@@ -478,9 +496,9 @@ def test_custom_generator_engine_agrees_with_builtin(sparse):
     ("custom", "sparse"),
 ])
 def test_each_driver_equals_the_plain_algorithm_and_definition_3_7(model, data):
-    """Dense statistics run the exact generic driver, sparse supports the pruned one (a fit
-    compiles only its own driver); each gives the plain generic algorithm's merges and heights
-    bit for bit and greedy merges by Definition 3.7 evaluated from the points."""
+    """The exact generic driver (every model) and the pruned one (sparse supports) give the
+    plain generic algorithm's merges and heights bit for bit, and the estimator's linkage
+    (whichever driver it picks) greedy merges by Definition 3.7 evaluated from the points."""
     rng = np.random.default_rng(23)
     n = 16
     if data == "sparse":
@@ -492,11 +510,12 @@ def test_each_driver_equals_the_plain_algorithm_and_definition_3_7(model, data):
     Xv, w = AG._validate(X, name, None, None)
     plan = AG._build_plan(Xv, w, name, None, smoothing)
     assert (plan.smax > 0) == (data == "sparse")
-    si, sj, h = AG._run(Xv, w, plan, "auto")
     ri, rj, rh = plain_generic_linkage(plan, Xv, w)
-    np.testing.assert_array_equal(si, ri)
-    np.testing.assert_array_equal(sj, rj)
-    np.testing.assert_array_equal(h, rh)
+    for pruned in ([False, True] if data == "sparse" else [False]):
+        si, sj, h, _ = _driver_linkage(plan, Xv, w, pruned)
+        np.testing.assert_array_equal(si, ri)
+        np.testing.assert_array_equal(sj, rj)
+        np.testing.assert_array_equal(h, rh)
     ref_smoothing = {"multinomial": "multinomial", "gaussian_diag": "nd"}.get(model, smoothing)
     ref = Reference(X, name, smoothing=None if ref_smoothing == "auto" else ref_smoothing)
     Z = bregman_linkage(X, name, smoothing=smoothing)
@@ -715,7 +734,7 @@ def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights)
     Xv, w = AG._validate(X, model, None, sw)
     plan = AG._build_plan(Xv, w, model, None, smoothing)
     assert plan.smax > 0
-    si, sj, h = AG._run(Xv, w, plan, "generic")
+    si, sj, h, _ = _driver_linkage(plan, Xv, w, pruned=True)
     ri, rj, rh = plain_generic_linkage(plan, Xv, w)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)
@@ -729,7 +748,6 @@ def test_short_candidate_lists_force_rescans_same_linkage(model, case, kcand):
     the pruning bounds, fall back to exact list builds), dead entries of merged slots reach the
     heads of the lists, and the linkage is still the plain generic algorithm's, bit for bit."""
     from bregclust._kernels import linkage_generic as KG
-    from bregclust._kernels import linkage_pruned as KP
 
     rng = np.random.default_rng(5)
     n = 90
@@ -741,15 +759,8 @@ def test_short_candidate_lists_force_rescans_same_linkage(model, case, kcand):
             X[n // 2:] = X[: n - n // 2]
     Xv, w = AG._validate(X, model, None, None)
     plan = AG._build_plan(Xv, w, model, None, "auto")
-    si = np.zeros(n - 1, dtype=np.int64)
-    sj = np.zeros(n - 1, dtype=np.int64)
-    h = np.zeros(n - 1)
-    stats = np.zeros(KG.N_STATS, dtype=np.int64)
-    driver = KP.pruned_linkage if plan.smax > 0 else KG.generic_linkage
     assert (plan.smax > 0) == (case != "dense")
-    status = driver(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h, 2,
-                    kcand, stats)
-    assert status == KG.OK
+    si, sj, h, stats = _driver_linkage(plan, Xv, w, plan.smax > 0, kcand=kcand)
     ri, rj, rh = plain_generic_linkage(plan, Xv, w)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)
@@ -885,3 +896,53 @@ def test_issue14_multinomial_confidence_term_stays_reachable_and_dense_default()
         bregman_linkage(X, "kl", smoothing="data-mean")
     with pytest.raises(ValueError, match="'data-mean'"):
         bregman_linkage(X, "multinomial", smoothing="data_mean")
+
+
+# ---------------------------------------------------------------------------- cold start
+def test_sparse_fits_pick_the_pruned_driver_when_it_pays(monkeypatch):
+    """Dense statistics always run the exact driver; sparse supports run the pruned one when it
+    is compiled or the fit is large, the exact one otherwise (the same tree either way)."""
+    from bregclust._kernels import generators as KGen
+    from bregclust._kernels import linkage_generic as KG
+    from bregclust._kernels import linkage_pruned as KP
+
+    big = AG.PRUNED_MIN_N + 1
+    for compiled in (False, True):
+        monkeypatch.setattr(KGen, "is_compiled", lambda kernel, c=compiled: c)
+        assert AG._generic_driver(10, False) is KG.generic_linkage
+        assert AG._generic_driver(big, False) is KG.generic_linkage
+        assert AG._generic_driver(big, True) is KP.pruned_linkage
+        assert AG._generic_driver(10, True) is (KP.pruned_linkage if compiled else KG.generic_linkage)
+
+
+def test_compile_notice_is_one_line_once_and_only_when_cold(monkeypatch, capsys):
+    """Before numba compiles a driver the estimator writes one line on stderr naming the
+    one-time compile, its expected length and `bregclust compile`; once per process, and never
+    when the kernel is compiled (in memory or in numba's cache)."""
+    from bregclust._kernels import generators as KGen
+
+    X = np.random.default_rng(2).gamma(2.0, size=(8, 3))
+    monkeypatch.setattr(AG, "_ANNOUNCED", set())
+    monkeypatch.setattr(KGen, "is_compiled", lambda kernel: True)
+    bregman_linkage(X, "kl")
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(KGen, "is_compiled", lambda kernel: False)
+    bregman_linkage(X, "kl")
+    AgglomerativeBregman(2, model="itakura_saito").fit(X)
+    bregman_linkage(X, "sqeuclidean")  # the nearest-neighbour chain: no notice
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("bregclust: compiling the agglomerative engine (generic driver), "
+                             "once per installation: about ")
+    assert "`bregclust compile`" in err[0]
+
+
+def test_is_compiled_sees_kernels_compiled_in_this_process():
+    """The cache probe behind the notice: a kernel that ran is compiled."""
+    from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import generators as KGen
+
+    Z = np.zeros((1, 4))
+    KA.slots_to_linkage(2, np.array([0]), np.array([1]), np.array([1.0]), np.ones(2, np.int64), Z)
+    assert KGen.is_compiled(KA.slots_to_linkage)
+    np.testing.assert_array_equal(Z, [[0.0, 1.0, 1.0, 2.0]])

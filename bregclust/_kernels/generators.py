@@ -31,6 +31,32 @@ JIT = dict(cache=True, nogil=True)
 PJIT = dict(JIT, parallel=True)
 
 DOMAIN_CODES = {"real": 0, "nonnegative": 1, "positive": 2}
+
+
+def is_compiled(kernel):
+    """Whether calling the numba dispatcher ``kernel`` compiles nothing: it has a compiled
+    specialisation in this process, or numba's on-disk cache holds one for this machine and
+    the current source (the check numba itself makes before loading from its cache). Always
+    true under ``NUMBA_DISABLE_JIT=1``; true when the cache cannot be inspected.
+
+    Parameters
+    ----------
+    kernel : numba dispatcher
+
+    Returns
+    -------
+    bool
+    """
+    if config.DISABLE_JIT or getattr(kernel, "overloads", None):
+        return True
+    try:
+        cache = kernel._cache
+        index = cache._cache_file._load_index()
+        codegen = kernel.targetctx.codegen()
+        return any(cache._index_key(key[0], codegen) == key for key in index)
+    except Exception:  # numba's private cache layout differs: assume compiled, say nothing
+        return True
+
 REAL, NONNEGATIVE, POSITIVE = 0, 1, 2
 
 # generator codes
