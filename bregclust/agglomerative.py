@@ -723,6 +723,50 @@ def bregman_merge_cost(X, members1, members2, *, model="sqeuclidean", model_para
     return float(c)
 
 
+def _builtin_models():
+    """Every built-in agglomerative model: the built-in divergences and the models of
+    :func:`list_agglomerative_models`, with the parameters they need (``(name, params)``)."""
+    from .divergences import _REGISTRY
+
+    out = []
+    for name, div in _REGISTRY.items():
+        if div.builtin:
+            out.append((name, {"A": np.eye(3)} if div.param_names else None))
+    return out + [(m, None) for m in list_agglomerative_models()]
+
+
+def _compile_kernels():
+    """Run every agglomerative kernel once on tiny data, so numba compiles it (or loads it from
+    its on-disk cache): the fit, ``transform`` and :func:`bregman_merge_cost` of every built-in
+    model, the nearest-neighbour chain and both generic drivers (the pruned one explicitly:
+    small sparse fits take the exact driver while it is not compiled).
+
+    Returns
+    -------
+    list of str
+        The models run.
+    """
+    _ANNOUNCED.update(("generic", "pruned"))  # the caller says what it compiles
+    rng = np.random.default_rng(0)
+    X = rng.gamma(2.0, 1.0, size=(12, 3))
+    models = _builtin_models()
+    for name, params in models:
+        data = X - 2.0 if name == "l1_subgradient" else X
+        est = AgglomerativeBregman(2, model=name, model_params=params).fit(data)
+        est.transform(data[:2])
+        bregman_merge_cost(data, [0, 1], [2], model=name, model_params=params)
+    counts = rng.poisson(1.0, size=(12, 20)).astype(np.float64) * (rng.random((12, 20)) < 0.3)
+    counts[:, 0] += 1.0
+    Xv, w = _validate(counts, "multinomial", None, None)
+    plan = _build_plan(Xv, w, "multinomial", None, "auto")
+    n = Xv.shape[0]
+    out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1))
+    for driver in (KLG.generic_linkage, KLP.pruned_linkage):
+        driver(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, *out,
+               numba.get_num_threads(), 0, np.zeros(KLG.N_STATS, dtype=np.int64))
+    return [name for name, _ in models]
+
+
 def _labels_from_linkage(Z, n, n_merges):
     """Flat labels after the first ``n_merges`` merges of ``Z`` (numbered by first appearance)."""
     parent = np.full(2 * n - 1, -1, dtype=np.int64)
