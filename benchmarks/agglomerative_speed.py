@@ -155,8 +155,9 @@ def engine_counters(X, model):
     h = np.zeros(n - 1)
     stats = np.zeros(KA.N_STATS, dtype=np.int64)
     driver = KP.pruned_linkage if plan.smax > 0 else KA.generic_linkage
-    driver(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h,
-           numba.get_num_threads(), 0, stats)
+    st = plan.state(Xv, w)
+    driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h, numba.get_num_threads(), 0,
+           stats, n - 1, AG._top_buffers(st, 0))
     return dict(rescans=stats[KA.ST_RESCAN], list_hits=stats[KA.ST_LISTHIT],
                 exact_builds=stats[KA.ST_FULL], bounds_initial=stats[KA.ST_B_INIT],
                 bounds_rescans=stats[KA.ST_B_RESCAN], bounds_new_clusters=stats[KA.ST_B_MERGE],
@@ -264,7 +265,8 @@ def bench_drivers(sizes, model, n_terms, seed, runs):
                 st = plan.state(Xv, w)
                 t = time.perf_counter()
                 driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out,
-                       numba.get_num_threads(), 0, np.zeros(KLG.N_STATS, dtype=np.int64))
+                       numba.get_num_threads(), 0, np.zeros(KLG.N_STATS, dtype=np.int64), n - 1,
+                       AG._top_buffers(st, 0))
                 driver_best = min(driver_best, time.perf_counter() - t)
             times.append(driver_best)
             outs.append(out)

@@ -162,9 +162,11 @@ class _Plan:
                     B[i, :li] = A[i, cols]
                     slen[i] = li
         C = np.zeros((n, 2))
-        work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky scratch
-        with KG.callback_errors():  # a user generator's exception, raised once
-            KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn, work)
+        if kind != _WARD:  # Ward caches nothing (C = 0)
+            work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky
+            with KG.callback_errors():  # a user generator's exception, raised once
+                KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn,
+                              work)
         return A, B, C, w, sup, slen, aux
 
 
@@ -467,8 +469,35 @@ def _validate(X, model, model_params, sample_weight, *, name="X", check_params=T
     return X, w
 
 
-def _run(X, w, plan, algorithm):
-    """Merges as slot pairs and costs, in the order the tree is to be built."""
+def _top_buffers(st, k):
+    """Empty statistics ``(A, B, C, w, sup, slen, aux)`` of ``k`` clusters, shaped like ``st``."""
+    A, B, C, w, sup, slen, aux = st
+    return (np.zeros((k, A.shape[1])), np.zeros((k, B.shape[1])), np.zeros((k, 2)), np.zeros(k),
+            np.zeros((k, sup.shape[1]), dtype=sup.dtype), np.zeros(k, dtype=np.int64),
+            np.zeros(k, dtype=np.int64))
+
+
+def _ward_top(A, w, si, sj, outs):
+    """The clusters of the last ``k`` Ward merges (``k`` = rows of ``outs``), root first: the
+    merges replayed on the centroids ``A`` and weights ``w`` (overwritten), in the arithmetic of
+    the merge kernel (``(wi a_i + wj a_j) / (wi + wj)``, the union in slot ``sj``)."""
+    k = outs[0].shape[0]
+    m = si.shape[0]
+    outA, _, _, outw, _, outslen, _ = outs
+    for t in range(m):
+        i, j = si[t], sj[t]
+        wi, wj = w[i], w[j]
+        A[j] = (wi * A[i] + wj * A[j]) / (wi + wj)
+        w[j] = wi + wj
+        if t >= m - k:
+            outA[m - 1 - t] = A[j]
+            outw[m - 1 - t] = w[j]
+    outslen[:] = -1
+
+
+def _run(X, w, plan, algorithm, n_top=0):
+    """Merges as slot pairs and costs, in the order the tree is to be built, and the statistics
+    of the clusters of the last ``n_top`` merges (root first; see :func:`_top_buffers`)."""
     n = X.shape[0]
     if algorithm not in ("auto", "nn_chain", "generic"):
         raise ValueError(f"algorithm must be 'auto', 'nn_chain' or 'generic', got {algorithm!r}.")
@@ -480,29 +509,36 @@ def _run(X, w, plan, algorithm):
     si = np.zeros(max(n - 1, 0), dtype=np.int64)
     sj = np.zeros(max(n - 1, 0), dtype=np.int64)
     h = np.zeros(max(n - 1, 0))
-    if n < 2:
-        return si, sj, h
     ward = plan.kind == _WARD and algorithm != "generic"
-    driver = None if ward else _generic_driver(n, plan.smax > 0)
+    driver = None if ward or n < 2 else _generic_driver(n, plan.smax > 0)
     if driver is not None:
         _announce_compile(driver)
-    A, B, C, w2, sup, slen, aux = plan.state(X, w)
+    st = plan.state(X, w)
+    k = min(n_top, max(n - 1, 0))
+    top = _top_buffers(st, k)
+    if n < 2:
+        return si, sj, h, top
+    A, B, C, w2, sup, slen, aux = st
     if plan.kind == _WARD:
         _check_ward_range(A, w2)
     if ward:
+        A0, w0 = A.copy(), w2.copy()
         KLW.nn_chain_ward(A, w2, si, sj, h)
         order = np.argsort(h, kind="stable")
-        return si[order], sj[order], h[order]
+        si, sj, h = si[order], sj[order], h[order]
+        if k > 0:
+            _ward_top(A0, w0, si, sj, top)
+        return si, sj, h, top
     stats = np.zeros(KLG.N_STATS, dtype=np.int64)
     with KG.callback_errors():
-        status = driver(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode, plan.fn,
-                        si, sj, h, numba.get_num_threads(), 0, stats)
+        status = driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h,
+                        numba.get_num_threads(), 0, stats, n - 1 - k, top)
     if status != KLG.OK or not np.isfinite(h).all():
         raise ValueError(
             f"a merge cost of model {plan.name!r} is not finite (NaN or overflow): the data, "
             "sample_weight or smoothing are too extreme for float64; rescale X or the weights."
         )
-    return si, sj, h
+    return si, sj, h, top
 
 
 #: Sparse fits of at most this many points run the exact driver while the pruned one is not
@@ -648,7 +684,7 @@ def bregman_linkage(X, model="sqeuclidean", *, model_params=None, smoothing="aut
     """
     X, w = _validate(X, model, model_params, sample_weight)
     plan = _build_plan(X, w, model, model_params, smoothing)
-    si, sj, h = _run(X, w, plan, algorithm)
+    si, sj, h, _ = _run(X, w, plan, algorithm)
     return _linkage_from_merges(X.shape[0], si, sj, h, heights)
 
 
@@ -762,8 +798,9 @@ def _compile_kernels():
     n = Xv.shape[0]
     out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1))
     for driver in (KLG.generic_linkage, KLP.pruned_linkage):
-        driver(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, *out,
-               numba.get_num_threads(), 0, np.zeros(KLG.N_STATS, dtype=np.int64))
+        st = plan.state(Xv, w)
+        driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out, numba.get_num_threads(), 0,
+               np.zeros(KLG.N_STATS, dtype=np.int64), n - 3, _top_buffers(st, 2))
     return [name for name, _ in models]
 
 
@@ -890,7 +927,9 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                 f"n_clusters={self.n_clusters} must lie in [1, n_samples={n}]."
             )
         plan = _build_plan(Xv, w, self.model, self.model_params, self.smoothing)
-        si, sj, h = _run(Xv, w, plan, self.algorithm)
+        # the statistics of the top clusters for transform (root first)
+        k = min(self.n_features, max(n - 1, 0))
+        si, sj, h, self._top_state = _run(Xv, w, plan, self.algorithm, n_top=k)
         Z = _linkage_from_merges(n, si, sj, h, self.heights)
         if self.n_clusters is not None:
             n_merges = n - self.n_clusters
@@ -907,17 +946,6 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
         self.divergence_ = plan.divergence
         self.smoothing_ = plan.smoothing_description
         self._plan = plan
-        # statistics of the top clusters for transform (root first)
-        k = min(self.n_features, max(n - 1, 0))
-        st = plan.state(Xv, w)
-        A, B, C, w2, sup, slen, aux = st
-        outs = (np.zeros((k, A.shape[1])), np.zeros((k, B.shape[1])), np.zeros((k, 2)), np.zeros(k),
-                np.zeros((k, sup.shape[1]), dtype=sup.dtype), np.zeros(k, dtype=np.int64),
-                np.zeros(k, dtype=np.int64))
-        if k > 0:
-            with KG.callback_errors():
-                KA.replay(plan.kind, Z, st, plan.fc, plan.gcode, plan.fn, n - 1 - k, outs)
-        self._top_state = outs
         return self
 
     def __sklearn_tags__(self):

@@ -483,8 +483,9 @@ def _driver_linkage(plan, Xv, w, pruned, kcand=0, nthreads=2):
     h = np.zeros(n - 1)
     stats = np.zeros(KG.N_STATS, dtype=np.int64)
     driver = KP.pruned_linkage if pruned else KG.generic_linkage
-    status = driver(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h,
-                    nthreads, kcand, stats)
+    st = plan.state(Xv, w)
+    status = driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h, nthreads, kcand, stats,
+                    n - 1, AG._top_buffers(st, 0))
     assert status == KG.OK
     return si, sj, h, stats
 
@@ -539,7 +540,7 @@ def test_engine_equals_plain_generic_algorithm_bit_for_bit(model, case):
             X[n // 2:] = X[: n - n // 2]
     Xv, w = AG._validate(X, model, None, None)
     plan = AG._build_plan(Xv, w, model, None, "auto")
-    si, sj, h = AG._run(Xv, w, plan, "generic")
+    si, sj, h, _ = AG._run(Xv, w, plan, "generic")
     ri, rj, rh = plain_generic_linkage(plan, Xv, w)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)

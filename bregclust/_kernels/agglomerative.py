@@ -347,40 +347,25 @@ def slots_to_linkage(n, si, sj, h, counts0, Z):
 
 
 @njit(**JIT)
-def replay(kind, Z, st, fc, gcode, fn, first, outs):
-    """Re-run the merges of a linkage matrix on singleton statistics and keep a copy of the
-    clusters formed at steps ``first, ..., n-2`` (row ``r`` of the outputs = step ``n-2-r``,
-    so row 0 is the root). IN/OUT ``st`` (singleton statistics, overwritten); OUT
-    ``outs = (outA, outB, outC, outw, outsup, outslen, outaux)``."""
+def keep(j, r, st, outs):
+    """Copy the statistics of slot ``j`` of the state ``st`` to row ``r`` of
+    ``outs = (outA, outB, outC, outw, outsup, outslen, outaux)`` (the drivers keep the clusters
+    of the last merges this way, for the estimators' tree features)."""
     A, B, C, w, sup, slen, aux = st
     outA, outB, outC, outw, outsup, outslen, outaux = outs
-    n = A.shape[0]
-    d = A.shape[1]
-    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
-    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    slot = np.empty(2 * n - 1, dtype=np.int64)
-    for x in range(n):
-        slot[x] = x
-    for t in range(n - 1):
-        i = slot[np.int64(Z[t, 0])]
-        j = slot[np.int64(Z[t, 1])]
-        merge(kind, i, j, st, fc, gcode, fn, work, ibuf)
-        slot[n + t] = j
-        if t >= first:
-            r = n - 2 - t
-            # element loops: a slice assignment from an array compiles numba's shape-error
-            # message formatting, a large share of this kernel's compile time
-            for k in range(A.shape[1]):
-                outA[r, k] = A[j, k]
-            for k in range(B.shape[1]):
-                outB[r, k] = B[j, k]
-            for k in range(C.shape[1]):
-                outC[r, k] = C[j, k]
-            for k in range(sup.shape[1]):
-                outsup[r, k] = sup[j, k]
-            outw[r] = w[j]
-            outslen[r] = slen[j]
-            outaux[r] = aux[j]
+    # element loops: a slice assignment from an array compiles numba's shape-error message
+    # formatting, more code than the rest of this kernel
+    for k in range(A.shape[1]):
+        outA[r, k] = A[j, k]
+    for k in range(B.shape[1]):
+        outB[r, k] = B[j, k]
+    for k in range(C.shape[1]):
+        outC[r, k] = C[j, k]
+    for k in range(sup.shape[1]):
+        outsup[r, k] = sup[j, k]
+    outw[r] = w[j]
+    outslen[r] = slen[j]
+    outaux[r] = aux[j]
 
 
 @njit(**JIT)

@@ -13,7 +13,7 @@ everything else is serial.
 import numpy as np
 from numba import njit, prange
 
-from .agglomerative import GAUSS_FULL, cost, merge
+from .agglomerative import GAUSS_FULL, cost, keep, merge
 from .generators import JIT, PJIT
 
 
@@ -310,7 +310,8 @@ def _deactivate(a, act, na, cand, mind, stale, heap, where):
 
 
 @njit(**JIT)
-def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats):
+def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
+                    outs):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics, exact costs.
 
     Each active slot ``x`` keeps a candidate ``nn[x] > x`` and ``mind[x]``, a lower bound of its
@@ -335,6 +336,10 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         it, only the number of rescans does).
     stats : ndarray of int64, shape (N_STATS,)
         OUT: counters (see :data:`N_STATS`).
+    first, outs
+        OUT: the cluster formed by merge ``t >= first`` is copied to row ``n - 2 - t`` of
+        ``outs`` (the state's seven arrays with ``n - 1 - first`` rows; see
+        :func:`.agglomerative.keep`), so row 0 is the root.
 
     Returns
     -------
@@ -399,6 +404,8 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         out_j[t] = b
         out_h[t] = mind[a]
         merge(kind, a, b, st, fc, gcode, fn, work, ibuf)
+        if t >= first:  # a cluster of the last merges: kept for the tree features
+            keep(b, n - 2 - t, st, outs)
         gen[a] = -1  # every list entry of a or of the former b is now dead
         gen[b] = t + 1
         na = _deactivate(a, act, na, cand, mind, stale, heap, where)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .agglomerative import GAUSS_FULL, cost, merge
+from .agglomerative import GAUSS_FULL, cost, keep, merge
 from .generators import JIT, PJIT, kl_phi, phi_of
 from .generators import KL as _GEN_KL
 from .linkage_generic import (
@@ -1134,7 +1134,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
 
 
 @njit(**JIT)
-def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats):
+def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
+                   outs):
     """:func:`.linkage_generic.generic_linkage` for a sparse separable model (statistics with
     sparse supports, ``sup.shape[1] > 0``), with the pruning bounds: a cost is first bounded
     from below (:func:`_pivot_lower`, :func:`_level1`, :func:`_level1b`) and evaluated only when
@@ -1143,7 +1144,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
 
     Parameters
     ----------
-    kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats
+    kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs
         As for :func:`.linkage_generic.generic_linkage`.
     kcand : int
         Length of the candidate lists; 0 for :data:`~.linkage_generic.K_CAND` (the results do
@@ -1245,6 +1246,8 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
         out_j[t] = b
         out_h[t] = mind[a]
         merge(kind, a, b, st, fc, gcode, fn, work, ibuf)
+        if t >= first:  # a cluster of the last merges: kept for the tree features
+            keep(b, n - 2 - t, st, outs)
         gen[a] = -1  # every list entry of a or of the former b is now dead
         gen[b] = t + 1
         na = _deactivate(a, act, na, cand, mind, stale, heap, where)
