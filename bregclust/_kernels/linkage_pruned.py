@@ -2,7 +2,9 @@
 separable models (kl and multinomial on document-term counts above all): a cost is bounded
 first and evaluated exactly only when the bound cannot show that it changes no candidate list
 and no candidate, so the merges and heights are those of :func:`.linkage_generic.generic_linkage`,
-bit for bit. Used only when the statistics have sparse supports, so dense fits never compile it.
+bit for bit. Used only when the statistics have sparse supports (and, while it is not compiled
+yet, only for fits large enough to pay for its compilation: see
+``bregclust.agglomerative.PRUNED_MIN_N``), so other fits never compile it.
 """
 
 import math
