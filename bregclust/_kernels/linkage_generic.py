@@ -18,38 +18,21 @@ from .generators import JIT, PJIT
 
 
 # ---------------------------------------------------------------------------- indexed binary heap
-@njit(**JIT)
-def _less(key, a, b):
-    return key[a] < key[b] or (key[a] == key[b] and a < b)
-
-
-@njit(**JIT)
-def _sift_up(heap, where, key, p):
-    x = heap[p]
-    while p > 0:
-        q = (p - 1) >> 1
-        y = heap[q]
-        if _less(key, x, y):
-            heap[p] = y
-            where[y] = p
-            p = q
-        else:
-            break
-    heap[p] = x
-    where[x] = p
-
-
+# Helpers here are few and written out where they are used: every compiled function costs a
+# library of its own, recompiled in every kernel that calls it.
 @njit(**JIT)
 def _sift_down(heap, where, key, p, size):
+    """Move ``heap[p]`` down to its place (order: ``key``, then slot)."""
     x = heap[p]
     while True:
         c = 2 * p + 1
         if c >= size:
             break
-        if c + 1 < size and _less(key, heap[c + 1], heap[c]):
+        h1 = heap[c + 1] if c + 1 < size else -1
+        if h1 >= 0 and (key[h1] < key[heap[c]] or (key[h1] == key[heap[c]] and h1 < heap[c])):
             c += 1
         y = heap[c]
-        if _less(key, y, x):
+        if key[y] < key[x] or (key[y] == key[x] and y < x):
             heap[p] = y
             where[y] = p
             p = c
@@ -61,8 +44,20 @@ def _sift_down(heap, where, key, p, size):
 
 @njit(**JIT)
 def _heap_update(heap, where, key, slot, size):
+    """Restore the heap order after ``key[slot]`` changed (sift up, then down)."""
     p = where[slot]
-    _sift_up(heap, where, key, p)
+    x = heap[p]
+    while p > 0:
+        q = (p - 1) >> 1
+        y = heap[q]
+        if key[x] < key[y] or (key[x] == key[y] and x < y):
+            heap[p] = y
+            where[y] = p
+            p = q
+        else:
+            break
+    heap[p] = x
+    where[x] = p
     _sift_down(heap, where, key, where[slot], size)
 
 
@@ -73,7 +68,8 @@ def _heap_update(heap, where, key, slot, size):
 # certified while its first cost is < ctau[x]); the costs are the same numbers a rescan would
 # compute (same function, same arguments, same statistics), so the merges are unchanged.
 # With the pruning bounds an entry may be *pending*: a lower bound of the cost to a slot
-# (stored as slot ``-y - 1``), evaluated exactly only when it reaches the head of the list
+# (stored as slot ``-y - 1``, so the slot of an entry ``e`` is ``max(e, -e - 1)``), evaluated
+# exactly only when it reaches the head of the list
 # (:func:`_cand_resolve`). A head that is an exact cost is then the least (cost, slot) of the
 # list, so the list certifies the same candidate as before.
 # Entries are dropped lazily: each entry stores the generation ``gen[y]`` of its slot at
@@ -104,40 +100,18 @@ PAR_REFINE = np.int64(128)  # level-2 refinements or exact costs per region
 
 
 @njit(**JIT)
-def _slot_of(e):
-    """Slot of a candidate entry (``e`` or, for a pending entry, ``-e - 1``)."""
-    return e if e >= 0 else -e - 1
-
-
-@njit(**JIT)
-def _new_cand(n, K):
-    """Empty candidate lists ``cand = (cc, ci, cg, cn, ctau, gen)`` for ``n`` slots, ``K``
-    entries each (see the comment above :data:`K_CAND`)."""
-    return (np.empty((n, K)), np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64),
-            np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64))
-
-
-@njit(**JIT)
 def _cand_compact(cand, x):
     """Drop the entries of the list of ``x`` whose slot changed since they were stored."""
     cc, ci, cg, cn, ctau, gen = cand
     r = 0
     for p in range(cn[x]):
-        if gen[_slot_of(ci[x, p])] == cg[x, p]:
+        if gen[max(ci[x, p], -ci[x, p] - 1)] == cg[x, p]:
             if r != p:
                 cc[x, r] = cc[x, p]
                 ci[x, r] = ci[x, p]
                 cg[x, r] = cg[x, p]
             r += 1
     cn[x] = r
-
-
-@njit(**JIT)
-def _cand_head(cand, x):
-    """Make the head of the list of ``x`` a live entry (compacting the list if it is not)."""
-    cc, ci, cg, cn, ctau, gen = cand
-    if cn[x] > 0 and gen[_slot_of(ci[x, 0])] != cg[x, 0]:
-        _cand_compact(cand, x)
 
 
 @njit(**JIT)
@@ -149,10 +123,10 @@ def _cand_insert(cand, x, c, y):
     entry."""
     cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
-    s = _slot_of(y)
+    s = max(y, -y - 1)
     if cn[x] == K:
-        if gen[_slot_of(ci[x, K - 1])] == cg[x, K - 1] and not (
-                c < cc[x, K - 1] or (c == cc[x, K - 1] and s < _slot_of(ci[x, K - 1]))):
+        if gen[max(ci[x, K - 1], -ci[x, K - 1] - 1)] == cg[x, K - 1] and not (
+                c < cc[x, K - 1] or (c == cc[x, K - 1] and s < max(ci[x, K - 1], -ci[x, K - 1] - 1))):
             if c < ctau[x]:
                 ctau[x] = c
             return
@@ -163,7 +137,7 @@ def _cand_insert(cand, x, c, y):
             ctau[x] = cc[x, K - 1]
         m = K - 1
     p = m
-    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and s < _slot_of(ci[x, p - 1]))):
+    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and s < max(ci[x, p - 1], -ci[x, p - 1] - 1))):
         cc[x, p] = cc[x, p - 1]
         ci[x, p] = ci[x, p - 1]
         cg[x, p] = cg[x, p - 1]
@@ -181,7 +155,8 @@ def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats):
     refused)."""
     cc, ci, cg, cn, ctau, gen = cand
     while True:
-        _cand_head(cand, x)
+        if cn[x] > 0 and gen[max(ci[x, 0], -ci[x, 0] - 1)] != cg[x, 0]:  # dead head
+            _cand_compact(cand, x)
         if not (cn[x] > 0 and ci[x, 0] < 0 and cc[x, 0] < ctau[x]):
             return OK
         y = -ci[x, 0] - 1
@@ -193,7 +168,7 @@ def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats):
         # the rest of the list is sorted: shift its smaller entries one place to the front
         p = 0
         m = cn[x]
-        while p + 1 < m and (cc[x, p + 1] < c or (cc[x, p + 1] == c and _slot_of(ci[x, p + 1]) < y)):
+        while p + 1 < m and (cc[x, p + 1] < c or (cc[x, p + 1] == c and max(ci[x, p + 1], -ci[x, p + 1] - 1) < y)):
             cc[x, p] = cc[x, p + 1]
             ci[x, p] = ci[x, p + 1]
             cg[x, p] = cg[x, p + 1]
@@ -207,7 +182,8 @@ def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats):
 def _certified(x, cand):
     """True when the head of the list of ``x`` is an exact cost below ``ctau[x]``."""
     cc, ci, cg, cn, ctau, gen = cand
-    _cand_head(cand, x)
+    if cn[x] > 0 and gen[max(ci[x, 0], -ci[x, 0] - 1)] != cg[x, 0]:  # dead head
+        _cand_compact(cand, x)
     return cn[x] > 0 and ci[x, 0] >= 0 and cc[x, 0] < ctau[x]
 
 
@@ -295,21 +271,6 @@ def _set_candidate(x, cand, nn, mind, stale, heap, where):
 
 
 @njit(**JIT)
-def _deactivate(a, act, na, cand, mind, stale, heap, where):
-    """Remove the merged slot ``a`` from the active slots ``act[:na]``, its list and the heap;
-    returns the new number of active slots."""
-    cc, ci, cg, cn, ctau, gen = cand
-    pa = np.searchsorted(act[:na], a)
-    for p in range(pa, na - 1):
-        act[p] = act[p + 1]
-    cn[a] = 0
-    mind[a] = np.inf
-    stale[a] = False
-    _heap_update(heap, where, mind, a, heap.shape[0])
-    return na - 1
-
-
-@njit(**JIT)
 def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
                     outs):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics, exact costs.
@@ -350,19 +311,23 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
     A, B, C, w, sup, slen, aux = st
     n = A.shape[0]
     d = A.shape[1]
-    stats[:] = 0
+    for q in range(stats.shape[0]):
+        stats[q] = 0
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
     if kcand <= 0:
         kcand = K_CAND_EXACT
     K = min(kcand, max(n - 1, 1))
-    cand = _new_cand(n, K)
-    cc, ci, cg, cn, ctau, gen = cand
+    # the candidate lists (see the comment above K_CAND)
+    cc, ci, cg = np.empty((n, K)), np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
+    cn, ctau, gen = np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64)
+    cand = (cc, ci, cg, cn, ctau, gen)
     status = np.zeros(n, dtype=np.int64)
     _par_blocks(SCAN, kind, _ZERO, np.arange(n), _ZERO, n, st, fc, gcode, fn, np.empty(0), cand,
                 status, n // 2)
-    if status.max() != OK:
-        return status.max()
+    for x in range(n):
+        if status[x] != OK:
+            return status[x]
     act = np.arange(n)  # active slots, ascending
     na = n
     row = np.empty(n)
@@ -408,7 +373,15 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
             keep(b, n - 2 - t, st, outs)
         gen[a] = -1  # every list entry of a or of the former b is now dead
         gen[b] = t + 1
-        na = _deactivate(a, act, na, cand, mind, stale, heap, where)
+        # remove a from the active slots, its list and the heap
+        pa = np.searchsorted(act[:na], a)
+        for p in range(pa, na - 1):
+            act[p] = act[p + 1]
+        na -= 1
+        cn[a] = 0
+        mind[a] = np.inf
+        stale[a] = False
+        _heap_update(heap, where, mind, a, n)
         pb = np.searchsorted(act[:na], b)
         # costs of every active slot to the new cluster b, in parallel
         if na > 2 * PAR_REFINE and nthreads > 1:

@@ -33,9 +33,7 @@ from .linkage_generic import (
     _cand_insert,
     _cand_resolve,
     _certified,
-    _deactivate,
     _heap_update,
-    _new_cand,
     _set_candidate,
     _sift_down,
 )
@@ -1161,14 +1159,17 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     A, B, C, w, sup, slen, aux = st
     n = A.shape[0]
     d = A.shape[1]
-    stats[:] = 0
+    for q in range(stats.shape[0]):
+        stats[q] = 0
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
     if kcand <= 0:
         kcand = K_CAND
     K = min(kcand, max(n - 1, 1))
-    cand = _new_cand(n, K)
-    cc, ci, cg, cn, ctau, gen = cand
+    # the candidate lists (see the comment above .linkage_generic.K_CAND)
+    cc, ci, cg = np.empty((n, K)), np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
+    cn, ctau, gen = np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64)
+    cand = (cc, ci, cg, cn, ctau, gen)
     # per-slot sums of the level-1 bound (kl only)
     P = np.zeros((n if gcode == _GEN_KL else 0, N_SUMS))
     LG = np.zeros((P.shape[0], 2 * sup.shape[1] if P.shape[0] > 0 else 0))
@@ -1252,7 +1253,15 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
             keep(b, n - 2 - t, st, outs)
         gen[a] = -1  # every list entry of a or of the former b is now dead
         gen[b] = t + 1
-        na = _deactivate(a, act, na, cand, mind, stale, heap, where)
+        # remove a from the active slots, its list and the heap
+        pa = np.searchsorted(act[:na], a)
+        for p in range(pa, na - 1):
+            act[p] = act[p + 1]
+        na -= 1
+        cn[a] = 0
+        mind[a] = np.inf
+        stale[a] = False
+        _heap_update(heap, where, mind, a, n)
         pb = np.searchsorted(act[:na], b)
         stamp += dstamp
         if P.shape[0] > 0:
