@@ -319,7 +319,8 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         kcand = K_CAND_EXACT
     K = min(kcand, max(n - 1, 1))
     # the candidate lists (see the comment above K_CAND)
-    cc, ci, cg = np.empty((n, K)), np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
+    cc = np.empty((n, K))
+    ci, cg = np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
     cn, ctau, gen = np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64)
     cand = (cc, ci, cg, cn, ctau, gen)
     status = np.zeros(n, dtype=np.int64)

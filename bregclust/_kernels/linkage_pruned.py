@@ -113,35 +113,10 @@ def _pivot_clear(b, st, fc, pv):
 
 
 @njit(**JIT)
-def _pivot_F(b, wx, st, fc, gcode, fn, out):
-    """``out = (F_b(wx), magnitude)``: ``sum psi_k((wx c_k + wb v_k) / W)`` over the support of
-    the pivot ``b`` (every coordinate when dense), and the sum of ``|phi| + |phi(c)| + |m|``."""
-    A, B, C, w, sup, slen, aux = st
-    wb = w[b]
-    W = wx + wb
-    s = 0.0
-    mag = 0.0
-    lb = slen[b]
-    nk = A.shape[1] if lb < 0 else lb
-    for p in range(nk):
-        if lb < 0:
-            k = p
-            v = A[b, k]
-        else:
-            k = sup[b, p]
-            v = B[b, p]
-        m = (wx * fc[1, k] + wb * v) / W
-        f = phi_of(gcode, fn, m)
-        s += f - fc[0, k]
-        mag += abs(f) + abs(fc[0, k]) + abs(m)
-    out[0] = s
-    out[1] = mag
-
-
-@njit(**JIT)
 def _memo_F(b, wx, st, fc, gcode, fn, memo, stamp):
-    """``(F_b(wx), magnitude)`` of the pivot ``b`` (:func:`_pivot_F`), through the memo
-    ``memo`` (IN/OUT; see :func:`_pivot_lower`)."""
+    """``(F_b(wx), magnitude)`` of the pivot ``b``: ``sum psi_k((wx c_k + wb v_k) / W)`` over
+    its support (every coordinate when dense) and the sum of ``|phi| + |phi(c)| + |m|``, through
+    the memo ``memo`` (IN/OUT; see :func:`_pivot_lower`)."""
     F = 0.0
     mag = 0.0
     found = False
@@ -162,10 +137,22 @@ def _memo_F(b, wx, st, fc, gcode, fn, memo, stamp):
                 found = True
                 break
     if not found:
-        tmp = np.empty(2)
-        _pivot_F(b, wx, st, fc, gcode, fn, tmp)
-        F = tmp[0]
-        mag = tmp[1]
+        A, B, C, w, sup, slen, aux = st
+        wb = w[b]
+        W = wx + wb
+        lb = slen[b]
+        nk = A.shape[1] if lb < 0 else lb
+        for p in range(nk):
+            if lb < 0:
+                k = p
+                v = A[b, k]
+            else:
+                k = sup[b, p]
+                v = B[b, p]
+            m = (wx * fc[1, k] + wb * v) / W
+            f = phi_of(gcode, fn, m)
+            F += f - fc[0, k]
+            mag += abs(f) + abs(fc[0, k]) + abs(m)
         if ri >= 0:
             memo[ri, 0] = stamp
             memo[ri, 1] = F
@@ -326,44 +313,36 @@ def _slot_sums(x, st, fc, P, LG):
     P[x, 5] = mag
     P[x, 6] = nk
     if lx >= 0 and P.shape[1] >= N_SUMS:
-        _slot_table(x, st, fc, P)
-
-
-@njit(**JIT)
-def _slot_table(x, st, fc, P):
-    """OUT ``P[x, 7:7 + N_GRID] = h_x(_RHO)``, ``P[x, 7 + N_GRID] = h_x(0)`` and
-    ``P[x, 8 + N_GRID]``, a bound of ``sum_{k in supp x} |psi_k(m)| + |m|`` over every
-    ``m`` between ``a_k`` and ``c_k``, and ``P[x, 9 + N_GRID] = sum g(a) + 2 |a|`` (the
-    intersection-form bounds; sparse ``x``, kl)."""
-    A, B, C, w, sup, slen, aux = st
-    lx = slen[x]
-    h0 = 0.0
-    mag = 0.0
-    magi = 0.0
-    for p in range(lx):
-        k = sup[x, p]
-        a = B[x, p]
-        c = fc[1, k]
-        h0 += kl_phi(a) - fc[0, k]
-        magi += (a * abs(math.log(a)) if a > 0.0 else 0.0) + 2.0 * abs(a)
-        hi = max(a, c)
-        lo = min(a, c)
-        t = hi * abs(math.log(hi)) if hi > 0.0 else 0.0
-        if lo > 0.0:
-            t = max(t, lo * abs(math.log(lo)))
-        if lo < 1.0 / math.e < hi:
-            t = max(t, 1.0 / math.e)
-        mag += t + 2.0 * hi + abs(fc[0, k])
-    for i in range(N_GRID):
-        r = _RHO[i]
-        s = 0.0
+        # P[x, 7:7 + N_GRID] = h_x(_RHO), P[x, 7 + N_GRID] = h_x(0), P[x, 8 + N_GRID] a bound
+        # of sum_{k in supp x} |psi_k(m)| + |m| over every m between a_k and c_k, and
+        # P[x, 9 + N_GRID] = sum g(a) + 2 |a| (the intersection-form bounds; sparse x, kl)
+        h0 = 0.0
+        mag = 0.0
+        magi = 0.0
         for p in range(lx):
             k = sup[x, p]
-            s += kl_phi((1.0 - r) * B[x, p] + r * fc[1, k]) - fc[0, k]
-        P[x, 7 + i] = s
-    P[x, 7 + N_GRID] = h0
-    P[x, 8 + N_GRID] = mag
-    P[x, 9 + N_GRID] = magi
+            a = B[x, p]
+            c = fc[1, k]
+            h0 += kl_phi(a) - fc[0, k]
+            magi += (a * abs(math.log(a)) if a > 0.0 else 0.0) + 2.0 * abs(a)
+            hi = max(a, c)
+            lo = min(a, c)
+            t = hi * abs(math.log(hi)) if hi > 0.0 else 0.0
+            if lo > 0.0:
+                t = max(t, lo * abs(math.log(lo)))
+            if lo < 1.0 / math.e < hi:
+                t = max(t, 1.0 / math.e)
+            mag += t + 2.0 * hi + abs(fc[0, k])
+        for i in range(N_GRID):
+            r = _RHO[i]
+            s = 0.0
+            for p in range(lx):
+                k = sup[x, p]
+                s += kl_phi((1.0 - r) * B[x, p] + r * fc[1, k]) - fc[0, k]
+            P[x, 7 + i] = s
+        P[x, 7 + N_GRID] = h0
+        P[x, 8 + N_GRID] = mag
+        P[x, 9 + N_GRID] = magi
 
 
 @njit(**JIT)
@@ -711,12 +690,6 @@ LOWER, REFINE, EXACT = np.int64(0), np.int64(1), np.int64(2)
 
 
 @njit(**JIT)
-def _blocks(m, threshold, cap, nthreads):
-    """Number of parallel blocks for ``m`` entries: one (serial) up to ``threshold``."""
-    return min(m, cap) if m > threshold and nthreads > 1 else np.int64(1)
-
-
-@njit(**JIT)
 def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
            row):
     """Block ``q`` of ``nb`` equal blocks of ``lo <= r < hi`` of a parallel task, with the pivot
@@ -784,9 +757,10 @@ def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl
                memos, stamp, row)
 
 
-# The callers below run a task as ``_par_blocks`` when :func:`_blocks` gives more than one block
-# and as ``_block(..., 0, 1, ...)`` otherwise, written out at each call site: a helper between
-# them would be one more compiled layer holding all of the task code.
+# The callers below run a task as ``_par_blocks`` in ``nb`` blocks when there is enough work
+# (``nb = min(m, cap)`` above a threshold, with threads) and as ``_block(..., 0, 1, ...)``
+# otherwise, written out at each call site: a helper between them would be one more compiled
+# layer holding all of the task code.
 
 
 @njit(**JIT)
@@ -929,7 +903,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     K = cc.shape[1]
     cap = memos.shape[0]
     n = heap.shape[0]
-    nb = _blocks(na - lo_bounds, PAR_BOUNDS, cap, nthreads)
+    nb = min(na - lo_bounds, cap) if na - lo_bounds > PAR_BOUNDS and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(LOWER, _ZERO, x, act, act, lo_bounds, na, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb)
@@ -945,7 +919,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
             if not (lob[p] > mind[y]):
                 idx[cnt] = p
                 cnt += 1
-        nb = _blocks(cnt, PAR_REFINE, cap, nthreads)
+        nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(REFINE, kind, b, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                         memos, stamp, row, nb)
@@ -963,7 +937,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                 done[p] = True
                 idx[c2] = p
                 c2 += 1
-        nb = _blocks(c2, PAR_REFINE // 4, cap // 2, nthreads)
+        nb = min(c2, cap // 2) if c2 > PAR_REFINE // 4 and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(EXACT, kind, b, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
                         memos, stamp, row, nb)
@@ -1004,7 +978,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         if lob[t] == NO_BOUND:
             idx[cnt] = t
             cnt += 1
-    nb = _blocks(cnt, PAR_REFINE // 4, cap // 2, nthreads)
+    nb = min(cnt, cap // 2) if cnt > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb)
@@ -1060,7 +1034,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                 cnt += 1
         if cnt == 0:
             break
-        nb = _blocks(cnt, PAR_REFINE, cap, nthreads)
+        nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                         memos, stamp, row, nb)
@@ -1073,7 +1047,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         if not (lob[t] > lam):
             idx[cnt] = t
             cnt += 1
-    nb = _blocks(cnt, PAR_REFINE // 4, cap // 2, nthreads)
+    nb = min(cnt, cap // 2) if cnt > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb)
@@ -1098,7 +1072,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
             else:
                 idx[cnt] = t
                 cnt += 1
-    nb = _blocks(cnt, PAR_REFINE, cap, nthreads)
+    nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb)
@@ -1115,7 +1089,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         else:
             idx[c2] = t
             c2 += 1
-    nb = _blocks(c2, PAR_REFINE // 4, cap // 2, nthreads)
+    nb = min(c2, cap // 2) if c2 > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb)
@@ -1167,7 +1141,8 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
         kcand = K_CAND
     K = min(kcand, max(n - 1, 1))
     # the candidate lists (see the comment above .linkage_generic.K_CAND)
-    cc, ci, cg = np.empty((n, K)), np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
+    cc = np.empty((n, K))
+    ci, cg = np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
     cn, ctau, gen = np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64)
     cand = (cc, ci, cg, cn, ctau, gen)
     # per-slot sums of the level-1 bound (kl only)
