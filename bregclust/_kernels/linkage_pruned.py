@@ -19,6 +19,7 @@ from .linkage_generic import (
     _ONE,
     _ZERO,
     K_CAND,
+    N_STATS,
     NAN_COST,
     OK,
     PAR_REFINE,
@@ -1108,6 +1109,47 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
 
 
 @njit(**JIT)
+def _rows(kind, q, nb, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status,
+          stats):
+    """Block ``q`` of ``nb`` of the initial candidate lists: for ``i = q, q + nb, ...`` below
+    ``n // 2`` the lists of the slots ``i`` and ``n - 2 - i`` (together ``n - 1`` pairs, which
+    balances the blocks), each built by :func:`_scan` among every slot above it, serially, with
+    the block's own scratch; OUT their ``status`` and the counters (added to ``stats``)."""
+    n, d = st[0].shape
+    pv = _make_pv(fc, d, P, LG)
+    act = np.arange(n)
+    lob = np.empty(n)
+    row = np.empty(n)
+    buf = np.empty(n)
+    lvl = np.empty(n, dtype=np.int8)
+    idx = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    tmp = np.empty(n, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    memos = np.zeros((1, N_MEMO + 1, 3))  # stamp 0: the small per-pivot memo
+    for i in range(q, n // 2, nb):
+        for r in range(2):
+            x = i if r == 0 else n - 2 - i
+            if r == 1 and x <= i:
+                break
+            _pivot_set(x, st, fc, pv)
+            status[x] = _scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn, pv,
+                              lob, lvl, row, idx, done, cand, nn, mind, stale, heap, where, memos,
+                              0.0, _ONE, stats, buf, order, tmp)
+            _pivot_clear(x, st, fc, pv)
+
+
+@njit(**PJIT)
+def _par_rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status, stats,
+              nb):
+    """:func:`_rows` ``q = 0 .. nb - 1`` in parallel (block ``q`` counts in ``stats[q]``)."""
+    for q in prange(nb):
+        # prange's index is unsigned: cast, so that the callee has one integer type
+        _rows(kind, np.int64(q), nb, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where,
+              status, stats[np.int64(q)])
+
+
+@njit(**JIT)
 def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
                    outs):
     """:func:`.linkage_generic.generic_linkage` for a sparse separable model (statistics with
@@ -1177,17 +1219,23 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     stale = np.zeros(n, dtype=np.bool_)
     heap = np.arange(n)
     where = np.arange(n)
-    # the initial candidate lists, row by row like a rescan (each pass over a row is parallel;
-    # the lists of different rows do not interact, so the order of the rows does not matter)
-    for x in range(n - 1):
-        stamp += dstamp
-        _pivot_set(x, st, fc, pv)
-        status = _scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn, pv, lob, lvl,
-                       row, idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
-                       stats, buf, order, tmp)
-        _pivot_clear(x, st, fc, pv)
-        if status != OK:
+    # the initial candidate lists: rows in parallel blocks (the lists of different rows do not
+    # interact, so the blocks do not change them)
+    nbr = min(n // 2, 8 * nthreads) if nthreads > 1 else 1
+    rstatus = np.zeros(n, dtype=np.int64)
+    rstats = np.zeros((max(nbr, 1), N_STATS), dtype=np.int64)
+    if nbr > 1:
+        _par_rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, rstatus,
+                  rstats, nbr)
+    else:
+        _rows(kind, _ZERO, _ONE, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where,
+              rstatus, rstats[0])
+    for x in range(n):
+        if rstatus[x] != OK:
             return NAN_COST
+    for q in range(rstats.shape[0]):
+        for j in range(N_STATS):
+            stats[j] += rstats[q, j]
     stats[ST_B_INIT] = n * (n - 1) // 2
     for x in range(n - 1):
         nn[x] = ci[x, 0]
