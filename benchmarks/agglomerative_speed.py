@@ -13,6 +13,8 @@
    corpus has 18,846 documents: larger sizes take the whole corpus plus documents drawn again
    (said in the table).
 4. Itakura-Saito and gaussian_diag on dense data (n = 10,000, d = 50, gamma-distributed).
+5. (``--drivers``) The exact and the pruned generic drivers on the same documents: identical
+   trees, and where the pruned one starts to pay for its one-time compilation.
 
 Kernels are compiled (or loaded from numba's cache) on a small problem first; that time is
 reported separately.
@@ -22,6 +24,7 @@ reported separately.
     python benchmarks/agglomerative_speed.py --n-ward 5000 --n-kl 2000   # quick
     python benchmarks/agglomerative_speed.py --skip-ward --skip-kl --curve 1000,2000,5000 \
         --curve-models multinomial --n-dense 2000 --plot curve.png
+    python benchmarks/agglomerative_speed.py --skip-ward --skip-kl --drivers 300,1000,2000,3000
 """
 
 import argparse
@@ -38,7 +41,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import numpy as np  # noqa: E402
 
-from bregclust.agglomerative import bregman_linkage  # noqa: E402
+from bregclust.agglomerative import _compile_kernels, bregman_linkage  # noqa: E402
 
 
 def _rss_mb():
@@ -83,7 +86,7 @@ def bench_kl(n, n_terms, seed):
     idx = np.sort(rng.choice(X.shape[0], size=min(n, X.shape[0]), replace=False))
     X = X[idx]
     t = time.perf_counter()
-    bregman_linkage(X[:64], "multinomial")
+    _compile_kernels()  # both generic drivers (a 64-document fit would run the exact one only)
     compile_s = time.perf_counter() - t
     rss0 = _rss_mb()
     tracemalloc.start()
@@ -102,7 +105,7 @@ def bench_kl(n, n_terms, seed):
     print(f"\n## kl (multinomial model): 20 Newsgroups, {n} documents (random, seed {seed}) x "
           f"{n_terms} most frequent terms, nnz/doc = {X.nnz / n:.1f}")
     print(f"{data.description}")
-    print(f"first call (compile or cache load) on 64 documents: {compile_s:.2f} s")
+    print(f"first call (compile or cache load of every agglomerative kernel): {compile_s:.2f} s")
     print("| quantity | value |")
     print("|---|---|")
     print(f"| wall time (CPU time of this process) | {wall:.1f} s ({cpu:.1f} s) |")
@@ -136,12 +139,13 @@ def _timed(fn):
 
 
 def engine_counters(X, model):
-    """Counters of one run of the generic engine (:data:`bregclust._kernels.agglomerative.N_STATS`
+    """Counters of one run of the generic engine (:data:`bregclust._kernels.linkage_generic.N_STATS`
     of them): where the bound evaluations and exact costs go. Runs the whole linkage again."""
     import numba
 
     from bregclust import agglomerative as AG
-    from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import linkage_generic as KA
+    from bregclust._kernels import linkage_pruned as KP
 
     Xv, w = AG._validate(X, model, None, None)
     plan = AG._build_plan(Xv, w, model, None, "auto")
@@ -150,8 +154,10 @@ def engine_counters(X, model):
     sj = np.zeros(n - 1, dtype=np.int64)
     h = np.zeros(n - 1)
     stats = np.zeros(KA.N_STATS, dtype=np.int64)
-    KA.generic_linkage(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn, si, sj, h,
-                       numba.get_num_threads(), 0, stats)
+    driver = KP.pruned_linkage if plan.smax > 0 else KA.generic_linkage
+    st = plan.state(Xv, w)
+    driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h, numba.get_num_threads(), 0,
+           stats, n - 1, AG._top_buffers(st, 0))
     return dict(rescans=stats[KA.ST_RESCAN], list_hits=stats[KA.ST_LISTHIT],
                 exact_builds=stats[KA.ST_FULL], bounds_initial=stats[KA.ST_B_INIT],
                 bounds_rescans=stats[KA.ST_B_RESCAN], bounds_new_clusters=stats[KA.ST_B_MERGE],
@@ -171,7 +177,7 @@ def bench_curve(sizes, models, n_terms, seed, plot, counters=False):
     print("|---|---|---|---|---|---|---|")
     curves = {}
     for model in models:
-        bregman_linkage(X[:64], model)  # compile or load from cache
+        _compile_kernels()  # compile or load from cache (both generic drivers)
         for n in sizes:
             idx, rep = _sample_docs(X, n, np.random.default_rng(seed))
             Xs = X[idx]
@@ -228,6 +234,46 @@ def bench_dense(n, d, seed):
         print(f"| {model} | {wall:.1f} | {cpu:.1f} | {peak:.0f} |", flush=True)
 
 
+def bench_drivers(sizes, model, n_terms, seed, runs):
+    """Both generic drivers on the same 20 Newsgroups documents: the exact one (every cost
+    evaluated) and the pruned one (lower bounds first); identical trees, and the size from
+    which the pruned driver pays for its one-time compilation (``PRUNED_MIN_N``)."""
+    import numba
+
+    from bregclust import agglomerative as AG
+    from bregclust._kernels import linkage_generic as KLG
+    from bregclust._kernels import linkage_pruned as KLP
+    from bregclust.datasets import load_20newsgroups
+
+    data = load_20newsgroups(max_features=n_terms)
+    print(f"\n## exact and pruned generic drivers, {model}: 20 Newsgroups x {n_terms} most "
+          f"frequent terms (random documents, seed {seed}), best of {runs}; the estimators run "
+          f"the pruned driver when it is compiled or n > PRUNED_MIN_N = {AG.PRUNED_MIN_N}")
+    print("| n | exact driver (s) | pruned driver (s) | ratio | identical merges and heights |")
+    print("|---|---|---|---|---|")
+    rng = np.random.default_rng(seed)
+    for n in sizes:
+        idx, _ = _sample_docs(data.X, n, rng)
+        Xv, w = AG._validate(data.X[idx], model, None, None)
+        plan = AG._build_plan(Xv, w, model, None, "auto")
+        times, outs = [], []
+        for driver in (KLG.generic_linkage, KLP.pruned_linkage):
+            driver_best = np.inf
+            for _ in range(runs):
+                out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64),
+                       np.zeros(n - 1))
+                st = plan.state(Xv, w)
+                t = time.perf_counter()
+                driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out,
+                       numba.get_num_threads(), 0, np.zeros(KLG.N_STATS, dtype=np.int64), n - 1,
+                       AG._top_buffers(st, 0))
+                driver_best = min(driver_best, time.perf_counter() - t)
+            times.append(driver_best)
+            outs.append(out)
+        same = all(np.array_equal(a, b) for a, b in zip(*outs))
+        print(f"| {n} | {times[0]:.2f} | {times[1]:.2f} | {times[0] / times[1]:.1f} | {same} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-ward", type=int, default=20000)
@@ -248,6 +294,9 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true",
                     help="also the cost curve and the dense models at the issue's sizes")
     ap.add_argument("--d-dense", type=int, default=50)
+    ap.add_argument("--drivers", default="",
+                    help="comma-separated sizes: the exact and the pruned generic drivers on "
+                    "the same documents (multinomial), e.g. 300,1000,2000,3000")
     ap.add_argument("--counters", action="store_true",
                     help="with --curve: also the engine's counters per size (runs each size "
                     "twice)")
@@ -270,6 +319,9 @@ def main(argv=None):
                     args.counters)
     if args.n_dense > 0:
         bench_dense(args.n_dense, args.d_dense, args.seed)
+    if args.drivers:
+        bench_drivers([int(v) for v in args.drivers.split(",")], "multinomial", args.terms,
+                      args.seed, args.runs)
 
 
 if __name__ == "__main__":

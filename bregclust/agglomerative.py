@@ -48,6 +48,7 @@ D. Muellner. Modern hierarchical, agglomerative clustering algorithms. arXiv:110
 
 import math
 import numbers
+import sys
 
 import numba
 import numpy as np
@@ -57,6 +58,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import agglomerative as KA
 from ._kernels import generators as KG
+from ._kernels import linkage_generic as KLG
+from ._kernels import linkage_pruned as KLP
+from ._kernels import linkage_ward as KLW
 from ._validation import (
     DomainError,
     check_array,
@@ -158,8 +162,11 @@ class _Plan:
                     B[i, :li] = A[i, cols]
                     slen[i] = li
         C = np.zeros((n, 2))
-        work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky scratch
-        KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn, work)
+        if kind != _WARD:  # Ward caches nothing (C = 0)
+            work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky
+            with KG.callback_errors():  # a user generator's exception, raised once
+                KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn,
+                              work)
         return A, B, C, w, sup, slen, aux
 
 
@@ -416,14 +423,17 @@ def _build_plan(X, w, model, model_params, smoothing):
     return _Plan(**plan)
 
 
-def _validate(X, model, model_params, sample_weight, *, name="X"):
-    """Validated ``X`` (dense or CSR float64) and positive weights."""
+def _validate(X, model, model_params, sample_weight, *, name="X", check_params=True):
+    """Validated ``X`` (dense or CSR float64) and positive weights; with ``check_params`` the
+    divergence's parameters are checked against the features (mahalanobis' ``A``)."""
     mname, div, kind = _resolve_model(model, model_params)
     accept_sparse = kind in (_SEP, _L1)
     X = check_array(X, name=name, accept_sparse=True,
                     divergence=div if kind in (_SEP, _L1, _WARD) else None)
     if sp.issparse(X) and not accept_sparse:
         X = X.toarray()
+    if check_params and div is not None:  # mahalanobis: A must match the features
+        div.check_n_features(X.shape[1], name=name)
     if mname == "multinomial":
         if (X.data if sp.issparse(X) else X).min(initial=0.0) < 0:
             raise DomainError(
@@ -459,8 +469,35 @@ def _validate(X, model, model_params, sample_weight, *, name="X"):
     return X, w
 
 
-def _run(X, w, plan, algorithm):
-    """Merges as slot pairs and costs, in the order the tree is to be built."""
+def _top_buffers(st, k):
+    """Empty statistics ``(A, B, C, w, sup, slen, aux)`` of ``k`` clusters, shaped like ``st``."""
+    A, B, C, w, sup, slen, aux = st
+    return (np.zeros((k, A.shape[1])), np.zeros((k, B.shape[1])), np.zeros((k, 2)), np.zeros(k),
+            np.zeros((k, sup.shape[1]), dtype=sup.dtype), np.zeros(k, dtype=np.int64),
+            np.zeros(k, dtype=np.int64))
+
+
+def _ward_top(A, w, si, sj, outs):
+    """The clusters of the last ``k`` Ward merges (``k`` = rows of ``outs``), root first: the
+    merges replayed on the centroids ``A`` and weights ``w`` (overwritten), in the arithmetic of
+    the merge kernel (``(wi a_i + wj a_j) / (wi + wj)``, the union in slot ``sj``)."""
+    k = outs[0].shape[0]
+    m = si.shape[0]
+    outA, _, _, outw, _, outslen, _ = outs
+    for t in range(m):
+        i, j = si[t], sj[t]
+        wi, wj = w[i], w[j]
+        A[j] = (wi * A[i] + wj * A[j]) / (wi + wj)
+        w[j] = wi + wj
+        if t >= m - k:
+            outA[m - 1 - t] = A[j]
+            outw[m - 1 - t] = w[j]
+    outslen[:] = -1
+
+
+def _run(X, w, plan, algorithm, n_top=0):
+    """Merges as slot pairs and costs, in the order the tree is to be built, and the statistics
+    of the clusters of the last ``n_top`` merges (root first; see :func:`_top_buffers`)."""
     n = X.shape[0]
     if algorithm not in ("auto", "nn_chain", "generic"):
         raise ValueError(f"algorithm must be 'auto', 'nn_chain' or 'generic', got {algorithm!r}.")
@@ -472,24 +509,70 @@ def _run(X, w, plan, algorithm):
     si = np.zeros(max(n - 1, 0), dtype=np.int64)
     sj = np.zeros(max(n - 1, 0), dtype=np.int64)
     h = np.zeros(max(n - 1, 0))
+    ward = plan.kind == _WARD and algorithm != "generic"
+    driver = None if ward or n < 2 else _generic_driver(n, plan.smax > 0)
+    if driver is not None:
+        _announce_compile(driver)
+    st = plan.state(X, w)
+    k = min(n_top, max(n - 1, 0))
+    top = _top_buffers(st, k)
     if n < 2:
-        return si, sj, h
-    A, B, C, w2, sup, slen, aux = plan.state(X, w)
+        return si, sj, h, top
+    A, B, C, w2, sup, slen, aux = st
     if plan.kind == _WARD:
         _check_ward_range(A, w2)
-    if plan.kind == _WARD and algorithm != "generic":
-        KA.nn_chain_ward(A, w2, si, sj, h)
+    if ward:
+        A0, w0 = A.copy(), w2.copy()
+        KLW.nn_chain_ward(A, w2, si, sj, h)
         order = np.argsort(h, kind="stable")
-        return si[order], sj[order], h[order]
-    stats = np.zeros(KA.N_STATS, dtype=np.int64)
-    status = KA.generic_linkage(plan.kind, (A, B, C, w2, sup, slen, aux), plan.fc, plan.gcode,
-                                plan.fn, si, sj, h, numba.get_num_threads(), 0, stats)
-    if status != KA.OK or not np.isfinite(h).all():
+        si, sj, h = si[order], sj[order], h[order]
+        if k > 0:
+            _ward_top(A0, w0, si, sj, top)
+        return si, sj, h, top
+    stats = np.zeros(KLG.N_STATS, dtype=np.int64)
+    with KG.callback_errors():
+        status = driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h,
+                        numba.get_num_threads(), 0, stats, n - 1 - k, top)
+    if status != KLG.OK or not np.isfinite(h).all():
         raise ValueError(
             f"a merge cost of model {plan.name!r} is not finite (NaN or overflow): the data, "
             "sample_weight or smoothing are too extreme for float64; rescale X or the weights."
         )
-    return si, sj, h
+    return si, sj, h, top
+
+
+#: Sparse fits of at most this many points run the exact driver while the pruned one is not
+#: compiled yet: on them its one-time compilation costs more than its bounds save (on 20
+#: Newsgroups documents the two cross near this size, see benchmarks/RESULTS.md); the two
+#: drivers give the same tree, bit for bit.
+PRUNED_MIN_N = 2000
+#: Typical one-time compile of each driver on 2 cores (cold numba cache), for the notice
+_COMPILE_SECONDS = {"generic": 10, "pruned": 25}
+_ANNOUNCED = set()
+
+
+def _generic_driver(n, sparse_supports):
+    """The kernel of Muellner's generic algorithm for a fit: with sparse supports (sparse
+    separable models) the pruned driver when it is compiled or ``n > PRUNED_MIN_N``, else the
+    exact driver (compiled only for the fits that run it)."""
+    if sparse_supports and (n > PRUNED_MIN_N or KG.is_compiled(KLP.pruned_linkage)):
+        return KLP.pruned_linkage
+    return KLG.generic_linkage
+
+
+def _announce_compile(driver):
+    """One line on stderr, once per process, when numba is about to compile ``driver`` (an
+    empty cache: the first fit after installing)."""
+    name = "pruned" if driver is KLP.pruned_linkage else "generic"
+    if name in _ANNOUNCED or KG.is_compiled(driver):
+        return
+    _ANNOUNCED.add(name)
+    sys.stderr.write(
+        f"bregclust: compiling the agglomerative engine ({name} driver), once per installation: "
+        f"about {_COMPILE_SECONDS[name]} s on 2 cores; later sessions load it from numba's cache "
+        "(`bregclust compile` does it ahead of time).\n"
+    )
+    sys.stderr.flush()
 
 
 def _check_ward_range(A, w):
@@ -601,7 +684,7 @@ def bregman_linkage(X, model="sqeuclidean", *, model_params=None, smoothing="aut
     """
     X, w = _validate(X, model, model_params, sample_weight)
     plan = _build_plan(X, w, model, model_params, smoothing)
-    si, sj, h = _run(X, w, plan, algorithm)
+    si, sj, h, _ = _run(X, w, plan, algorithm)
     return _linkage_from_merges(X.shape[0], si, sj, h, heights)
 
 
@@ -667,11 +750,58 @@ def bregman_merge_cost(X, members1, members2, *, model="sqeuclidean", model_para
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
     st = (A, B, C, w2, sup, slen, aux)
     fn = plan.fn
-    for t in range(1, i1.size):
-        KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
-    for t in range(i1.size + 1, sub.size):
-        KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
-    return float(KA.cost(plan.kind, i1.size - 1, sub.size - 1, st, plan.fc, plan.gcode, fn, work))
+    with KG.callback_errors():
+        for t in range(1, i1.size):
+            KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
+        for t in range(i1.size + 1, sub.size):
+            KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
+        c = KA.cost(plan.kind, i1.size - 1, sub.size - 1, st, plan.fc, plan.gcode, fn, work)
+    return float(c)
+
+
+def _builtin_models():
+    """Every built-in agglomerative model: the built-in divergences and the models of
+    :func:`list_agglomerative_models`, with the parameters they need (``(name, params)``)."""
+    from .divergences import _REGISTRY
+
+    out = []
+    for name, div in _REGISTRY.items():
+        if div.builtin:
+            out.append((name, {"A": np.eye(3)} if div.param_names else None))
+    return out + [(m, None) for m in list_agglomerative_models()]
+
+
+def _compile_kernels():
+    """Run every agglomerative kernel once on tiny data, so numba compiles it (or loads it from
+    its on-disk cache): the fit, ``transform`` and :func:`bregman_merge_cost` of every built-in
+    model, the nearest-neighbour chain and both generic drivers (the pruned one explicitly:
+    small sparse fits take the exact driver while it is not compiled).
+
+    Returns
+    -------
+    list of str
+        The models run.
+    """
+    _ANNOUNCED.update(("generic", "pruned"))  # the caller says what it compiles
+    rng = np.random.default_rng(0)
+    X = rng.gamma(2.0, 1.0, size=(12, 3))
+    models = _builtin_models()
+    for name, params in models:
+        data = X - 2.0 if name == "l1_subgradient" else X
+        est = AgglomerativeBregman(2, model=name, model_params=params).fit(data)
+        est.transform(data[:2])
+        bregman_merge_cost(data, [0, 1], [2], model=name, model_params=params)
+    counts = rng.poisson(1.0, size=(12, 20)).astype(np.float64) * (rng.random((12, 20)) < 0.3)
+    counts[:, 0] += 1.0
+    Xv, w = _validate(counts, "multinomial", None, None)
+    plan = _build_plan(Xv, w, "multinomial", None, "auto")
+    n = Xv.shape[0]
+    out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1))
+    for driver in (KLG.generic_linkage, KLP.pruned_linkage):
+        st = plan.state(Xv, w)
+        driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out, numba.get_num_threads(), 0,
+               np.zeros(KLG.N_STATS, dtype=np.int64), n - 3, _top_buffers(st, 2))
+    return [name for name, _ in models]
 
 
 def _labels_from_linkage(Z, n, n_merges):
@@ -797,7 +927,9 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                 f"n_clusters={self.n_clusters} must lie in [1, n_samples={n}]."
             )
         plan = _build_plan(Xv, w, self.model, self.model_params, self.smoothing)
-        si, sj, h = _run(Xv, w, plan, self.algorithm)
+        # the statistics of the top clusters for transform (root first)
+        k = min(self.n_features, max(n - 1, 0))
+        si, sj, h, self._top_state = _run(Xv, w, plan, self.algorithm, n_top=k)
         Z = _linkage_from_merges(n, si, sj, h, self.heights)
         if self.n_clusters is not None:
             n_merges = n - self.n_clusters
@@ -814,16 +946,6 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
         self.divergence_ = plan.divergence
         self.smoothing_ = plan.smoothing_description
         self._plan = plan
-        # statistics of the top clusters for transform (root first)
-        k = min(self.n_features, max(n - 1, 0))
-        st = plan.state(Xv, w)
-        A, B, C, w2, sup, slen, aux = st
-        outs = (np.zeros((k, A.shape[1])), np.zeros((k, B.shape[1])), np.zeros((k, 2)), np.zeros(k),
-                np.zeros((k, sup.shape[1]), dtype=sup.dtype), np.zeros(k, dtype=np.int64),
-                np.zeros(k, dtype=np.int64))
-        if k > 0:
-            KA.replay(plan.kind, Z, st, plan.fc, plan.gcode, plan.fn, n - 1 - k, outs)
-        self._top_state = outs
         return self
 
     def __sklearn_tags__(self):
@@ -867,7 +989,7 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
             the following merges, last to first. Each point counts with weight 1.
         """
         check_is_fitted(self, "linkage_matrix_")
-        Xv, w = _validate(X, self.model, self.model_params, None)
+        Xv, w = _validate(X, self.model, self.model_params, None, check_params=False)
         if Xv.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Xv.shape[1]} features, but AgglomerativeBregman is expecting "
@@ -888,6 +1010,7 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
                     raise RuntimeError("internal: statistic widths differ")
                 st.append(np.ascontiguousarray(np.concatenate([a, b.astype(a.dtype)], axis=0)))
             out = np.empty((e - s, k))
-            KA.cross_costs(plan.kind, k, tuple(st), plan.fc, plan.gcode, plan.fn, out)
+            with KG.callback_errors():
+                KA.cross_costs(plan.kind, k, tuple(st), plan.fc, plan.gcode, plan.fn, out)
             F[s:e] = out
         return F

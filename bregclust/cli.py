@@ -912,6 +912,44 @@ def _cmd_fit(args):
     return 0
 
 
+def _cmd_compile(args):
+    """Compile (or load from numba's cache) the kernels of every built-in model, timed."""
+    from .agglomerative import _compile_kernels
+    from .divergences import _REGISTRY
+    from .kmeans import BregmanKMeans
+    from .mbc import MultitaskBregmanClustering
+
+    def say(msg):
+        if not args.quiet:
+            print(msg, flush=True)
+
+    say("bregclust compile: numba compiles every kernel of the built-in models once and caches "
+        "it on disk; later sessions load it.")
+    t0 = time.perf_counter()
+    t = time.perf_counter()
+    models = _compile_kernels()
+    say(f"  agglomerative clustering ({', '.join(models)}): {time.perf_counter() - t:.1f} s")
+    rng = np.random.default_rng(0)
+    Xs = [rng.gamma(2.0, 1.0, size=(20, 3)), rng.gamma(2.0, 1.0, size=(16, 3))]
+    names = [name for name, div in _REGISTRY.items() if div.builtin]
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names:
+            params = {"A": np.eye(3)} if _REGISTRY[name].param_names else None
+            data = [X - 2.0 for X in Xs] if name == "l1_subgradient" else Xs
+            BregmanKMeans(2, divergence=name, divergence_params=params, n_init=1,
+                          random_state=0).fit(data[0])
+            if _REGISTRY[name].domain != "positive" and not params:  # sparse input
+                BregmanKMeans(2, divergence=name, n_init=1, random_state=0).fit(
+                    sp.csr_matrix(data[0]))
+            MultitaskBregmanClustering(2, divergence=name, divergence_params=params, lam=0.5,
+                                       n_init=1, random_state=0).fit(data)
+    say(f"  k-means and MBC ({', '.join(names)}): {time.perf_counter() - t:.1f} s")
+    say(f"done in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (``bregclust fit: error: ...``) and exit status 2."""
 
@@ -967,6 +1005,15 @@ def build_parser():
                    help="also write MBC's relation heat map and the per-task NMI pairs "
                         "(needs matplotlib: pip install bregclust[plot])")
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("compile", help="compile the numba kernels of every built-in model once",
+                       description=("Compile the numba kernels of every built-in model "
+                                    "(agglomerative clustering, k-means, MBC) and cache them on "
+                                    "disk, so the first fit of later sessions does not wait for "
+                                    "numba. Run once after installing (or upgrading) bregclust; "
+                                    "it respects NUMBA_CACHE_DIR."))
+    p.add_argument("--quiet", action="store_true", help="print nothing")
+    p.set_defaults(func=_cmd_compile)
 
     p = sub.add_parser("fit", help="cluster data files and write labels",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -23,15 +23,19 @@ l1_subgradient sum abs(x)                   R / R            sum (0 if x y > 0 e
 ============== ============================ ================ ======================================
 """
 
+import hashlib
 import math
 import numbers
+import re
 import threading
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from numba import njit
+from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 from scipy.special import wrightomega
 
@@ -72,6 +76,10 @@ class Generator:
     scalar functions, compiled lazily once and owned by this object (hence by its registry
     record: they are released with it).
 
+    A user function that raises inside a kernel makes its callback return NaN and record the
+    failure; the caller of the kernel raises it with
+    :func:`bregclust._kernels.generators.check_callbacks`.
+
     Parameters
     ----------
     code : int
@@ -79,13 +87,16 @@ class Generator:
     phi, dphi, dphi_inv : numba dispatcher or None
         The scalar ``f``, ``f'`` and ``(f')^-1``.
     domain : {"real", "nonnegative", "positive"}
+    name : str, optional
+        The divergence's name, for error messages.
     """
 
-    def __init__(self, code, phi, dphi, dphi_inv, domain):
+    def __init__(self, code, phi, dphi, dphi_inv, domain, name=None):
         self.code = code
         self.phi, self.dphi, self.dphi_inv = phi, dphi, dphi_inv
         self.domain = domain
         self.domain_code = KG.DOMAIN_CODES[domain]
+        self.name = name
         self._fns = {}
         self._lock = threading.Lock()
 
@@ -97,7 +108,8 @@ class Generator:
                 if fn is None:
                     if self.code == KG.CUSTOM:
                         f = (self.phi, self.dphi, self.dphi_inv)[which]
-                        fn = KG.function_pointer(f)
+                        what = ("phi", "dphi", "dphi_inv")[which]
+                        fn = KG.function_pointer(f, f"{what} of divergence {self.name!r}")
                     else:
                         fn = KG.placeholder()
                     self._fns[which] = fn
@@ -1205,25 +1217,52 @@ _PROBES = {
 }
 
 
-#: Compiled scalar functions by the identity of their source (see :func:`_source_key`), with
+#: Compiled scalar functions by the content of their source (see :func:`_source_key`), with
 #: the objects the key refers to by id (kept alive so an id is never reused). numba never frees
-#: machine code, so re-registering the same functions must reuse the compiled ones.
+#: machine code, so registering the same functions again must reuse the compiled ones.
 _JIT_CACHE = {}
 
 
-def _freeze(value, refs):
-    """A hashable stand-in for a value numba freezes at compile time (globals, cells)."""
+class _Unkeyable(Exception):
+    """A value whose content the compile cache cannot key: the function is compiled afresh."""
+
+
+def _freeze(value, refs, names, depth=0):
+    """A hashable stand-in for a value numba freezes into the compiled code (a global, a cell,
+    a default): the value itself for scalars and strings, a digest of the content for numpy
+    arrays, the referenced attributes (``names``) for modules, and the identity for functions
+    and classes (numba dispatchers, builtins, ufuncs, Python functions, types). Anything else
+    (lists, dicts, other objects, whose content can change under the same identity) raises
+    :class:`_Unkeyable`."""
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         return (type(value).__name__, value)
+    if isinstance(value, np.generic):
+        return ("numpy scalar", value.dtype.str, value.tobytes())
     if isinstance(value, tuple):
-        return ("tuple",) + tuple(_freeze(v, refs) for v in value)
-    refs.append(value)
-    return ("id", id(value))
+        return ("tuple",) + tuple(_freeze(v, refs, names, depth) for v in value)
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise _Unkeyable
+        data = np.ascontiguousarray(value).tobytes()
+        return ("ndarray", value.dtype.str, value.shape, hashlib.sha256(data).hexdigest())
+    if isinstance(value, types.ModuleType):
+        if depth >= 3:
+            raise _Unkeyable
+        attrs = tuple((nm, _freeze(getattr(value, nm), refs, names, depth + 1))
+                      for nm in sorted(names) if hasattr(value, nm))
+        return ("module", value.__name__) + attrs
+    if isinstance(value, (CPUDispatcher, types.BuiltinFunctionType, types.FunctionType, np.ufunc,
+                          type)):
+        refs.append(value)
+        return ("id", id(value))
+    raise _Unkeyable
 
 
 def _source_key(fn):
     """A key equal for two functions numba compiles to the same code: the same bytecode,
-    constants, names, defaults, closure values and referenced globals; ``None`` if unknown."""
+    constants, names, defaults, and the same *content* of the closure values and referenced
+    globals (an array changed in place gives a new key); ``None`` if a referenced value cannot
+    be keyed by content (see :func:`_freeze`). Returns ``(key, refs)``."""
     code = getattr(fn, "__code__", None)
     glb = getattr(fn, "__globals__", None)
     if code is None or glb is None:
@@ -1236,23 +1275,50 @@ def _source_key(fn):
         stack.extend(k for k in c.co_consts if hasattr(k, "co_code"))
     try:
         key = (
-            code, tuple((nm, _freeze(glb[nm], refs)) for nm in sorted(names) if nm in glb),
-            tuple(_freeze(c.cell_contents, refs) for c in (fn.__closure__ or ())),
-            _freeze(fn.__defaults__, refs), _freeze(getattr(fn, "__kwdefaults__", None), refs),
+            code,
+            tuple((nm, _freeze(glb[nm], refs, names)) for nm in sorted(names) if nm in glb),
+            tuple(_freeze(c.cell_contents, refs, names) for c in (fn.__closure__ or ())),
+            _freeze(fn.__defaults__, refs, names),
+            _freeze(getattr(fn, "__kwdefaults__", None), refs, names),
         )
         hash(key)
-    except (TypeError, ValueError):  # an unhashable constant or an empty cell
+    except (_Unkeyable, TypeError, ValueError):  # unkeyable or unhashable value, empty cell
         return None
     return key, refs
 
 
+def _wrap(fn):
+    """A Python function of one argument calling the builtin or ufunc ``fn`` (numba compiles
+    calls to ``math``/numpy functions, not the objects themselves)."""
+    def scalar(x):
+        return fn(x)
+
+    scalar.__name__ = scalar.__qualname__ = getattr(fn, "__name__", "scalar")
+    scalar.wraps = fn
+    return scalar
+
+
 def _compile(fn, what, name):
+    """The scalar function ``fn`` compiled with numba (a dispatcher is used as given)."""
     if fn is None:
         return None
     if isinstance(fn, CPUDispatcher):
         return fn
-    if not callable(fn):
-        raise TypeError(f"{what} for divergence {name!r} must be callable, got {type(fn).__name__}.")
+    if isinstance(fn, (types.BuiltinFunctionType, np.ufunc)):
+        # math.exp, np.exp, ...: compiled through a Python wrapper, cached by the object itself
+        hit = _JIT_CACHE.get(("builtin", fn))
+        if hit is not None:
+            return hit[0]
+        disp = njit(nogil=True, error_model="numpy")(_wrap(fn))
+        _JIT_CACHE[("builtin", fn)] = (disp, [], fn)
+        return disp
+    if not isinstance(fn, types.FunctionType):
+        kind = "not callable" if not callable(fn) else f"a callable {type(fn).__name__} object"
+        raise TypeError(
+            f"{what} for divergence {name!r} must be a function numba can compile (a def or "
+            f"lambda of one float, a math/numpy function such as math.exp, or a numba.njit "
+            f"function), got {kind}; pass such a function, e.g. {what}=lambda x: ..."
+        )
     found = _source_key(fn)
     if found is not None and found[0] in _JIT_CACHE:
         return _JIT_CACHE[found[0]][0]
@@ -1267,7 +1333,21 @@ def _call(fn, x, what, name):
         return float(fn(float(x)))
     except (ValueError, ZeroDivisionError, OverflowError):
         return math.nan  # plain-Python math errors (e.g. with NUMBA_DISABLE_JIT): not finite
-    except Exception as exc:  # numba typing errors, Python errors in user code
+    except NumbaError as exc:
+        wrapped = getattr(getattr(fn, "py_func", None), "wraps", None)
+        if wrapped is not None:
+            raise TypeError(
+                f"{what} of divergence {name!r} is {wrapped!r}, which numba cannot compile; write "
+                f"{what} as a function of one float using math/numpy operations numba supports."
+            ) from exc
+        lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).splitlines()]
+        reason = next((ln for ln in lines if ln and not ln.startswith(("Failed in", "During:"))),
+                      type(exc).__name__)
+        raise TypeError(
+            f"{what} of divergence {name!r} cannot be compiled by numba ({reason[:200]}); write it "
+            "as a function of one float using math/numpy scalar operations."
+        ) from exc
+    except Exception as exc:  # the user's own exception at a probe point
         raise TypeError(
             f"{what} of divergence {name!r} could not be evaluated at {float(x)!r} (it must be a scalar "
             f"function that numba can compile): {type(exc).__name__}: {str(exc)[:300]}"
@@ -1284,8 +1364,9 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
         The new divergence's name (case-insensitive; ``-`` and spaces become ``_``).
     phi, dphi : callable
         The scalar ``f`` (strictly convex on ``domain``) and its derivative ``f'``. Plain
-        Python functions of one float using ``math``/numpy scalar operations, or numba
-        dispatchers; they are compiled with numba.
+        Python functions of one float using ``math``/numpy scalar operations, ``math``/numpy
+        functions themselves (``math.exp``, ``np.exp``), or numba dispatchers; they are
+        compiled with numba. Callable objects are refused (numba cannot compile them).
     dphi_inv : callable, optional
         The inverse of ``f'``. When omitted it is solved numerically (``f'`` is increasing, so
         a bracketing bisection converges to machine precision).
@@ -1317,6 +1398,16 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
     -----
     The probe evaluates the functions at a few points of the domain (``[-3, 2.5]`` for
     ``real``, ``[1e-3, 7]`` otherwise).
+
+    numba freezes the globals a function reads (numbers, arrays) into its compiled code, so a
+    later change of such a global does not reach a registered divergence: register it again.
+    Registering functions whose code and globals are unchanged reuses the compiled code.
+
+    An exception raised by a function inside a compiled kernel cannot cross the kernel: the
+    call returns NaN and the failure is recorded, once per kernel call, not printed per
+    element. Agglomerative clustering then raises the function's exception (with a note naming
+    the function and the argument) when the kernel returns; elsewhere the NaN shows as a
+    non-finite divergence.
 
     Examples
     --------
@@ -1393,7 +1484,7 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
             raise ValueError(
                 f"dphi_inv of {cname!r} does not invert dphi: dphi_inv(dphi({x})) = {back}."
             )
-    gen = Generator(KG.CUSTOM, f, df, inv, domain)
+    gen = Generator(KG.CUSTOM, f, df, inv, domain, name=cname)
     div = Divergence(
         name=cname, aliases=aliases, domain=domain, separable=True, symmetric=bool(symmetric),
         differentiable=True, phi=f, dphi=df, dphi_inv=inv, formula=formula,
@@ -1413,7 +1504,7 @@ def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=
              centroid=None, form=None, differentiable=True, ward=False, param_names=(),
              binder=None, translation_invariant=False, homogeneity=None,
              coordinate_scale_invariant=False):
-    gen = Generator(code, phi, dphi, inv, domain) if phi is not None else None
+    gen = Generator(code, phi, dphi, inv, domain, name=name) if phi is not None else None
     if form is None and gen is not None:
         form = _SeparableForm(gen)
     div = Divergence(

@@ -380,6 +380,47 @@ def test_bad_input_messages():
         bregman_linkage(X, model=3)
 
 
+def test_mahalanobis_matrix_of_the_wrong_size_is_a_clear_error():
+    """``A`` not matching the features is refused by name before any matrix product, in fit,
+    bregman_linkage and bregman_merge_cost; transform names the feature count."""
+    X = np.random.default_rng(3).normal(size=(10, 3))
+    for A in (np.eye(4), np.eye(2)):
+        with pytest.raises(ValueError, match=r"mahalanobis A must be \(n_features, n_features\) "
+                                             r"= \(3, 3\) for X, got \(\d, \d\)"):
+            AgglomerativeBregman(2, model="mahalanobis", model_params={"A": A}).fit(X)
+        with pytest.raises(ValueError, match="mahalanobis A must be"):
+            bregman_linkage(X, "mahalanobis", model_params={"A": A}, algorithm="generic")
+        with pytest.raises(ValueError, match="mahalanobis A must be"):
+            bregman_merge_cost(X, [0], [1], model="mahalanobis", model_params={"A": A})
+    est = AgglomerativeBregman(2, model="mahalanobis", model_params={"A": np.eye(3)}).fit(X)
+    with pytest.raises(ValueError, match="X has 4 features, but AgglomerativeBregman is expecting 3"):
+        est.transform(np.ones((2, 4)))
+
+
+def _phi_undefined_above_5(x):
+    if x > 5.0:
+        raise ValueError("phi_undefined_above_5 at x > 5")
+    return x * x
+
+
+@pytest.mark.nojit
+def test_exception_in_a_user_generator_surfaces_from_fit_and_transform():
+    """A registered phi that raises on the data: fit raises the user's exception (not a tree
+    built from NaN costs), and so does transform on new rows that reach it."""
+    name = "agglo_test_raising"
+    register_divergence(name, phi=_phi_undefined_above_5, dphi=lambda x: 2.0 * x)
+    try:
+        rng = np.random.default_rng(4)
+        with pytest.raises(ValueError, match="phi_undefined_above_5 at x > 5"):
+            AgglomerativeBregman(2, model=name).fit(rng.uniform(0.0, 9.0, size=(12, 2)))
+        est = AgglomerativeBregman(2, model=name).fit(rng.uniform(0.0, 2.0, size=(12, 2)))
+        with pytest.raises(ValueError, match="phi_undefined_above_5 at x > 5"):
+            est.transform(np.full((2, 2), 50.0))
+        assert np.isfinite(est.transform(np.ones((2, 2)))).all()
+    finally:
+        unregister_divergence(name)
+
+
 _ZERO_WEIGHTS = ("zero weights are refused: a zero-weight point has no statistic (documented)")
 
 
@@ -430,7 +471,58 @@ def test_custom_generator_engine_agrees_with_builtin(sparse):
     np.testing.assert_allclose(a.transform(X), b.transform(X), rtol=1e-12, atol=1e-12)
 
 
+def _driver_linkage(plan, Xv, w, pruned, kcand=0, nthreads=2):
+    """Slot merges of one generic driver run explicitly (the estimators pick the exact driver
+    for small sparse fits while the pruned one is not compiled)."""
+    from bregclust._kernels import linkage_generic as KG
+    from bregclust._kernels import linkage_pruned as KP
+
+    n = Xv.shape[0]
+    si = np.zeros(n - 1, dtype=np.int64)
+    sj = np.zeros(n - 1, dtype=np.int64)
+    h = np.zeros(n - 1)
+    stats = np.zeros(KG.N_STATS, dtype=np.int64)
+    driver = KP.pruned_linkage if pruned else KG.generic_linkage
+    st = plan.state(Xv, w)
+    status = driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h, nthreads, kcand, stats,
+                    n - 1, AG._top_buffers(st, 0))
+    assert status == KG.OK
+    return si, sj, h, stats
+
+
 # ---------------------------------------------------------------------------- engine: exact speed-ups
+@pytest.mark.parametrize("model,data", [
+    ("kl", "dense"), ("kl", "sparse"), ("multinomial", "sparse"), ("itakura_saito", "dense"),
+    ("l1_subgradient", "dense"), ("gaussian_diag", "dense"), ("custom", "dense"),
+    ("custom", "sparse"),
+])
+def test_each_driver_equals_the_plain_algorithm_and_definition_3_7(model, data):
+    """The exact generic driver (every model) and the pruned one (sparse supports) give the
+    plain generic algorithm's merges and heights bit for bit, and the estimator's linkage
+    (whichever driver it picks) greedy merges by Definition 3.7 evaluated from the points."""
+    rng = np.random.default_rng(23)
+    n = 16
+    if data == "sparse":
+        X = _sparse_counts(rng, n, 24, density=0.15)
+    else:
+        X = rng.gamma(2.0, 1.0, size=(n, 4)) - (2.0 if model == "l1_subgradient" else 0.0)
+    name = _kl_twin_name() if model == "custom" else model
+    smoothing = (0.3, 0.5) if model in ("kl", "custom") else "auto"
+    Xv, w = AG._validate(X, name, None, None)
+    plan = AG._build_plan(Xv, w, name, None, smoothing)
+    assert (plan.smax > 0) == (data == "sparse")
+    ri, rj, rh = plain_generic_linkage(plan, Xv, w)
+    for pruned in ([False, True] if data == "sparse" else [False]):
+        si, sj, h, _ = _driver_linkage(plan, Xv, w, pruned)
+        np.testing.assert_array_equal(si, ri)
+        np.testing.assert_array_equal(sj, rj)
+        np.testing.assert_array_equal(h, rh)
+    ref_smoothing = {"multinomial": "multinomial", "gaussian_diag": "nd"}.get(model, smoothing)
+    ref = Reference(X, name, smoothing=None if ref_smoothing == "auto" else ref_smoothing)
+    Z = bregman_linkage(X, name, smoothing=smoothing)
+    assert check_greedy(ref, merges_from_linkage(Z, n), rtol=1e-8) == []
+
+
 @pytest.mark.parametrize("model,case", [
     ("multinomial", "sparse"), ("kl", "sparse"), ("kl", "duplicates"), ("itakura_saito", "dense"),
     ("gaussian_diag", "dense"), ("gaussian_full", "dense"), ("l1_subgradient", "dense"),
@@ -448,7 +540,7 @@ def test_engine_equals_plain_generic_algorithm_bit_for_bit(model, case):
             X[n // 2:] = X[: n - n // 2]
     Xv, w = AG._validate(X, model, None, None)
     plan = AG._build_plan(Xv, w, model, None, "auto")
-    si, sj, h = AG._run(Xv, w, plan, "generic")
+    si, sj, h, _ = AG._run(Xv, w, plan, "generic")
     ri, rj, rh = plain_generic_linkage(plan, Xv, w)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)
@@ -557,27 +649,28 @@ def _bounds_and_costs(plan, st, alive, stored_factors=True):
     costs the engine would compute (the log-free bound's factors stored per slot as in the
     engine, or computed on the fly)."""
     from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import linkage_pruned as KP
 
     n, d = st[0].shape
     fc = plan.fc
-    P = np.zeros((n if plan.gcode == KA._GEN_KL else 0, KA.N_SUMS))
+    P = np.zeros((n if plan.gcode == KP._GEN_KL else 0, KP.N_SUMS))
     LG = np.zeros((P.shape[0], st[4].shape[1] * (2 if stored_factors else 1)))
     for x in alive if P.shape[0] else []:
-        KA._slot_sums(x, st, fc, P, LG)
-    pv = KA._make_pv(fc, d, P, LG)
+        KP._slot_sums(x, st, fc, P, LG)
+    pv = KP._make_pv(fc, d, P, LG)
     work = np.zeros((1, 1))
     out = []
     for b in alive:
-        KA._pivot_set(b, st, fc, pv)
+        KP._pivot_set(b, st, fc, pv)
         for first in (True, False):
-            memo = np.zeros((KA.N_MEMO + 1, 3))
+            memo = np.zeros((KP.N_MEMO + 1, 3))
             for x in alive:
                 if x == b:
                     continue
-                lo, level = KA._pivot_lower(b, x, st, fc, plan.gcode, plan.fn, pv, memo, 0.0, first)
+                lo, level = KP._pivot_lower(b, x, st, fc, plan.gcode, plan.fn, pv, memo, 0.0, first)
                 exact = KA.cost(plan.kind, min(x, b), max(x, b), st, fc, plan.gcode, plan.fn, work)
                 out.append((lo, level, exact))
-        KA._pivot_clear(b, st, fc, pv)
+        KP._pivot_clear(b, st, fc, pv)
     return np.array(out)
 
 
@@ -642,7 +735,7 @@ def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights)
     Xv, w = AG._validate(X, model, None, sw)
     plan = AG._build_plan(Xv, w, model, None, smoothing)
     assert plan.smax > 0
-    si, sj, h = AG._run(Xv, w, plan, "generic")
+    si, sj, h, _ = _driver_linkage(plan, Xv, w, pruned=True)
     ri, rj, rh = plain_generic_linkage(plan, Xv, w)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)
@@ -655,7 +748,7 @@ def test_short_candidate_lists_force_rescans_same_linkage(model, case, kcand):
     """Candidate lists of 1, 2 or 5 entries run out often: the refreshes then rescan (and, with
     the pruning bounds, fall back to exact list builds), dead entries of merged slots reach the
     heads of the lists, and the linkage is still the plain generic algorithm's, bit for bit."""
-    from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import linkage_generic as KG
 
     rng = np.random.default_rng(5)
     n = 90
@@ -667,22 +760,17 @@ def test_short_candidate_lists_force_rescans_same_linkage(model, case, kcand):
             X[n // 2:] = X[: n - n // 2]
     Xv, w = AG._validate(X, model, None, None)
     plan = AG._build_plan(Xv, w, model, None, "auto")
-    si = np.zeros(n - 1, dtype=np.int64)
-    sj = np.zeros(n - 1, dtype=np.int64)
-    h = np.zeros(n - 1)
-    stats = np.zeros(KA.N_STATS, dtype=np.int64)
-    status = KA.generic_linkage(plan.kind, plan.state(Xv, w), plan.fc, plan.gcode, plan.fn,
-                                si, sj, h, 2, kcand, stats)
-    assert status == KA.OK
+    assert (plan.smax > 0) == (case != "dense")
+    si, sj, h, stats = _driver_linkage(plan, Xv, w, plan.smax > 0, kcand=kcand)
     ri, rj, rh = plain_generic_linkage(plan, Xv, w)
     np.testing.assert_array_equal(si, ri)
     np.testing.assert_array_equal(sj, rj)
     np.testing.assert_array_equal(h, rh)
-    assert stats[KA.ST_RESCAN] > 0 and stats[KA.ST_LISTHIT] > 0
+    assert stats[KG.ST_RESCAN] > 0 and stats[KG.ST_LISTHIT] > 0
     if case != "dense":  # pruning bounds: every pair bounded once in the initial scan
-        assert stats[KA.ST_B_INIT] == n * (n - 1) // 2
-        assert stats[KA.ST_B_RESCAN] > 0 and stats[KA.ST_B_MERGE] > 0
-        assert stats[KA.ST_FULL] > 0  # lists whose pending head could not be certified
+        assert stats[KG.ST_B_INIT] == n * (n - 1) // 2
+        assert stats[KG.ST_B_RESCAN] > 0 and stats[KG.ST_B_MERGE] > 0
+        assert stats[KG.ST_FULL] > 0  # lists whose pending head could not be certified
 
 
 def _one_sided_sum(plan, st, x, r):
@@ -699,24 +787,24 @@ def _one_sided_sum(plan, st, x, r):
 def test_one_sided_table_chord_is_an_upper_bound_exact_on_the_grid():
     """The chord of the per-slot table of ``h_x`` (convex in ``r = wb / W``) is above ``h_x``
     everywhere, including beyond both ends of the grid, and equals it at grid points."""
-    from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import linkage_pruned as KP
 
     rng = np.random.default_rng(5)
     X = _sparse_counts(rng, 30, 60, density=0.15)
     plan, st, alive = _clustered_state(X, "multinomial", None, 12, 5)
     n, d = st[0].shape
-    P = np.zeros((n, KA.N_SUMS))
+    P = np.zeros((n, KP.N_SUMS))
     LG = np.zeros((n, st[4].shape[1]))
     sparse = [x for x in alive if st[5][x] >= 0]
     assert len(sparse) >= 10
     ratios = np.concatenate([2.0 ** rng.uniform(-20, 20, 40), [1.0, 2.0, 0.25, 2.0**-17, 2.0**17]])
     for x in sparse:
-        KA._slot_sums(x, st, plan.fc, P, LG)
-        scale = 1.0 + abs(P[x, 7 + KA.N_GRID])
+        KP._slot_sums(x, st, plan.fc, P, LG)
+        scale = 1.0 + abs(P[x, 7 + KP.N_GRID])
         for q in ratios:
             wx, wb = 1.0, float(q)
             h = _one_sided_sum(plan, st, x, wb / (wx + wb))
-            ch = KA._chord_h(x, wx, wb, P)
+            ch = KP._chord_h(x, wx, wb, P)
             assert ch >= h - 1e-12 * scale, (x, q, ch, h)
             if q in (1.0, 2.0, 0.25):  # grid points: the table value itself
                 assert ch == pytest.approx(h, rel=1e-12, abs=1e-12 * scale)
@@ -809,3 +897,53 @@ def test_issue14_multinomial_confidence_term_stays_reachable_and_dense_default()
         bregman_linkage(X, "kl", smoothing="data-mean")
     with pytest.raises(ValueError, match="'data-mean'"):
         bregman_linkage(X, "multinomial", smoothing="data_mean")
+
+
+# ---------------------------------------------------------------------------- cold start
+def test_sparse_fits_pick_the_pruned_driver_when_it_pays(monkeypatch):
+    """Dense statistics always run the exact driver; sparse supports run the pruned one when it
+    is compiled or the fit is large, the exact one otherwise (the same tree either way)."""
+    from bregclust._kernels import generators as KGen
+    from bregclust._kernels import linkage_generic as KG
+    from bregclust._kernels import linkage_pruned as KP
+
+    big = AG.PRUNED_MIN_N + 1
+    for compiled in (False, True):
+        monkeypatch.setattr(KGen, "is_compiled", lambda kernel, c=compiled: c)
+        assert AG._generic_driver(10, False) is KG.generic_linkage
+        assert AG._generic_driver(big, False) is KG.generic_linkage
+        assert AG._generic_driver(big, True) is KP.pruned_linkage
+        assert AG._generic_driver(10, True) is (KP.pruned_linkage if compiled else KG.generic_linkage)
+
+
+def test_compile_notice_is_one_line_once_and_only_when_cold(monkeypatch, capsys):
+    """Before numba compiles a driver the estimator writes one line on stderr naming the
+    one-time compile, its expected length and `bregclust compile`; once per process, and never
+    when the kernel is compiled (in memory or in numba's cache)."""
+    from bregclust._kernels import generators as KGen
+
+    X = np.random.default_rng(2).gamma(2.0, size=(8, 3))
+    monkeypatch.setattr(AG, "_ANNOUNCED", set())
+    monkeypatch.setattr(KGen, "is_compiled", lambda kernel: True)
+    bregman_linkage(X, "kl")
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(KGen, "is_compiled", lambda kernel: False)
+    bregman_linkage(X, "kl")
+    AgglomerativeBregman(2, model="itakura_saito").fit(X)
+    bregman_linkage(X, "sqeuclidean")  # the nearest-neighbour chain: no notice
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("bregclust: compiling the agglomerative engine (generic driver), "
+                             "once per installation: about ")
+    assert "`bregclust compile`" in err[0]
+
+
+def test_is_compiled_sees_kernels_compiled_in_this_process():
+    """The cache probe behind the notice: a kernel that ran is compiled."""
+    from bregclust._kernels import agglomerative as KA
+    from bregclust._kernels import generators as KGen
+
+    Z = np.zeros((1, 4))
+    KA.slots_to_linkage(2, np.array([0]), np.array([1]), np.array([1.0]), np.ones(2, np.int64), Z)
+    assert KGen.is_compiled(KA.slots_to_linkage)
+    np.testing.assert_array_equal(Z, [[0.0, 1.0, 1.0, 2.0]])

@@ -4,6 +4,7 @@ import math
 import pickle
 
 import naive
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -542,3 +543,87 @@ def test_weighted_sums_of_no_rows_are_zero():
     assert S.shape == (2, 3) and not S.any() and W.shape == (2,) and not W.any()
     S, W = div.weighted_sums(sp.csr_matrix((0, 3)), [], 2)
     assert S.shape == (2, 3) and not S.any()
+
+
+# ---------------------------------------------------------------------------- user generators: hostile
+_SCALE = np.array([1.0])  # a global array read by a test generator (see below)
+
+
+def _bounded_phi(x):
+    if x > 5.0:
+        raise ValueError("bounded_phi is undefined above 5")
+    return x * x
+
+
+def test_exception_in_a_user_generator_surfaces_once_as_the_users_exception(capfd):
+    """A kernel calling a registered function that raises gets NaN from its callback (never a
+    silent 0, no traceback per call); the caller's check raises the user's own exception once,
+    naming the function and the argument, and the record is then clear."""
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+
+    d = register_divergence("test_raising_phi", phi=_bounded_phi, dphi=lambda x: 2.0 * x)
+    try:
+        g = d.generator
+        X = np.linspace(0.0, 9.0, 40).reshape(20, 2)
+        out = np.empty((20, 3))
+        with pytest.raises(ValueError, match="undefined above 5") as info:
+            with KG.callback_errors():
+                K.generic_pairwise(g.code, g.fn_phi, g.fn_dphi, X, X[:3], out)
+        if hasattr(info.value, "__notes__"):  # compiled: the failure is named once
+            assert "phi of divergence 'test_raising_phi' failed at x = " in info.value.__notes__[0]
+            assert not np.isfinite(out[-1]).any() and np.isfinite(out[0]).all()
+        KG.check_callbacks()  # nothing left to report
+        assert "Traceback" not in capfd.readouterr().err
+    finally:
+        unregister_divergence("test_raising_phi")
+
+
+def test_compile_cache_keys_global_arrays_by_content():
+    """Two registrations reading a global array that changed in between compile different code
+    (numba freezes the array's content), and identical content reuses the compiled function."""
+    phi = lambda x: _SCALE[0] * x * x  # noqa: E731
+    dphi = lambda x: 2.0 * _SCALE[0] * x  # noqa: E731
+    try:
+        a = register_divergence("test_scaled_1", phi=phi, dphi=dphi)
+        assert a.divergence([0.0], [1.0]) == pytest.approx(1.0)
+        _SCALE[0] = 3.0
+        b = register_divergence("test_scaled_3", phi=phi, dphi=dphi)
+        assert b.divergence([0.0], [1.0]) == pytest.approx(3.0)
+        c = register_divergence("test_scaled_3_again", phi=phi, dphi=dphi)
+        assert c.divergence([0.0], [1.0]) == pytest.approx(3.0)
+        if not numba.config.DISABLE_JIT:  # interpreted, every registration is the function
+            assert c.phi is b.phi and c.phi is not a.phi
+    finally:
+        _SCALE[0] = 1.0
+        for name in ("test_scaled_1", "test_scaled_3", "test_scaled_3_again"):
+            if name in list_divergences():
+                unregister_divergence(name)
+
+
+@pytest.mark.parametrize("fn", [math.exp, np.exp], ids=["math.exp", "np.exp"])
+def test_register_accepts_math_and_numpy_functions(fn):
+    """Builtins and ufuncs are compiled through a Python wrapper: exp(0) - exp(1) + e = 1."""
+    d = register_divergence("test_builtin_exp", phi=fn, dphi=fn, overwrite=True)
+    try:
+        assert d.divergence([0.0], [1.0]) == pytest.approx(1.0)
+        np.testing.assert_allclose(d.pairwise(np.zeros((1, 2)), np.ones((1, 2))), [[2.0]])
+    finally:
+        unregister_divergence("test_builtin_exp")
+
+
+def test_register_refuses_callable_objects_and_uncompilable_builtins():
+    """A callable object is refused before numba sees it, naming the parameter and the fix; a
+    builtin numba cannot compile is refused naming it."""
+
+    class Square:
+        def __call__(self, x):
+            return x * x
+
+    with pytest.raises(TypeError, match=r"phi for divergence 'test_obj' must be a function numba "
+                                        r"can compile .* got a callable Square object"):
+        register_divergence("test_obj", phi=Square(), dphi=lambda x: 2.0 * x)
+    with pytest.raises(TypeError, match=r"dphi of divergence 'test_len' (is <built-in function "
+                                        r"len>, which numba cannot compile|could not be evaluated)"):
+        register_divergence("test_len", phi=lambda x: x * x, dphi=len)
+    assert "test_obj" not in list_divergences() and "test_len" not in list_divergences()

@@ -124,3 +124,88 @@ def test_l1_exact_kernel():
     out = np.empty((2, 2))
     K.l1_pairwise_exact(X, U, out)
     assert out.tolist() == [[4.0, 2.0], [2.0, 12.0]]
+
+
+# ---------------------------------------------------------------------------- agglomerative helpers
+def test_selection_equals_numpy_partition():
+    """The pruned driver's hand-written selection gives np.partition's k-th value (ties,
+    infinities and NaN, which sorts last, included) on any range of the array."""
+    from bregclust._kernels.linkage_pruned import _kth
+
+    rng = np.random.default_rng(0)
+    pool = np.array([-np.inf, 0.0, 1.0, 2.5, 3.0, np.inf, np.nan])
+    for trial in range(400):
+        m = int(rng.integers(1, 30))
+        a = rng.choice(pool, size=m) if trial % 2 else rng.normal(size=m).round(1)
+        lo = int(rng.integers(0, m))
+        hi = int(rng.integers(lo + 1, m + 1))
+        k = int(rng.integers(0, hi - lo))
+        ref = np.partition(a[lo:hi], k)[k]
+        got = _kth(a, lo, hi, k, np.empty(m))
+        assert got == ref or (np.isnan(ref) and np.isnan(got)), (a, lo, hi, k)
+
+
+def test_merge_argsort_is_the_stable_sort():
+    """The pruned driver's hand-written argsort is numpy's stable (merge) sort."""
+    from bregclust._kernels.linkage_pruned import _argsort
+
+    rng = np.random.default_rng(1)
+    for m in (0, 1, 2, 5, 17, 64):
+        v = rng.integers(0, 4, size=m).astype(float)  # many ties
+        order = np.empty(m, dtype=np.int64)
+        _argsort(v, m, order, np.empty(m, dtype=np.int64))
+        np.testing.assert_array_equal(order, np.argsort(v, kind="mergesort"))
+
+
+_AFTER_COMPILE = r"""
+import warnings
+import numpy as np
+import scipy.sparse as sp
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, e):
+        d = e.data.get("dispatcher")
+        compiled.append(d.py_func.__qualname__ if d is not None else "?")
+    def on_end(self, e):
+        pass
+event.register("numba:compile", Listener())
+from bregclust import AgglomerativeBregman, BregmanKMeans, MultitaskBregmanClustering
+from bregclust.agglomerative import _builtin_models
+warnings.simplefilter("ignore")
+rng = np.random.default_rng(5)
+X = rng.gamma(2.0, 1.0, size=(30, 3))
+C = rng.poisson(1.0, size=(40, 30)).astype(float) * (rng.random((40, 30)) < 0.2)
+C[:, 0] += 1
+for name, params in _builtin_models():
+    data = X - 2.0 if name == "l1_subgradient" else X
+    AgglomerativeBregman(3, model=name, model_params=params).fit(data).transform(data[:2])
+AgglomerativeBregman(3, model="multinomial").fit(sp.csr_matrix(C))
+for name in ("sqeuclidean", "kl", "itakura_saito"):
+    BregmanKMeans(3, divergence=name, random_state=0).fit(X)
+MultitaskBregmanClustering(3, divergence="kl", random_state=0).fit([X, X[:20]])
+print("COMPILED", compiled)
+"""
+
+
+@pytest.mark.slow
+def test_compile_command_leaves_the_built_in_models_nothing_to_compile(tmp_path):
+    """`bregclust compile` with an empty numba cache: a later process fits every built-in
+    agglomerative model (dense and sparse), k-means and MBC without compiling any kernel."""
+    import os
+    import subprocess
+    import sys
+
+    import numba
+
+    if numba.config.DISABLE_JIT:
+        pytest.skip("nothing is compiled with NUMBA_DISABLE_JIT=1")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "bregclust.cli", "compile"], env=env,
+                         capture_output=True, text=True, check=True)
+    assert "agglomerative clustering (sqeuclidean, mahalanobis, kl" in out.stdout
+    assert "compiling the agglomerative engine" not in out.stderr  # the command says it itself
+    later = subprocess.run([sys.executable, "-c", _AFTER_COMPILE], env=env, capture_output=True,
+                           text=True, check=True)
+    assert "COMPILED []" in later.stdout, later.stdout[-2000:]
+    assert "compiling the agglomerative engine" not in later.stderr

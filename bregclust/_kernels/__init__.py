@@ -3,16 +3,28 @@
 * :mod:`.generators` - the njit preset, the built-in scalar generators, generator codes and the
   function pointers through which user-registered generators reach the kernels;
 * :mod:`.lloyd` - assignment, Lloyd passes, pairwise maps and the generic oracle;
-* :mod:`.agglomerative` - the agglomerative Bregman engine (merge costs, heaps, drivers);
+* :mod:`.agglomerative` - cluster statistics and merge costs of the agglomerative models;
+* :mod:`.linkage_ward`, :mod:`.linkage_generic`, :mod:`.linkage_pruned` - the agglomerative
+  drivers: the nearest-neighbour chain (Ward), Muellner's generic algorithm, and the same with
+  pruning bounds for sparse separable models (each compiled only when a fit runs it);
 * :mod:`.centroids` - sided Bregman centroids by bisection;
-* :mod:`.mixture` - the fused E-step pass of a Bregman mixture (soft assignments and sums).
+* :mod:`.mixture` - the fused E-step pass of a Bregman mixture (soft assignments and sums);
 * :mod:`.minibatch` - the mini-batch count update fused with the centres' GEMM parts.
 
 Kernels take arrays and scalars, write into buffers the caller allocates, and never validate;
 the Python layers (the registry, :mod:`bregclust._execution`, the estimators) validate.
 """
 
-from . import agglomerative, centroids, generators, lloyd, mixture
+from . import (
+    agglomerative,
+    centroids,
+    generators,
+    linkage_generic,
+    linkage_pruned,
+    linkage_ward,
+    lloyd,
+    mixture,
+)
 from .generators import (
     DOMAIN_CODES,
     JIT,
@@ -48,7 +60,8 @@ from .lloyd import (
 )
 
 __all__ = [
-    "agglomerative", "centroids", "generators", "lloyd", "mixture", "DOMAIN_CODES", "JIT", "PJIT",
+    "agglomerative", "centroids", "generators", "linkage_generic", "linkage_pruned",
+    "linkage_ward", "lloyd", "mixture", "DOMAIN_CODES", "JIT", "PJIT",
     "abs_phi", "is_dphi", "is_dphi_inv", "is_phi", "kl_dphi", "kl_dphi_inv", "kl_phi",
     "make_inverse", "sign_dphi", "sq_dphi", "sq_dphi_inv", "sq_phi", "fused_argmin",
     "fused_pairwise", "generic_assigned", "generic_pairwise", "l1_pairwise_exact", "lloyd_step_csr",

@@ -8,13 +8,22 @@ The kernels themselves therefore never depend on a user function: they are compi
 cached on disk (``cache=True``) like every other kernel, and a newly registered generator costs
 only the compilation of its own scalar functions.
 
-Under ``NUMBA_DISABLE_JIT=1`` ``fn`` is the plain Python function.
+A C callback cannot raise into the kernel that calls it. The callback of a user function
+therefore catches an exception, returns NaN and records the failure (count, argument, source)
+in a process-wide record; the Python layer that ran the kernel calls :func:`check_callbacks`
+(or runs it inside :func:`callback_errors`), which raises the user's exception once - by calling
+the compiled function again at the recorded argument - instead of a result computed from NaN.
+
+Under ``NUMBA_DISABLE_JIT=1`` ``fn`` is the plain Python function, whose exceptions propagate.
 """
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
-from numba import cfunc, config, njit
+from llvmlite import ir
+from numba import cfunc, config, njit, types
+from numba.extending import intrinsic
 
 # One preset for every kernel. fastmath is deliberately off: the kernels evaluate logs near the
 # domain edge (kl, Itakura-Saito) and reassociation there changes results.
@@ -22,6 +31,32 @@ JIT = dict(cache=True, nogil=True)
 PJIT = dict(JIT, parallel=True)
 
 DOMAIN_CODES = {"real": 0, "nonnegative": 1, "positive": 2}
+
+
+def is_compiled(kernel):
+    """Whether calling the numba dispatcher ``kernel`` compiles nothing: it has a compiled
+    specialisation in this process, or numba's on-disk cache holds one for this machine and
+    the current source (the check numba itself makes before loading from its cache). Always
+    true under ``NUMBA_DISABLE_JIT=1``; true when the cache cannot be inspected.
+
+    Parameters
+    ----------
+    kernel : numba dispatcher
+
+    Returns
+    -------
+    bool
+    """
+    if config.DISABLE_JIT or getattr(kernel, "overloads", None):
+        return True
+    try:
+        cache = kernel._cache
+        index = cache._cache_file._load_index()
+        codegen = kernel.targetctx.codegen()
+        return any(cache._index_key(key[0], codegen) == key for key in index)
+    except Exception:  # numba's private cache layout differs: assume compiled, say nothing
+        return True
+
 REAL, NONNEGATIVE, POSITIVE = 0, 1, 2
 
 # generator codes
@@ -162,39 +197,125 @@ def scalar_of(code, which, fn, x):
     return dphi_inv_of(code, fn, x)
 
 
-def function_pointer(f):
+# ---------------------------------------------------------------------------- C callbacks
+#: Failures of user callbacks since the last check: ``[count, argument, source]`` (``source``
+#: indexes :data:`_SOURCES`). Written by compiled code through its address (see
+#: :func:`_record_failure`), read and reset by :func:`check_callbacks`.
+_FAILURES = np.zeros(3)
+_FAILURES_ADDRESS = _FAILURES.ctypes.data
+#: ``(label, compiled function)`` of every callback, by its source number
+_SOURCES = []
+
+
+@intrinsic
+def _record_failure(typingctx, address, x, source):
+    """Store one failure (count + 1, argument, source) in the record at ``address``; plain
+    stores, so concurrent failures may mix their argument and source (each is one of them)."""
+    sig = types.void(types.intp, types.float64, types.float64)
+
+    def codegen(context, builder, signature, args):
+        a, xv, sv = args
+        dbl = ir.DoubleType()
+        ptr = builder.inttoptr(a, dbl.as_pointer())
+        builder.store(builder.fadd(builder.load(ptr), ir.Constant(dbl, 1.0)), ptr)
+        builder.store(xv, builder.gep(ptr, [ir.Constant(ir.IntType(32), 1)]))
+        builder.store(sv, builder.gep(ptr, [ir.Constant(ir.IntType(32), 2)]))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def function_pointer(f, label=None):
     """A first-class function ``float64(float64)`` for the kernels: a C callback calling the
     scalar ``f`` (a numba dispatcher), compiled once by the caller and kept on its registry
-    record. ``None`` gives a placeholder returning NaN (built-in codes never call it)."""
+    record. An exception raised by ``f`` is caught: the callback returns NaN and records the
+    failure for :func:`check_callbacks`, which names ``label`` (e.g. ``"phi of divergence
+    'x'"``). ``None`` gives the placeholder of :func:`placeholder`."""
     if f is None:
-        f = _nan
+        return placeholder()
     if config.DISABLE_JIT:
         return f
-    hit = _FP_CACHE.get(id(f))
+    label = label or f"the generator function {getattr(f, '__name__', f)!r}"
+    hit = _FP_CACHE.get((id(f), label))
     if hit is not None and hit[0] is f:
         return hit[1]
+    address = _FAILURES_ADDRESS
+    source = float(len(_SOURCES))
 
     def _call(x):
-        return f(x)
+        try:
+            return f(x)
+        except Exception:  # reported by check_callbacks
+            _record_failure(address, x, source)
+            return np.nan
 
     fp = cfunc(_SIGNATURE)(_call)
-    _FP_CACHE[id(f)] = (f, fp)  # f kept alive: its id is never reused
+    _SOURCES.append((label, f))
+    _FP_CACHE[(id(f), label)] = (f, fp)  # f kept alive: its id is never reused
     return fp
 
 
-#: Function pointers by the scalar dispatcher they call: numba never frees machine code, so a
-#: generator registered again with the same (cached) dispatchers reuses its callbacks.
+def check_callbacks():
+    """Raise the failure of a user callback recorded since the last check (and reset the record).
+
+    The compiled function is called again at the recorded argument, so the user's own
+    exception is raised (with a note naming the function and the argument); a function that
+    does not fail again gives a ``ValueError`` naming both.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    Exception
+        The user's exception, or ``ValueError``.
+    """
+    if _FAILURES[0] == 0.0:
+        return
+    count, x, source = (float(v) for v in _FAILURES)
+    _FAILURES[:] = 0.0
+    label, f = _SOURCES[int(source)]
+    where = (f"{label} failed at x = {x!r} inside a compiled kernel "
+             f"({int(count)} failed call{'s' if count != 1 else ''})")
+    try:
+        f(x)
+    except Exception as exc:
+        exc.add_note(where + "; the kernel's result was discarded.")
+        raise
+    raise ValueError(f"{where}, but not when called again; the kernel's result was discarded. "
+                     "Make the function deterministic and free of side effects.")
+
+
+@contextmanager
+def callback_errors():
+    """Context of a kernel call with user callbacks: the failure record is reset on entry and
+    :func:`check_callbacks` runs on a normal exit."""
+    _FAILURES[:] = 0.0
+    yield
+    check_callbacks()
+
+
+#: Function pointers by the scalar dispatcher they call (and their label): numba never frees
+#: machine code, so a generator registered again with the same (cached) dispatchers reuses its
+#: callbacks.
 _FP_CACHE = {}
 _INV_CACHE = {}
+
+
+def _nan_callback(x):
+    return np.nan
 
 
 _PLACEHOLDER = []
 
 
 def placeholder():
-    """The shared NaN function pointer passed for built-in generator codes."""
+    """The shared function pointer (returning NaN) passed for built-in generator codes, which
+    never call it; cached on disk like the kernels."""
     if not _PLACEHOLDER:
-        _PLACEHOLDER.append(function_pointer(None))
+        fp = _nan if config.DISABLE_JIT else cfunc(_SIGNATURE, cache=True)(_nan_callback)
+        _PLACEHOLDER.append(fp)
     return _PLACEHOLDER[0]
 
 
