@@ -41,7 +41,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import numpy as np  # noqa: E402
 
-from bregclust.agglomerative import _compile_kernels, bregman_linkage  # noqa: E402
+from bregclust.agglomerative import compile_kernels, bregman_linkage  # noqa: E402
 
 
 def _rss_mb():
@@ -86,7 +86,7 @@ def bench_kl(n, n_terms, seed):
     idx = np.sort(rng.choice(X.shape[0], size=min(n, X.shape[0]), replace=False))
     X = X[idx]
     t = time.perf_counter()
-    _compile_kernels()  # both generic drivers (a 64-document fit would run the exact one only)
+    compile_kernels()  # both generic drivers (a 64-document fit would run the exact one only)
     compile_s = time.perf_counter() - t
     rss0 = _rss_mb()
     tracemalloc.start()
@@ -177,7 +177,7 @@ def bench_curve(sizes, models, n_terms, seed, plot, counters=False):
     print("|---|---|---|---|---|---|---|")
     curves = {}
     for model in models:
-        _compile_kernels()  # compile or load from cache (both generic drivers)
+        compile_kernels()  # compile or load from cache (both generic drivers)
         for n in sizes:
             idx, rep = _sample_docs(X, n, np.random.default_rng(seed))
             Xs = X[idx]

@@ -762,16 +762,17 @@ def bregman_merge_cost(X, members1, members2, *, model="sqeuclidean", model_para
 def _builtin_models():
     """Every built-in agglomerative model: the built-in divergences and the models of
     :func:`list_agglomerative_models`, with the parameters they need (``(name, params)``)."""
-    from .divergences import _REGISTRY
+    from .divergences import get_divergence, list_divergences
 
     out = []
-    for name, div in _REGISTRY.items():
-        if div.builtin:
-            out.append((name, {"A": np.eye(3)} if div.param_names else None))
+    for name in list_divergences():
+        base = get_divergence(name) if name != "mahalanobis" else None
+        if name == "mahalanobis" or base.builtin:
+            out.append((name, {"A": np.eye(3)} if name == "mahalanobis" else None))
     return out + [(m, None) for m in list_agglomerative_models()]
 
 
-def _compile_kernels():
+def compile_kernels():
     """Run every agglomerative kernel once on tiny data, so numba compiles it (or loads it from
     its on-disk cache): the fit, ``transform`` and :func:`bregman_merge_cost` of every built-in
     model, the nearest-neighbour chain and both generic drivers (the pruned one explicitly:

@@ -914,10 +914,12 @@ def _cmd_fit(args):
 
 def _cmd_compile(args):
     """Compile (or load from numba's cache) the kernels of every built-in model, timed."""
-    from .agglomerative import _compile_kernels
-    from .divergences import _REGISTRY
+    from .agglomerative import compile_kernels
+    from .divergences import divergence_table
     from .kmeans import BregmanKMeans
     from .mbc import MultitaskBregmanClustering
+    from .minibatch import MiniBatchBregmanKMeans
+    from .mixture import BregmanMixture
 
     def say(msg):
         if not args.quiet:
@@ -927,25 +929,37 @@ def _cmd_compile(args):
         "it on disk; later sessions load it.")
     t0 = time.perf_counter()
     t = time.perf_counter()
-    models = _compile_kernels()
+    models = compile_kernels()
     say(f"  agglomerative clustering ({', '.join(models)}): {time.perf_counter() - t:.1f} s")
     rng = np.random.default_rng(0)
     Xs = [rng.gamma(2.0, 1.0, size=(20, 3)), rng.gamma(2.0, 1.0, size=(16, 3))]
-    names = [name for name, div in _REGISTRY.items() if div.builtin]
+    # the built-in divergences (divergence_table lists the registry: built-ins first)
+    builtin = {"sqeuclidean", "mahalanobis", "kl", "itakura_saito", "l1_subgradient"}
+    names = [row[0] for row in divergence_table() if row[0] in builtin]
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in names:
-            params = {"A": np.eye(3)} if _REGISTRY[name].param_names else None
+            params = {"A": np.eye(3)} if name == "mahalanobis" else None
             data = [X - 2.0 for X in Xs] if name == "l1_subgradient" else Xs
-            BregmanKMeans(2, divergence=name, divergence_params=params, n_init=1,
-                          random_state=0).fit(data[0])
-            if _REGISTRY[name].domain != "positive" and not params:  # sparse input
-                BregmanKMeans(2, divergence=name, n_init=1, random_state=0).fit(
-                    sp.csr_matrix(data[0]))
+            for dtype in (np.float64, np.float32):
+                X0 = data[0].astype(dtype)
+                for est in (BregmanKMeans(2, divergence=name, divergence_params=params,
+                                          n_init=1, random_state=0),
+                            MiniBatchBregmanKMeans(2, divergence=name, divergence_params=params,
+                                                   batch_size=8, max_iter=2, random_state=0),
+                            BregmanMixture(2, divergence=name, divergence_params=params,
+                                           max_iter=2, random_state=0)):
+                    if isinstance(est, BregmanMixture) and name == "l1_subgradient":
+                        continue  # no exponential family behind l1_subgradient
+                    est.fit(X0)
+                if name not in ("itakura_saito", "mahalanobis"):  # sparse input
+                    BregmanKMeans(2, divergence=name, n_init=1, random_state=0).fit(
+                        sp.csr_matrix(X0))
             MultitaskBregmanClustering(2, divergence=name, divergence_params=params, lam=0.5,
                                        n_init=1, random_state=0).fit(data)
-    say(f"  k-means and MBC ({', '.join(names)}): {time.perf_counter() - t:.1f} s")
+    say(f"  k-means, mini-batch, mixture and MBC ({', '.join(names)}; float64 and float32): "
+        f"{time.perf_counter() - t:.1f} s")
     say(f"done in {time.perf_counter() - t0:.1f} s")
     return 0
 

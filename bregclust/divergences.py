@@ -29,6 +29,7 @@ import numbers
 import re
 import threading
 import types
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,16 +141,22 @@ class _SeparableForm:
     def __init__(self, gen):
         self.gen = gen
 
+    def _calls(self):
+        """The context of a kernel call that may run a user's scalar functions: an exception
+        raised inside one is raised once, as the user's, when the kernel returns."""
+        return KG.callback_errors() if self.gen.code == KG.CUSTOM else nullcontext()
+
     def phi_rows(self, div, X):
         g = self.gen
         n, d = X.shape
         out = np.empty(n)
         # Parallel launches cost more than they save on small arrays (centres).
         dense, csr = E.rowsum_kernels(n * d)
-        if sp.issparse(X):
-            csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
-        else:
-            dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
+        with self._calls():
+            if sp.issparse(X):
+                csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
+            else:
+                dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
         return out
 
     def grad(self, div, U2):
@@ -164,13 +171,15 @@ class _SeparableForm:
                 return np.where(U2 >= 0, -1.0 / U2, np.nan)
         out = np.empty_like(U2)
         kern = K.map_scalar_par if U2.size > E.PARALLEL_MIN else K.map_scalar
-        kern(g.code, KG.DPHI, g.fn_dphi, U2, out)
+        with self._calls():
+            kern(g.code, KG.DPHI, g.fn_dphi, U2, out)
         return out
 
     def grad_inv(self, div, T2):
         g = self.gen
         out = np.empty_like(T2)
-        K.map_scalar(g.code, KG.DPHI_INV, g.fn_dphi_inv, T2, out)
+        with self._calls():
+            K.map_scalar(g.code, KG.DPHI_INV, g.fn_dphi_inv, T2, out)
         return out
 
     def prepare(self, div, X):
@@ -184,12 +193,14 @@ class _SeparableForm:
 
     def generic_pairwise(self, div, Xd, U, out):
         g = self.gen
-        K.generic_pairwise(g.code, g.fn_phi, g.fn_dphi, Xd, U, out)
+        with self._calls():
+            K.generic_pairwise(g.code, g.fn_phi, g.fn_dphi, Xd, U, out)
 
     def generic_assigned(self, div, Xd, U, labels, w, out):
         g = self.gen
         kern = K.generic_assigned if E.parallel(Xd.size) else KL.generic_assigned_serial
-        kern(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
+        with self._calls():
+            kern(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
 
 
 def _assigned_by_cluster(form, div, Xd, U, labels, w, out, chunk=4096):
@@ -1003,10 +1014,11 @@ class Divergence:
         mL = np.ascontiguousarray(mu_L, dtype=np.float64)
         mR = np.ascontiguousarray(mu_R, dtype=np.float64)
         out = np.empty_like(mL)
-        K.centroids.sided_centroid_bisect(
-            g.code, g.fn_dphi, g.domain_code,
-            np.ascontiguousarray(np.asarray(A, dtype=np.float64).ravel()),
-            np.ascontiguousarray(np.asarray(B, dtype=np.float64).ravel()), mL, mR, out)
+        with self.form._calls():
+            K.centroids.sided_centroid_bisect(
+                g.code, g.fn_dphi, g.domain_code,
+                np.ascontiguousarray(np.asarray(A, dtype=np.float64).ravel()),
+                np.ascontiguousarray(np.asarray(B, dtype=np.float64).ravel()), mL, mR, out)
         return out
 
 

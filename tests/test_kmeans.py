@@ -404,3 +404,24 @@ def test_verbose_shows_a_progress_bar_with_the_objective(capsys):
     assert "BregmanKMeans restart 0: objective" in out  # the summary line of each restart
     BregmanKMeans(4, random_state=0).fit(X)
     assert capsys.readouterr() == ("", "")
+
+
+def test_an_exception_in_a_user_generator_surfaces_once_as_the_users():
+    from bregclust import register_divergence, unregister_divergence
+
+    def phi(x):
+        if x > 5.0:
+            raise ValueError("phi out of its range")
+        return x * x
+
+    register_divergence("km_raising", phi=phi, dphi=lambda x: 2.0 * x)
+    try:
+        X = np.random.default_rng(0).normal(size=(300, 20)) * 3.0
+        with pytest.raises(ValueError, match="phi out of its range"):
+            get_divergence("km_raising").pairwise(X, X[:4])
+        with pytest.raises(ValueError, match="phi out of its range"):
+            BregmanKMeans(3, divergence="km_raising", random_state=0).fit(X)
+        # inside its range it clusters
+        BregmanKMeans(3, divergence="km_raising", random_state=0).fit(X / 10.0)
+    finally:
+        unregister_divergence("km_raising")
