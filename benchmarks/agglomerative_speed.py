@@ -41,7 +41,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import numpy as np  # noqa: E402
 
-from bregclust.agglomerative import compile_kernels, bregman_linkage  # noqa: E402
+from bregclust.agglomerative import bregman_linkage, compile_kernels  # noqa: E402
 
 
 def _rss_mb():
