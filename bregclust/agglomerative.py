@@ -49,6 +49,7 @@ D. Muellner. Modern hierarchical, agglomerative clustering algorithms. arXiv:110
 import math
 import numbers
 import sys
+import warnings
 
 import numba
 import numpy as np
@@ -56,6 +57,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._conditioning import block_stats, decide, exponent
+from ._execution import Block
 from ._kernels import agglomerative as KA
 from ._kernels import generators as KG
 from ._kernels import linkage_generic as KLG
@@ -109,6 +112,15 @@ class _Plan:
             return self.divergence.generator.fn_phi
         return KG.placeholder()
 
+    def undo_costs(self, h):
+        """Merge costs of the conditioned statistics in the data's units (``2^(p e)`` for a
+        data scale ``2^e`` of degree ``p``, ``2^e_w`` for a weight scale)."""
+        p = self.degree + self.weight_scale
+        if not p:
+            return h
+        with np.errstate(over="ignore", under="ignore"):
+            return np.ldexp(h, p)
+
     # -- singleton state ---------------------------------------------------------------
     def state(self, X, w):
         """Singleton statistics ``(A, B, C, w, sup, slen, aux)`` of validated data ``X``."""
@@ -119,7 +131,7 @@ class _Plan:
         T = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64, order="C")
         if self.normalize:
             T /= T.sum(axis=1, keepdims=True)
-        if self.prescale != 1.0:
+        if np.any(self.prescale != 1.0):
             T /= self.prescale
         if kind in (_WARD, _SEP, _L1):
             if self.scale != 1.0:
@@ -132,6 +144,8 @@ class _Plan:
             else:
                 T = np.ascontiguousarray(T @ self.whiten)
         w = np.ascontiguousarray(w, dtype=np.float64).copy()
+        if self.weight_scale:  # costs are homogeneous of degree 1 in the weights
+            w = np.ldexp(w, -self.weight_scale)
         sup = np.zeros((n, 0), dtype=np.int32)
         slen = np.full(n, -1, dtype=np.int64)
         aux = np.zeros(n, dtype=np.int64)
@@ -272,7 +286,8 @@ def _build_plan(X, w, model, model_params, smoothing):
     n, d = X.shape
     plan = dict(name=name, divergence=div, kind=kind, d=d, normalize=False, scale=1.0, prescale=1.0,
                 shift=np.zeros(d), whiten=None, smax=0, fc=np.zeros((2, d)), gcode=KG.SQ,
-                smoothing_description="none")
+                smoothing_description="none", weight_scale=exponent(float(w.max()) if n else 0.0),
+                degree=0)
     if isinstance(smoothing, str):
         smoothing = smoothing.strip().lower()
         smoothing = {"-nd": "nd", "-n": "n", "multi": "multinomial"}.get(smoothing, smoothing)
@@ -346,7 +361,19 @@ def _build_plan(X, w, model, model_params, smoothing):
         plan["bandwidth"] = H
         return _Plan(**plan)
 
-    # identity-statistic models
+    # identity-statistic models: data of extreme magnitude are divided by a power of two (per
+    # column for a coordinate-scale-invariant divergence) when the merge costs are homogeneous
+    # in the data (degree p: heights scale back by 2^(p e)); normalised rows need none
+    prescale = 1.0
+    if name != "multinomial" and div.homogeneity is not None and X.shape[0]:
+        stats = block_stats(Block(X), div, colmax=div.coordinate_scale_invariant)
+        cond = decide(div, stats)
+        if cond.col_scale is not None:
+            prescale = np.ldexp(1.0, cond.col_scale)
+        elif cond.scale:
+            prescale = float(np.ldexp(1.0, cond.scale))
+            plan["degree"] = int(div.homogeneity) * cond.scale
+        plan["prescale"] = prescale
     if not isinstance(smoothing, str):
         alpha, z, form = _parse_user_smoothing(smoothing)
         z = np.broadcast_to(z, (d,)).astype(np.float64) if z.ndim <= 1 else None
@@ -360,6 +387,7 @@ def _build_plan(X, w, model, model_params, smoothing):
         plan["shift"] = alpha * z
         plan["smoothing_description"] = f"user {form} smoothing, alpha={alpha:g}"
     else:
+        auto_rule = smoothing == "auto"
         if smoothing == "auto":
             if name == "multinomial":
                 smoothing = "data-mean" if _is_sparse_text(X) else "multinomial"
@@ -382,10 +410,31 @@ def _build_plan(X, w, model, model_params, smoothing):
                 "weighted mean of the normalised rows (k-means' smoothing='auto' for sparse "
                 "data at every level of the tree)"
             )
+        elif smoothing == "multinomial" and auto_rule and float(X.sum()) < 1.0:
+            # the confidence term reads the total mass as a number of tokens: data summing to
+            # less than one token are not counts, and the term would swamp them
+            if name == "multinomial":
+                alpha = AUTO_SPARSE_CLUSTER_MASSES / (1.0 + AUTO_SPARSE_CLUSTER_MASSES)
+                inv = 1.0 / np.asarray(X.sum(axis=1)).reshape(-1, 1)
+                rows = sp.csr_matrix(X.multiply(inv)) if sp.issparse(X) else X * inv
+                plan["scale"] = 1.0 - alpha
+                plan["shift"] = alpha * smoothing_point(rows, _KL, sample_weight=w)
+                plan["smoothing_description"] = (
+                    "data-mean rule (the data sum to less than one token, so the multinomial "
+                    "confidence term, which counts tokens, does not apply)")
+            else:
+                plan["smoothing_description"] = (
+                    "none (the data sum to less than one token, so the multinomial confidence "
+                    "term, which counts tokens, does not apply)")
         elif smoothing == "multinomial":
             m = float(X.sum())
             if not m > 0:
                 raise ValueError("multinomial smoothing needs data with positive total mass.")
+            if m < 1.0:
+                raise ValueError(
+                    f"smoothing='multinomial' reads the total mass of X as a number of tokens, "
+                    f"but X sums to {m:.3g} < 1; pass counts, or use smoothing='data-mean' "
+                    "(multinomial model) or 'none'.")
             p = 1.0 / d
             eps = 1.0 / m + math.sqrt(p * (1.0 - p) / m)
             plan["shift"] = np.full(d, eps)
@@ -405,6 +454,8 @@ def _build_plan(X, w, model, model_params, smoothing):
                 f"unknown smoothing {smoothing!r}; use 'auto', 'none', 'multinomial', "
                 "'data-mean', 'nd', 'n' or a tuple (alpha, z[, 'convex'|'cone'])."
             )
+    if np.any(prescale != 1.0):  # the smoothing point in the units of the prescaled data
+        plan["shift"] = plan["shift"] / prescale
     if kind == _WARD:
         plan["whiten"] = div.whitening()  # rows: x -> x L, ||.||^2 = x^T A x (None: identity)
     if kind == _SEP:
@@ -593,6 +644,22 @@ def _check_ward_range(A, w):
         )
 
 
+def _heights(plan, h, strict=True):
+    """Merge costs in the data's units. Where they overflow float64 there, the merge order
+    (computed on conditioned statistics) is still exact: a linkage matrix is refused with a
+    one-line error (``strict``), an estimator warns and keeps ``inf`` heights."""
+    out = plan.undo_costs(h)
+    if h.size and not np.isfinite(out).all():
+        msg = (f"the merge costs of model {plan.name!r} overflow float64 in the data's units "
+               "(they scale with the data and the weights); rescale X or sample_weight to "
+               "read them")
+        if strict:
+            raise ValueError(msg + ".")
+        warnings.warn(msg + "; labels_ and children_ are exact, distances_ hold inf.",
+                      RuntimeWarning, stacklevel=3)
+    return out
+
+
 def _linkage_from_merges(n, si, sj, h, heights):
     if heights not in ("cost", "cumulative"):
         raise ValueError(f"heights must be 'cost' or 'cumulative', got {heights!r}.")
@@ -685,7 +752,7 @@ def bregman_linkage(X, model="sqeuclidean", *, model_params=None, smoothing="aut
     X, w = _validate(X, model, model_params, sample_weight)
     plan = _build_plan(X, w, model, model_params, smoothing)
     si, sj, h, _ = _run(X, w, plan, algorithm)
-    return _linkage_from_merges(X.shape[0], si, sj, h, heights)
+    return _linkage_from_merges(X.shape[0], si, sj, _heights(plan, h), heights)
 
 
 def _member_index(members, n, name):
@@ -756,7 +823,7 @@ def bregman_merge_cost(X, members1, members2, *, model="sqeuclidean", model_para
         for t in range(i1.size + 1, sub.size):
             KA.merge(plan.kind, t - 1, t, st, plan.fc, plan.gcode, fn, work, ibuf)
         c = KA.cost(plan.kind, i1.size - 1, sub.size - 1, st, plan.fc, plan.gcode, fn, work)
-    return float(c)
+    return float(plan.undo_costs(np.float64(c)))
 
 
 def _builtin_models():
@@ -931,7 +998,7 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
         # the statistics of the top clusters for transform (root first)
         k = min(self.n_features, max(n - 1, 0))
         si, sj, h, self._top_state = _run(Xv, w, plan, self.algorithm, n_top=k)
-        Z = _linkage_from_merges(n, si, sj, h, self.heights)
+        Z = _linkage_from_merges(n, si, sj, _heights(plan, h, strict=False), self.heights)
         if self.n_clusters is not None:
             n_merges = n - self.n_clusters
         else:
@@ -1013,5 +1080,5 @@ class AgglomerativeBregman(ClusterMixin, TransformerMixin, BaseEstimator):
             out = np.empty((e - s, k))
             with KG.callback_errors():
                 KA.cross_costs(plan.kind, k, tuple(st), plan.fc, plan.gcode, plan.fn, out)
-            F[s:e] = out
+            F[s:e] = plan.undo_costs(out)
         return F

@@ -550,10 +550,14 @@ def test_engine_equals_plain_generic_algorithm_bit_for_bit(model, case):
 # ---------------------------------------------------------------------------- issue 12 hostile input
 def test_issue12_row1_ward_overflow_is_refused():
     X = np.random.RandomState(0).rand(20, 3)
-    with pytest.raises(ValueError, match="Ward merge costs overflow float64"):
+    with pytest.raises(ValueError, match="merge costs of model 'sqeuclidean' overflow float64"):
         bregman_linkage(X * 1e300)
-    with pytest.raises(ValueError, match="Ward merge costs overflow float64"):
+    with pytest.raises(ValueError, match="merge costs of model 'sqeuclidean' overflow float64"):
         bregman_linkage(np.array([[0.0], [1e155], [5.0]]))
+    # the estimator needs only the merge order, which stays exact: it warns
+    with pytest.warns(RuntimeWarning, match="overflow float64.*labels_ and children_ are exact"):
+        est = AgglomerativeBregman(2).fit(X * 1e300)
+    assert np.array_equal(est.labels_, AgglomerativeBregman(2).fit(X).labels_)
     with pytest.raises(ValueError, match="sample_weight sums to infinity"):
         AgglomerativeBregman(2).fit(X, sample_weight=np.full(20, 1e308))
     # large but representable: a correct, valid result
@@ -588,7 +592,7 @@ def test_issue12_row8_cone_smoothing_domain_and_nonfinite_costs():
         AgglomerativeBregman(2, model="kl").fit(X, sample_weight=np.full(20, 1e308))
     # costs that overflow (weights near the float64 limit, sum still finite) are caught
     w = np.full(20, 1e306)
-    with pytest.raises(ValueError, match="merge cost of model 'kl' is not finite"):
+    with pytest.raises(ValueError, match="merge costs of model 'kl' overflow float64"):
         bregman_linkage(X * 1e300, "kl", sample_weight=w)
     est = AgglomerativeBregman(2, model="kl").fit(X, sample_weight=np.full(20, 1e300))
     assert est.n_clusters_ == 2 and np.unique(est.labels_).size == 2

@@ -284,3 +284,48 @@ def test_other_estimators_at_extreme_scales():
         ModelRelationClustering(3).fit([np.ldexp(X, -1000) for X in tasks])
     with pytest.raises(ValueError, match="too large for the regression term.*overflows"):
         ModelRelationClustering(3).fit([np.ldexp(X, 1000) for X in tasks])
+
+
+@pytest.mark.parametrize("model", ["sqeuclidean", "kl", "itakura_saito", "l1_subgradient",
+                                   "gaussian_diag", "gaussian_full", "multinomial"])
+def test_agglomerative_tree_of_scaled_data_and_weights_is_the_tree(model):
+    """Every model at 2^+-1000 and with weights at 1e-308 (merge costs homogeneous in the
+    weights): the same merges; heights rescaled where they stay inside float64."""
+    from bregclust import AgglomerativeBregman, bregman_linkage
+
+    X, _ = _blobs(n_per=10, d=3, seed=40)
+    if model == "l1_subgradient":
+        X = _signed(X)
+    # kl's and the multinomial's default smoothing counts tokens (not scale free, see the next
+    # test): the scale-free rules here
+    kw = {"kl": {"smoothing": "none"}, "multinomial": {"smoothing": "data-mean"}}.get(model, {})
+    ref = bregman_linkage(X, model, **kw)
+    p = {"sqeuclidean": 2, "kl": 1, "l1_subgradient": 1}.get(model, 0)
+    for s in (-1000, 1000):
+        if p * s > 1000:  # the heights truly overflow: refused for a linkage matrix
+            with pytest.raises(ValueError, match="overflow float64"):
+                bregman_linkage(np.ldexp(X, s), model, **kw)
+            continue
+        Z = bregman_linkage(np.ldexp(X, s), model, **kw)
+        assert np.array_equal(Z[:, [0, 1, 3]], ref[:, [0, 1, 3]]), (model, s)
+        _close_scaled(Z[:, 2], ref[:, 2], p * s)
+    w = np.full(X.shape[0], 1e-308)
+    Zw = bregman_linkage(X, model, sample_weight=w, **kw)
+    assert np.array_equal(Zw[:, [0, 1, 3]], ref[:, [0, 1, 3]]), model
+    est = AgglomerativeBregman(2, model=model, **kw).fit(np.ldexp(X, -1000))
+    assert np.array_equal(est.labels_, AgglomerativeBregman(2, model=model, **kw).fit(X).labels_)
+
+
+def test_multinomial_confidence_term_needs_token_counts():
+    """The default smoothing of the multinomial model counts tokens: data summing to less than
+    one token get the data-mean rule under 'auto' (the same tree at every scale), and an
+    explicit 'multinomial' is refused naming the fix."""
+    from bregclust import bregman_linkage
+
+    X = np.random.default_rng(0).poisson(3.0, size=(20, 6)).astype(float) + 1.0
+    a = bregman_linkage(X * 1e-300, "multinomial")
+    b = bregman_linkage(X * 1e-200, "multinomial")
+    assert np.array_equal(a[:, [0, 1, 3]], b[:, [0, 1, 3]])
+    assert np.unique(a[:, 2]).size > 1  # heights are not all 0
+    with pytest.raises(ValueError, match="number of tokens.*sums to .* < 1"):
+        bregman_linkage(X * 1e-300, "multinomial", smoothing="multinomial")
