@@ -69,6 +69,19 @@ if arg == "custom":  # registration (it compiles the scalar functions) counts as
     arg = "bench_exp_gen"
 if kind == "kmeans":
     fit = lambda: B.BregmanKMeans(3, divergence=arg, random_state=0).fit(X)
+elif kind == "kmeans32":
+    fit = lambda: B.BregmanKMeans(3, divergence=arg, random_state=0).fit(X.astype(np.float32))
+elif kind == "kmeansdask":
+    import dask.array as da
+    fit = lambda: B.BregmanKMeans(3, divergence=arg, random_state=0).fit(
+        da.from_array(X, chunks=(20, -1))).labels_.compute()
+elif kind == "mixture":
+    fit = lambda: B.BregmanMixture(3, divergence=arg, random_state=0).fit(X)
+elif kind == "minibatch":
+    fit = lambda: B.MiniBatchBregmanKMeans(3, divergence=arg, batch_size=16,
+                                           random_state=0).fit(X)
+elif kind == "bisecting":
+    fit = lambda: B.BisectingBregmanKMeans(3, divergence=arg, random_state=0).fit(X)
 elif kind == "mbc":
     fit = lambda: B.MultitaskBregmanClustering(3, divergence=arg, lam=0.5, random_state=0).fit([X, X2])
 elif kind == "agglomerative":
@@ -105,6 +118,12 @@ ENTRIES = [
     ("kmeans:kl", "BregmanKMeans, kl", TARGET_S),
     ("kmeans:sqeuclidean", "BregmanKMeans, sqeuclidean", TARGET_S),
     ("kmeans:custom", "BregmanKMeans, new custom generator", TARGET_CUSTOM_S),
+    ("kmeans32:sqeuclidean", "BregmanKMeans, sqeuclidean, float32 data", TARGET_S),
+    ("kmeansdask:sqeuclidean", "BregmanKMeans, sqeuclidean, dask array", TARGET_S),
+    ("mixture:sqeuclidean", "BregmanMixture, sqeuclidean (Gaussian)", TARGET_S),
+    ("mixture:kl", "BregmanMixture, kl (multinomial)", TARGET_S),
+    ("minibatch:kl", "MiniBatchBregmanKMeans, kl", TARGET_S),
+    ("bisecting:sqeuclidean", "BisectingBregmanKMeans, sqeuclidean", TARGET_S),
     ("mbc:kl", "MultitaskBregmanClustering, kl", TARGET_S),
     ("agglomerative:sqeuclidean", "AgglomerativeBregman, sqeuclidean (Ward)", TARGET_S),
     ("agglomerative:mahalanobis", "AgglomerativeBregman, mahalanobis", TARGET_S),

@@ -574,6 +574,13 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     ``W`` falls in the null space of ``X`` and the cross-task term vanishes). Every step is a
     block minimisation or an auxiliary-function step, so ``J`` never increases.
 
+    ``labels_`` is the argmax of the relaxed memberships ``P_k >= 0``: a row is read as a
+    nonnegative combination of the centres (the model's intended data are nonnegative, like word
+    counts). Clusters that differ by an offset along a shared direction are read less well: two
+    unit-noise blobs at ``(5, 5, 5)`` and ``(11, 11, 5)`` converge with 2 of 40 rows on the wrong
+    side, though nearest-centre k-means separates them (stopping after the paper's 20 sweeps, from
+    the true partition, kept them apart; ``max_iter`` sets that budget).
+
     When ``n_features >= n_samples`` the span holds the ``c`` directions with ``X W`` equal to
     an orthonormal basis of the columns of ``P``; they have eigenvalue 0, so for
     ``n_components <= n_clusters`` the shared term only confirms the current partition.
@@ -588,7 +595,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     >>> import numpy as np
     >>> from bregclust.shared_subspace import SharedSubspaceClustering
     >>> rng = np.random.default_rng(0)
-    >>> centres = np.array([[5.0, 5.0, 5.0], [11.0, 11.0, 5.0]])
+    >>> centres = np.array([[8.0, 1.0, 1.0], [1.0, 8.0, 1.0]])
     >>> Xs = [np.repeat(centres, 20, axis=0) + rng.normal(size=(40, 3)) for _ in range(2)]
     >>> est = SharedSubspaceClustering(2, n_components=2, lam=0.5,
     ...                                init=[np.repeat([0, 1], 20)] * 2).fit(Xs)
@@ -836,7 +843,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
     >>> import numpy as np
     >>> from bregclust.shared_subspace import SharedSubspaceTransfer
     >>> rng = np.random.default_rng(0)
-    >>> centres = np.array([[5.0, 5.0, 5.0], [10.0, 10.0, 5.0]])
+    >>> centres = np.array([[8.0, 1.0, 1.0], [1.0, 8.0, 1.0]])
     >>> Xs = np.repeat(centres, 15, axis=0) + rng.normal(size=(30, 3))
     >>> Xt = np.repeat(centres, 10, axis=0) + [0.5, -0.5, 1.0] + rng.normal(size=(20, 3))
     >>> X = np.vstack([Xs, Xt])
