@@ -11,7 +11,6 @@ the default local scheduler otherwise. This module imports no estimator.
 """
 
 import functools
-import sys
 import threading
 import uuid
 import weakref
@@ -21,11 +20,11 @@ import scipy.sparse as sp
 
 from . import _conditioning as C
 from . import _execution as E
+from ._dask_local import SPLIT_EVERY, active_client, local_groups, run_local
+from ._portable import Portable, portable, unwrap
 from ._validation import as_block, check_block, check_dask_array, check_float_dtype, float_dtype
 
 __all__ = ["DaskSource"]
-
-_SPLIT_EVERY = 16  # fan-in of the tree reduction
 
 
 def _dask():
@@ -35,96 +34,6 @@ def _dask():
     except ImportError as exc:  # pragma: no cover - only reachable without dask
         raise ImportError("dask input needs the dask extra: pip install 'bregclust[dask]'.") from exc
     return dask, da
-
-
-# ----------------------------------------------------------------------------- divergences
-class _Portable:
-    """A divergence that unpickles in any worker process, or fails there with a clear error.
-
-    Built-in divergences travel by name. A user-registered generator does not exist in a
-    worker started before (or without) the ``register_divergence`` call, so its Python
-    functions travel with it (pickled by value with cloudpickle) and the worker registers
-    them on first use. Unpickling never raises: a record that cannot be restored (say, a
-    generator whose functions need a module the worker lacks) becomes a placeholder whose
-    first use raises, so the task fails and the error reaches the client instead of killing
-    the worker (which the scheduler would restart and resubmit to forever).
-    """
-
-    def __init__(self, div, name=None, error=None):
-        self.div = div
-        self.name = div.name if div is not None else name
-        self.error = error
-
-    def __dask_tokenize__(self):
-        return ("bregclust-divergence", self.name, id(self.div))
-
-    def __reduce__(self):
-        div = self.div
-        if div is None:
-            return (_restore, (self.name, {}, None, self.error))
-        if div.builtin:
-            return (_restore, (div.name, dict(div.params), None, None))
-        return (_restore, (div.name, {}, _generator_spec(div), None))
-
-    def get(self):
-        if self.div is None:
-            raise RuntimeError(self.error)
-        return self.div
-
-
-def _generator_spec(div):
-    """The registration of a custom generator, pickled with its functions by value."""
-    import cloudpickle
-
-    spec = {key: getattr(getattr(div, key), "py_func", getattr(div, key))
-            for key in ("phi", "dphi", "dphi_inv")}
-    inv = spec["dphi_inv"]
-    if getattr(inv, "__module__", "").startswith("bregclust."):
-        del spec["dphi_inv"]  # the registry's own bisection inverse: rebuilt by registering
-    spec.update(domain=div.domain, symmetric=div.symmetric, aliases=tuple(div.aliases),
-                formula=div.formula)
-    mods = {sys.modules.get(getattr(f, "__module__", None)) for f in
-            (spec["phi"], spec["dphi"], spec.get("dphi_inv"))}
-    mods = [m for m in mods if m is not None and m.__name__ not in ("__main__", "builtins")
-            and not m.__name__.startswith(("math", "numpy", "numba"))]
-    registered = []
-    try:
-        for m in mods:  # user functions travel by value (workers need not import their module)
-            try:
-                cloudpickle.register_pickle_by_value(m)
-                registered.append(m)
-            except ValueError:
-                pass
-        return cloudpickle.dumps(spec)
-    finally:
-        for m in registered:
-            cloudpickle.unregister_pickle_by_value(m)
-
-
-def _restore(name, params, spec, error):
-    """Unpickle a :class:`_Portable` (never raises; see there)."""
-    if error is not None:
-        return _Portable(None, name, error)
-    try:
-        from .divergences import get_divergence, register_divergence
-
-        try:
-            return _Portable(get_divergence(name, **params))
-        except ValueError:
-            if spec is None:
-                raise
-            import pickle
-
-            return _Portable(register_divergence(name, **pickle.loads(spec)))
-    except Exception as exc:  # noqa: BLE001 - reported when the task runs, see _Portable
-        return _Portable(None, name, (
-            f"divergence {name!r} could not be restored on a dask worker "
-            f"({type(exc).__name__}: {exc}). Make its generator functions importable there "
-            f"or call client.run(register_divergence, {name!r}, phi=..., dphi=...) first."))
-
-
-def _div(div):
-    return div.get() if isinstance(div, _Portable) else div
 
 
 # ----------------------------------------------------------------------------- chunk tasks
@@ -148,7 +57,6 @@ def _one_at_a_time(fn):
             return fn(*args, **kwargs)
 
     return run
-
 
 
 # phi(x) of the chunks a worker keeps in memory (a persisted dask array), keyed by the chunk
@@ -183,19 +91,15 @@ def _block(Xb, wb, meta, div, cond):
     return block
 
 
-def _unwrap(a):
-    return a.get() if isinstance(a, _Portable) else a
-
-
 @_one_at_a_time
 def _chunk_task(Xb, wb, meta, cond, check, name, fn, div, *args):
     """One block pass on one chunk: validated when ``check`` (the first pass over the data),
     conditioned by ``cond``, then ``fn(block, div, *args)``."""
-    div = _div(div)
+    div = unwrap(div)
     Xb = as_block(Xb)
     if check:
         check_block(Xb, wb, div, meta, name)
-    return fn(_block(Xb, wb, meta, div, cond), div, *[_unwrap(a) for a in args])
+    return fn(_block(Xb, wb, meta, div, cond), div, *[unwrap(a) for a in args])
 
 
 def _stats_and_lloyd(block, div, need, centres):
@@ -237,7 +141,7 @@ def _transform_chunk(Xb, div, U, block_info=None):
 def _checked_block(Xb, div, block_info):
     """The divergence and the chunk of a ``map_blocks`` call, the chunk validated (named by its
     position in the array) when dask passes ``block_info``."""
-    div = _div(div)
+    div = unwrap(div)
     Xb = as_block(Xb)
     if block_info is not None:
         loc = block_info[0]
@@ -335,7 +239,7 @@ class DaskSource:
         conditioning: ``(stats, part)``."""
         need = dict(phi=div.translation_invariant, colmax=div.coordinate_scale_invariant,
                     nnz=bool(nnz) and div.domain != "real")
-        stats, part = self.run(_stats_and_lloyd, _Portable(div), need, centres,
+        stats, part = self.run(_stats_and_lloyd, Portable(div), need, centres,
                                check=not self._checked)
         self._checked = True
         if stats.weight <= 0:
@@ -344,7 +248,7 @@ class DaskSource:
         return (stats, part) if centres is not None else stats
 
     def lloyd(self, div, centres, extra=None):
-        return self.run(E.lloyd_block, _Portable(div), centres, False, extra)
+        return self.run(E.lloyd_block, Portable(div), centres, False, extra)
 
     @staticmethod
     def labels_changed(a, b):
@@ -354,11 +258,11 @@ class DaskSource:
         return E.farthest_by_passes(self, div, centres)
 
     def cost(self, div, centres):
-        return self.run(E.cost_block, _Portable(div), centres)
+        return self.run(E.cost_block, Portable(div), centres)
 
     def sample(self, div, centres, ell, cost, seeds):
         seeds = [int(s) for s in seeds]
-        return self.run(E.sample_block, _Portable(div), centres, ell, cost,
+        return self.run(E.sample_block, Portable(div), centres, ell, cost,
                         extra=lambda i: (seeds[i],))
 
     def take(self, ids):
@@ -404,7 +308,7 @@ class DaskSource:
 
     def labels(self, div, centres, part=None):
         """Lazy labels of prepared (conditioned) centres: the labels of the fit's last pass."""
-        return self.X.map_blocks(_labels_chunk, _Portable(div), centres.U, self.cond,
+        return self.X.map_blocks(_labels_chunk, Portable(div), centres.U, self.cond,
                                  drop_axis=1, dtype=np.int64, meta=np.empty((0,), dtype=np.int64))
 
     def final_objective(self, div, part, U):
@@ -412,16 +316,16 @@ class DaskSource:
 
     def score(self, div, U):
         """``sum_i w_i min_j d(x_i, u_j)`` in the data's units (chunks validated)."""
-        return float(self.run(C.score_block, _Portable(div), U, check=True))
+        return float(self.run(C.score_block, Portable(div), U, check=True))
 
     def predict(self, div, U):
         """Lazy labels of centres ``U`` (data units), each chunk conditioned with them."""
-        return self.X.map_blocks(_labels_chunk, _Portable(div), U, None, drop_axis=1,
+        return self.X.map_blocks(_labels_chunk, Portable(div), U, None, drop_axis=1,
                                  dtype=np.int64, meta=np.empty((0,), dtype=np.int64))
 
     def transform(self, div, U):
         """Lazy divergences to centres ``U`` (data units), shape ``(n, k)``."""
-        return self.X.map_blocks(_transform_chunk, _Portable(div), U,
+        return self.X.map_blocks(_transform_chunk, Portable(div), U,
                                  chunks=(self.X.chunks[0], (U.shape[0],)), dtype=np.float64,
                                  meta=np.empty((0, 0), dtype=np.float64))
 
@@ -431,9 +335,9 @@ class DaskSource:
         or ``(n, ncols)`` with ``ncols``. ``fn`` is a module-level function of a validated
         chunk (a per-row evaluation of a fitted model, such as a mixture's log-densities)."""
         if ncols is None:
-            return self.X.map_blocks(_rows_chunk, fn, _Portable(div), args, drop_axis=1,
+            return self.X.map_blocks(_rows_chunk, fn, Portable(div), args, drop_axis=1,
                                      dtype=dtype, meta=np.empty((0,), dtype=dtype))
-        return self.X.map_blocks(_rows_chunk, fn, _Portable(div), args,
+        return self.X.map_blocks(_rows_chunk, fn, Portable(div), args,
                                  chunks=(self.X.chunks[0], (int(ncols),)), dtype=dtype,
                                  meta=np.empty((0, 0), dtype=dtype))
 
@@ -457,10 +361,10 @@ class DaskSource:
         The last state.
         """
         dask, _ = _dask()
-        portable = _Portable(div)
+        portable = Portable(div)
         xd = self.X.to_delayed().ravel()
         wd = (self.w.to_delayed().ravel() if self.w is not None else [None] * self.nblocks)
-        client = _active_client()
+        client = active_client()
         task = dask.delayed(_chunk_task, pure=False)
         prev = state
         pending = []
@@ -491,7 +395,7 @@ class DaskSource:
     # ------------------------------------------------------------------ graphs
     def _run(self, task, args, reduce, extra):
         """Map ``task(chunk, weights, meta, *args[, *extra(i)])`` over the chunks and reduce
-        the results with a tree of ``reduce`` tasks (fan-in ``_SPLIT_EVERY``); computed.
+        the results with a tree of ``reduce`` tasks (fan-in ``SPLIT_EVERY``); computed.
 
         The pass is one graph layer written out directly (one task per chunk, ``args``
         stored once): a pass is repeated every Lloyd iteration, and building it from
@@ -501,17 +405,17 @@ class DaskSource:
         from dask.delayed import Delayed
         from dask.highlevelgraph import HighLevelGraph
 
-        refs = [_Portable(a) if _is_divergence(a) else a for a in args]
+        refs = [portable(a) for a in args]
         extras = [(self.meta[i],) + (tuple(extra(i)) if extra else ())
                   for i in range(self.nblocks)]
-        local = self._local_groups()
+        local = local_groups(self)
         if local is not None:
-            return self._run_local(local, task, refs, extras, reduce)
+            return run_local(self, local, task, refs, extras, reduce)
         name = f"bregclust-{getattr(args[3], '__name__', 'pass').strip('_')}-{uuid.uuid4().hex}"
         layer = {}
         keyed = []
         for j, a in enumerate(refs):
-            if isinstance(a, (np.ndarray, _Portable, E.PreparedCentres, C.Conditioning)):
+            if isinstance(a, (np.ndarray, Portable, E.PreparedCentres, C.Conditioning)):
                 layer[(name + "-arg", j)] = a  # sent once
                 a = (name + "-arg", j)
             keyed.append(a)
@@ -526,147 +430,12 @@ class DaskSource:
         while len(parts) > 1:
             level += 1
             nxt = []
-            for j in range(0, len(parts), _SPLIT_EVERY):
+            for j in range(0, len(parts), SPLIT_EVERY):
                 key = (f"{name}-r{level}", j)
-                layer[key] = (reduce, *parts[j:j + _SPLIT_EVERY])
+                layer[key] = (reduce, *parts[j:j + SPLIT_EVERY])
                 nxt.append(key)
             parts = nxt
         deps = [self.X] if self.w is None else [self.X, self.w]
         graph = HighLevelGraph.from_collections(name, layer, dependencies=deps)
         (out,) = dask.compute(Delayed(parts[0], graph, layer=name))
         return out
-
-    def _local_groups(self):
-        """``(client, chunk futures, weight futures, owner of every chunk)`` when the active
-        scheduler is a ``distributed`` client holding every chunk in worker memory (a
-        persisted array), else None."""
-        try:
-            import dask
-            from distributed import futures_of, get_client
-        except ImportError:  # pragma: no cover - distributed is part of the dask extra
-            return None
-        try:
-            client = get_client()
-        except ValueError:
-            return None
-        if dask.base.get_scheduler() != client.get:
-            return None
-        found = {}
-        for f in futures_of(self.X) + (futures_of(self.w) if self.w is not None else []):
-            found[f.key] = f
-        xkeys = [key[0] for key in self.X.__dask_keys__()]
-        wkeys = self.w.__dask_keys__() if self.w is not None else []
-        if any(k not in found for k in xkeys) or any(k not in found for k in wkeys):
-            return None
-        futs = [found[k] for k in xkeys]
-        who = client.who_has(futs)
-        holders = [sorted(who.get(f.key) or ()) for f in futs]
-        if any(not h for h in holders):
-            return None
-        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
-        owner = _balanced_owners(holders, np.diff(self.starts), workers)
-        wfuts = [found[k] for k in wkeys] if wkeys else [None] * self.nblocks
-        return client, futs, wfuts, owner
-
-    def _run_local(self, local, fn, refs, extras, reduce):
-        """:meth:`run` on persisted chunks: one task per worker runs ``fn`` on the chunks
-        that worker holds (a pass is then a few tasks, not one per chunk). Each task reduces
-        the complete first-level blocks of the tree among its chunks; the client finishes the
-        same tree in the same order, so the result does not depend on where chunks live."""
-        client, futs, wfuts, owner = local
-        groups = {}
-        for i, addr in enumerate(owner):
-            groups.setdefault(addr, []).append(i)
-        tasks = [client.submit(_group_task, fn, reduce, idx, [futs[i] for i in idx],
-                               [wfuts[i] for i in idx], refs, [extras[i] for i in idx],
-                               self.nblocks, workers=[addr], allow_other_workers=True,
-                               pure=False)
-                 for addr, idx in groups.items()]
-        blocks, singles = {}, {}
-        for out in client.gather(tasks):
-            for j, i, r in out:
-                if i is None:
-                    blocks[j] = r
-                else:
-                    singles[i] = r
-        if self.nblocks == 1:
-            return blocks[0] if 0 in blocks else singles[0]
-        parts = []
-        for j in range(0, -(-self.nblocks // _SPLIT_EVERY)):
-            if j in blocks:
-                parts.append(blocks[j])
-            else:
-                members = range(j * _SPLIT_EVERY, min(self.nblocks, (j + 1) * _SPLIT_EVERY))
-                parts.append(reduce(*[singles[i] for i in members]))
-        while len(parts) > 1:
-            parts = [reduce(*parts[j:j + _SPLIT_EVERY]) for j in range(0, len(parts),
-                                                                        _SPLIT_EVERY)]
-        return parts[0]
-
-
-def _balanced_owners(holders, rows, workers):
-    """The worker that runs each chunk's task: balanced rows per worker, data moved least.
-
-    ``holders[i]``: the workers holding a copy of chunk ``i``; ``workers``: every worker of
-    the cluster. Each worker's share is ``sum(rows) / len(workers)``. Chunks with fewer copies
-    go first, each to its least-loaded holder still under its share; a chunk whose holders
-    are all full goes to the least-loaded worker, which fetches it once (the scheduler then
-    counts it as a holder, or moves the chunk there). Where the scheduler put the chunks is
-    not always balanced: after ``X.compute()`` every chunk can sit on the one worker that ran
-    the final concatenation, and running each chunk where it lives would leave the other
-    workers idle. Deterministic for given holders and workers."""
-    share = float(np.sum(rows)) / max(len(workers), 1)
-    load = {a: 0 for a in workers}
-    for h in holders:
-        for a in h:
-            load.setdefault(a, 0)
-    owner = [None] * len(holders)
-    order = sorted(range(len(holders)), key=lambda i: (len(holders[i]), i))
-    for i in order:
-        room = [a for a in holders[i] if load[a] + rows[i] <= share + 0.5 * rows[i]]
-        best = min(room or load, key=lambda a: (load[a], a))
-        owner[i] = best
-        load[best] += int(rows[i])
-    return owner
-
-
-def _group_task(fn, reduce, idx, blocks, wblocks, refs, extras, nchunks):
-    """The chunks ``idx`` of one worker (see :meth:`DaskSource._run_local`): a list of
-    ``(block, None, reduced result)`` for every first-level block of the tree whose chunks
-    are all here, and ``(block, chunk, result)`` for the others."""
-    out = []
-    by_block = {}
-    for pos, i in enumerate(idx):
-        by_block.setdefault(i // _SPLIT_EVERY, []).append(pos)
-    for j, members in by_block.items():
-        res = [fn(blocks[p], wblocks[p], extras[p][0], *refs, *extras[p][1:]) for p in members]
-        size = min(_SPLIT_EVERY, nchunks - j * _SPLIT_EVERY)
-        if len(members) == size and nchunks > 1:
-            out.append((j, None, reduce(*res)))
-        elif len(members) == size:  # a single chunk: the graph path does not reduce it
-            out.append((j, None, res[0]))
-        else:
-            out.extend((j, idx[p], r) for p, r in zip(members, res))
-    return out
-
-
-
-
-def _active_client():
-    """The ``distributed`` client that computes dask graphs by default, or None."""
-    try:
-        import dask
-        from distributed import get_client
-    except ImportError:  # pragma: no cover - distributed is part of the dask extra
-        return None
-    try:
-        client = get_client()
-    except ValueError:
-        return None
-    return client if dask.base.get_scheduler() == client.get else None
-
-
-def _is_divergence(a):
-    from .divergences import Divergence
-
-    return isinstance(a, Divergence)

@@ -221,11 +221,12 @@ def test_local_cluster_two_processes():
         assert c.objective_history_ == b.objective_history_
         # every chunk on one worker (as after X.compute()): the pass still uses both
         from bregclust._dask import DaskSource
+        from bregclust._dask_local import local_groups
 
         w0 = sorted(client.scheduler_info()["workers"])[0]
         dX1 = client.persist(da.from_array(X, chunks=(40, 6)), workers=[w0])
         distributed.wait(dX1)
-        _, _, _, owner = DaskSource(dX1, None)._local_groups()
+        _, _, _, owner = local_groups(DaskSource(dX1, None))
         assert sorted(np.unique(owner, return_counts=True)[1].tolist()) == [5, 5]
         a, b1 = _fit_both(dict(divergence="kl", init=C0, max_iter=20, tol=0.0), X, dX1)
         _assert_same(a, b1)
@@ -248,19 +249,19 @@ def test_local_cluster_two_processes():
         assert left == 0
 
 
-def test_balanced_owners():
-    from bregclust._dask import _balanced_owners
+def testbalanced_owners():
+    from bregclust._dask_local import balanced_owners
 
     rows = [10] * 6
     # all on one worker: half move to the other (the first chunks stay)
-    assert _balanced_owners([["a"]] * 6, rows, ["a", "b"]) == ["a"] * 3 + ["b"] * 3
+    assert balanced_owners([["a"]] * 6, rows, ["a", "b"]) == ["a"] * 3 + ["b"] * 3
     # single copies stay where they are even if unbalanced by less than a chunk
-    assert _balanced_owners([["a"], ["b"], ["a"]], [10, 10, 10], ["a", "b"]) == ["a", "b", "a"]
+    assert balanced_owners([["a"], ["b"], ["a"]], [10, 10, 10], ["a", "b"]) == ["a", "b", "a"]
     # replicated chunks fill the lighter worker, single copies first
-    owner = _balanced_owners([["a", "b"], ["a", "b"], ["a"], ["a"]], [10] * 4, ["a", "b"])
+    owner = balanced_owners([["a", "b"], ["a", "b"], ["a"], ["a"]], [10] * 4, ["a", "b"])
     assert owner == ["b", "b", "a", "a"]
     # uneven chunk sizes: balance by rows, and a worker holding nothing gets work
-    owner = _balanced_owners([["a"]] * 4, [30, 10, 10, 10], ["a", "b"])
+    owner = balanced_owners([["a"]] * 4, [30, 10, 10, 10], ["a", "b"])
     assert owner == ["a", "b", "b", "b"]
 
 

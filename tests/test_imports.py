@@ -161,8 +161,9 @@ def test_cycle_finder_sees_function_level_and_relative_imports(tmp_path):
 #: and the validators are the package's shared internals.
 PRIVATE_OK = ("bregclust._kernels", "bregclust._execution", "bregclust._validation")
 #: Data sources and the machinery under them: they serve the estimators and import none.
-BACKENDS = ("bregclust._dask", "bregclust._sources", "bregclust._execution",
-            "bregclust._conditioning", "bregclust._kernels")
+BACKENDS = ("bregclust._dask", "bregclust._dask_local", "bregclust._portable",
+            "bregclust._sources", "bregclust._execution", "bregclust._conditioning",
+            "bregclust._kernels")
 
 
 def _within(name, prefixes):
