@@ -299,7 +299,7 @@ def _build_plan(X, w, model, model_params, smoothing):
         Xd = X.toarray() if sp.issparse(X) else X
         # The Gaussian models are scale-invariant (the bandwidths follow the data), so the data
         # are divided by a power of two near their magnitude: exact in floating point, and the
-        # variances of data near 1e+-300 no longer overflow or underflow.
+        # variances of data near 1e+-300 do not overflow or underflow.
         big = float(np.abs(Xd).max()) if Xd.size else 0.0
         prescale = 2.0 ** math.frexp(big)[1] if big > 0 and np.isfinite(big) else 1.0
         plan["prescale"] = prescale

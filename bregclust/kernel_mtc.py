@@ -1063,8 +1063,8 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         k-means objective on unit-norm rows for the cosine affinity, on the rows as given
         otherwise), i.e. the coupling whose clusters are the best single-task clusterings;
         no labels are used. ``C_`` holds the value kept, ``C_scores_`` the criterion per grid
-        value. Six fits; the kNN graph is built once. (The default was ``C=1.0``, which left
-        the tasks practically decoupled on every data set measured.)
+        value. Six fits; the kNN graph is built once. A fixed small weight such as ``C=1.0``
+        leaves the tasks practically decoupled on the paper's data sets, hence the search.
     b : float, default=30
         Trace of the kernel; only the ``ceil(b)`` smallest eigenpairs of ``L + C S`` are computed.
     n_neighbors : int, default=10

@@ -227,7 +227,7 @@ def step(run, div, X, prep, w, rng):
     if fused:
         GT, c, zg, fin = run.parts(div)
         fused = bool(fin.all())
-    # a batch is a few milliseconds of work: threads cost more than they save below
+    # a batch is little work: threads cost more than they save below
     # SERIAL_WORK multiply-adds (the engine decides by n d, which is far larger for sparse rows)
     work = (X.nnz if sp.issparse(X) else X.size) * k
     with (E.serial() if work < SERIAL_WORK else contextlib.nullcontext()):

@@ -797,12 +797,11 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
        the damped update below: the damped update moves it by less than ``tol``.
        (``algorithm="damped"``): the paper's multiplicative update (Eq. 19),
        ``Y <- Y * (M Y + lam Q+) / (Y Y^T Y + lam Y + lam Q-)`` with ``Q = X W``. It is not
-       monotone: measured with ``benchmarks/mtcmrl_paper.py`` (all grid points and runs) it
-       increased ``J`` in 3.5 % of the ``Y`` steps on Reuters, 2.1 % on WebKB4 and 2.5 % on
-       20 Newsgroups; in the fits we inspected (Reuters, WebKB4) almost all of them came in
-       the second sweep, right after ``W`` leaves its all-ones start, and ``eta = 1/2`` was
-       enough. So every step is checked exactly (the change of ``J`` is a polynomial in the
-       step length) and, when the full update does not decrease ``J``, damped to
+       monotone: on the paper's data sets a few percent of its ``Y`` steps increase ``J``
+       (``benchmarks/mtcmrl_paper.py`` counts them), almost all in the second sweep, right
+       after ``W`` leaves its all-ones start, where ``eta = 1/2`` suffices. So every step is
+       checked exactly (the change of ``J`` is a polynomial in the step length) and, when the
+       full update does not decrease ``J``, damped to
        ``Y + eta (Y * R - Y)`` with ``eta`` halved until it does (``Y >= 0`` holds for
        ``eta <= 1``; ``n_damped_`` counts these steps). An undamped step is exactly Eq. 19.
        Steps 1-2 are exact block minimisations, so ``J`` never increases.

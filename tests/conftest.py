@@ -22,6 +22,9 @@ Markers (declared in ``pyproject.toml``):
 """
 
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,20 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 _CURRENT = {"item": None}  # the test being set up or run, for the guard in require_data
+
+
+def run_isolated(code):
+    """Run ``code`` in a fresh interpreter; return (returncode, stdout, stderr).
+
+    For inputs that could crash the interpreter (a segfault in a kernel): the crash fails the
+    one test instead of ending the session. ``code`` runs after ``import numpy as np,
+    scipy.sparse as sp, math`` and ``from bregclust import *``.
+    """
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    prefix = "import numpy as np, scipy.sparse as sp, math\nfrom bregclust import *\n"
+    r = subprocess.run([sys.executable, "-c", prefix + textwrap.dedent(code)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    return r.returncode, r.stdout, r.stderr
 
 
 def data_home():

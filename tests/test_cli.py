@@ -839,3 +839,56 @@ def test_single_task_methods_write_one_label_per_row(tmp_path, method):
     assert main(["fit", str(f), "--method", method, "-k", "3", "-o", str(out), "--quiet"]) == 0
     labels = np.loadtxt(out, dtype=int)
     assert labels.shape == (120,) and sorted(np.bincount(labels).tolist()) == [40, 40, 40]
+
+
+# ---------------------------------------------------- user errors: malformed files and values
+def _uniform(n=20, d=3, seed=0):
+    """``n`` points uniform in the unit cube of dimension ``d``."""
+    return np.random.RandomState(seed).rand(n, d)
+
+
+def test_csv_with_partly_non_numeric_first_row_is_an_error(tmp_path, capsys):
+    p = tmp_path / "bad.csv"
+    p.write_text("1,2,x\n4,5,6\n7,8,9\n10,11,12\n13,14,15\n")
+    line = _user_error(capsys, ["fit", str(p), "-k", "2", "-o", str(tmp_path / "l.txt")])
+    assert "bad.csv, line 1" in line
+    assert not (tmp_path / "l.txt").exists()
+    # a fully non-numeric first row is still a header
+    p.write_text("a,b,c\n1,2,3\n4,5,6\n7,8,9\n10,11,12\n")
+    assert main(["fit", str(p), "-k", "2", "-o", str(tmp_path / "l.txt"), "--quiet"]) == 0
+    assert np.loadtxt(tmp_path / "l.txt").shape == (4,)
+
+
+def test_empty_files_directories_and_bad_counts_are_user_errors(tmp_path, capsys):
+    ok = tmp_path / "ok.npy"
+    np.save(ok, _uniform())
+    for name in ("empty.npy", "empty.npz"):
+        (tmp_path / name).write_bytes(b"")
+        assert "empty (0 bytes)" in _user_error(capsys, ["fit", str(tmp_path / name)])
+    assert "--n-init must be >= 1" in _user_error(capsys, ["fit", str(ok), "--n-init", "0"])
+    (tmp_path / "x.csv").mkdir()
+    assert "is a directory" in _user_error(capsys, ["fit", str(tmp_path / "x.csv")])
+    assert "is a directory" in _user_error(
+        capsys, ["fit", str(ok), "-k", "2", "-o", str(tmp_path / "x.csv")])
+    assert "not a directory" in _user_error(
+        capsys, ["fit", str(ok), "-k", "2", "--output-dir", str(ok)])
+
+
+def test_bad_values_and_files_get_specific_messages(tmp_path, capsys):
+    ok = tmp_path / "ok.npy"
+    np.save(ok, _uniform())
+    assert "-k/--n-clusters must be a positive integer" in _user_error(
+        capsys, ["fit", str(ok), "-k", "abc"])
+    assert "unknown method group(s) bogus" in _user_error(
+        capsys, ["demo", "--methods", "bogus"])
+    np.save(tmp_path / "one.npy", np.arange(5.0))
+    assert "shape (5,)" in _user_error(capsys, ["fit", str(tmp_path / "one.npy")])
+    np.save(tmp_path / "c.npy", np.ones((4, 2)) * 1j)
+    assert "complex" in _user_error(capsys, ["fit", str(tmp_path / "c.npy")])
+    (tmp_path / "r.npz").write_bytes(np.random.RandomState(0).bytes(300))
+    line = _user_error(capsys, ["fit", str(tmp_path / "r.npz")])
+    assert "not a .npz archive" in line and "allow_pickle" not in line
+    assert "--mahalanobis-matrix" in _user_error(
+        capsys, ["fit", str(ok), "-k", "2", "--divergence", "mahalanobis"])
+    assert "--output-dir" in _user_error(
+        capsys, ["fit", str(ok), str(ok), "-k", "2", "-o", str(tmp_path / "l.txt")])

@@ -12,6 +12,8 @@ import scipy.sparse as sp
 from bregclust import BregmanKMeans, MultitaskBregmanClustering, get_divergence
 from bregclust import _conditioning as C
 from bregclust import _execution as E
+from bregclust.metrics import ari
+from bregclust.model_relation import similarity_matrix
 
 SCALES = (0, -1000, 1000)
 DIVERGENCES = ("sqeuclidean", "kl", "itakura_saito", "l1_subgradient", "mahalanobis")
@@ -329,3 +331,40 @@ def test_multinomial_confidence_term_needs_token_counts():
     assert np.unique(a[:, 2]).size > 1  # heights are not all 0
     with pytest.raises(ValueError, match="number of tokens.*sums to .* < 1"):
         bregman_linkage(X * 1e-300, "multinomial", smoothing="multinomial")
+
+
+# ----------------------------------------------------------------------------- extreme scales
+def _uniform(n=20, d=3, seed=0):
+    """``n`` points uniform in the unit cube of dimension ``d``."""
+    return np.random.RandomState(seed).rand(n, d)
+
+
+def test_extreme_scales_give_the_same_labels_and_rescaled_centres():
+    X = np.vstack([_uniform(10, 3, 1), _uniform(10, 3, 2) + 5])
+    y = np.repeat([0, 1], 10)
+    for s in (1e-300, 1e300):
+        for div in ("sqeuclidean", "kl", "itakura_saito", "l1_subgradient"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # inertia_ overflows at 1e300
+                km = BregmanKMeans(2, divergence=div, random_state=0).fit(X * s)
+            km1 = BregmanKMeans(2, divergence=div, random_state=0).fit(X)
+            assert np.array_equal(km.labels_, km1.labels_), (s, div)
+            assert np.array_equal(km.predict(X * s), km1.labels_), (s, div)
+            if div == "l1_subgradient":  # l1 sees no structure in positive data at any scale
+                continue
+            assert ari(y, km.labels_) == 1.0, (s, div)
+            ref = km1.cluster_centers_
+            got = km.cluster_centers_ / s
+            assert np.allclose(got[np.argsort(got[:, 0])], ref[np.argsort(ref[:, 0])],
+                               rtol=1e-12)
+        for sim in ("cosine", "sqeuclidean", "kl"):
+            S = similarity_matrix(X * s, similarity=sim)
+            assert np.isfinite(S).all() and np.abs(S).max() > 0
+            assert np.allclose(S, similarity_matrix(X, similarity=sim), rtol=1e-12, atol=1e-12)
+    # exact powers of two: bit-identical
+    assert np.array_equal(similarity_matrix(X * 2.0**-900), similarity_matrix(X))
+    km0 = BregmanKMeans(2, random_state=0).fit(X)
+    km1 = BregmanKMeans(2, random_state=0).fit(X * 2.0**-900)
+    assert np.array_equal(km0.labels_, km1.labels_)
+    assert np.array_equal(km0.cluster_centers_, km1.cluster_centers_ * 2.0**900)
+    assert km1.inertia_ == km0.inertia_ * 2.0**-1800

@@ -8,6 +8,7 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import run_isolated
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -16,6 +17,7 @@ from scipy.spatial.distance import cdist
 from scipy.special import kl_div, rel_entr
 
 from bregclust import (
+    BregmanKMeans,
     DomainError,
     get_divergence,
     list_divergences,
@@ -447,7 +449,7 @@ def test_validation_messages():
         check_array(np.ones(3))
 
 
-# ------------------------------------------------------------------------- capabilities (issue 11)
+# ------------------------------------------------------------------------- capabilities
 SIDED = ["sqeuclidean", "kl", "itakura_saito"]
 
 
@@ -627,3 +629,232 @@ def test_register_refuses_callable_objects_and_uncompilable_builtins():
                                         r"len>, which numba cannot compile|could not be evaluated)"):
         register_divergence("test_len", phi=lambda x: x * x, dphi=len)
     assert "test_obj" not in list_divergences() and "test_len" not in list_divergences()
+
+
+# -------------------------------------------------------- hostile input to the public methods
+def _uniform(n=20, d=3, seed=0):
+    """``n`` points uniform in the unit cube of dimension ``d``."""
+    return np.random.RandomState(seed).rand(n, d)
+
+
+def _offset_data(offset):
+    """Two tight blobs one unit apart, both ``offset`` away from the origin; and their labels."""
+    rng = np.random.RandomState(0)
+    y = np.repeat([0, 1], 50)
+    return rng.normal(0, .1, (100, 2)) + y[:, None] + offset, y
+
+
+def test_methods_accept_non_csr_sparse_without_crashing():
+    rc, out, err = run_isolated("""
+        div = get_divergence("sqeuclidean")
+        X = np.arange(60.).reshape(20, 3)
+        U = np.array([[0., 0., 0.], [30., 31., 32.]])
+        for fmt in ("csc", "coo", "lil", "dok", "bsr"):
+            Xs = sp.csr_matrix(X).asformat(fmt)
+            lab, mins, S, W = div.assign_and_sum(Xs, U)
+            lab0, mins0, _, _ = div.assign_and_sum(X, U)
+            assert (lab == lab0).all() and np.allclose(mins, mins0)
+            assert np.allclose(div.pairwise(Xs, U), div.pairwise(X, U))
+            assert np.allclose(div.phi_rows(Xs), div.phi_rows(X))
+            assert (div.assign(Xs, U)[0] == lab0).all()
+        print("OK")
+    """)
+    assert rc == 0 and "OK" in out, err[-2000:]
+
+
+def test_weighted_sums_refuses_labels_out_of_range_without_crashing():
+    rc, out, err = run_isolated("""
+        div = get_divergence("sqeuclidean")
+        X = np.arange(9.).reshape(3, 3)
+        for bad in (np.array([0, 10**9, 1]), np.array([0, -1, 1]), np.array([0., 0.5, 1.])):
+            try:
+                div.weighted_sums(X, bad, 2)
+            except (ValueError, TypeError) as e:
+                assert "label" in str(e).lower(), e
+            else:
+                raise AssertionError(f"labels {bad} accepted")
+        print("OK")
+    """)
+    assert rc == 0 and "OK" in out, err[-2000:]
+
+
+def test_pairwise_is_accurate_far_from_origin():
+    X, _ = _offset_data(1e8)
+    U = X[[0, 99]]
+    exact = ((X[:, None, :] - U[None, :, :]) ** 2).sum(-1)
+    D = get_divergence("sqeuclidean").pairwise(X, U)
+    assert np.allclose(D, exact, rtol=1e-6, atol=1e-6)
+
+
+def test_non_finite_divergences_are_not_zero():
+    div = get_divergence("sqeuclidean")
+    assert div.pairwise(np.array([[1e308]]), np.array([[1.0]]))[0, 0] == math.inf
+    with pytest.raises(ValueError, match="NaN"):
+        div.pairwise(np.array([[np.nan]]), np.array([[1.0]]))
+    with pytest.warns(RuntimeWarning, match="overflow|inf"):
+        BregmanKMeans(2).fit([[0], [1], [2], [1e200], [1.1e200], [1.2e200]])
+
+
+def test_builtin_aliases_are_reserved():
+    import bregclust.divergences as D
+    saved = dict(D._REGISTRY), dict(D._ALIASES)
+    try:
+        with pytest.raises(ValueError, match="kl"):
+            register_divergence("mine_alias_kl", phi=lambda x: x * x, dphi=lambda x: 2 * x,
+                                aliases=("kl",), overwrite=True)
+        assert get_divergence("kl").name == "kl"
+    finally:  # never leave the registry hijacked for the other tests
+        D._REGISTRY.clear()
+        D._REGISTRY.update(saved[0])
+        D._ALIASES.clear()
+        D._ALIASES.update(saved[1])
+
+
+def test_l1_divergence_of_identical_tiny_values():
+    div = get_divergence("l1")
+    assert div.divergence([1e-200], [1e-200]) == 0.0
+    assert div.divergence([-0.5], [-5e-324]) == div.pairwise(np.array([[-0.5]]),
+                                                             np.array([[-5e-324]]))[0, 0]
+
+
+def test_mahalanobis_matrix_of_wrong_size_is_refused():
+    with pytest.raises(ValueError, match=r"A must be \(n_features, n_features\)"):
+        BregmanKMeans(2, divergence="mahalanobis", divergence_params={"A": np.eye(2)}).fit(_uniform())
+
+
+@pytest.mark.slow
+def test_register_fit_unregister_does_not_leak_memory():
+    rc, out, err = run_isolated("""
+        def rss():
+            with open("/proc/self/statm") as fh:
+                return int(fh.read().split()[1]) * 4096 / 2**20
+        X = np.random.RandomState(0).rand(50, 3)
+        def cycle(i):
+            register_divergence(f"leak{i}", phi=lambda x: x * x, dphi=lambda x: 2 * x)
+            BregmanKMeans(2, divergence=f"leak{i}", random_state=0).fit(X)
+            unregister_divergence(f"leak{i}")
+        for i in range(3):
+            cycle(i)
+        import gc; gc.collect()
+        before = rss()
+        for i in range(3, 13):
+            cycle(i)
+        gc.collect()
+        print("GROWTH", (rss() - before) / 10)
+    """)
+    assert rc == 0, err[-2000:]
+    growth = float(out.split("GROWTH")[1])
+    assert growth < 1.0  # MiB per cycle
+
+
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl", "itakura_saito", "l1_subgradient"])
+def test_every_public_method_accepts_any_format_dtype_and_layout(name):
+    div = get_divergence(name)
+    X = np.random.RandomState(0).randint(1, 5, (12, 4)).astype(np.float64)
+    U = X[[0, 5, 9]] + 0.5
+    lab = np.arange(12) % 3
+    ref_D = div.generic_pairwise(X, U)
+    variants = [X.astype(np.int32), X.astype(np.float32), np.asfortranarray(X),
+                np.repeat(X, 2, axis=1)[:, ::2]]
+    if name != "itakura_saito":  # a sparse matrix holds implicit zeros
+        variants += [sp.csr_matrix(X).asformat(f) for f in ("csc", "coo", "lil", "dok", "bsr")]
+        variants += [sp.csc_array(X)]
+    for Xv in variants:
+        assert np.allclose(div.pairwise(Xv, U), ref_D), type(Xv)
+        assert np.array_equal(div.assign(Xv, U)[0], np.argmin(ref_D, axis=1))
+        assert np.allclose(div.phi_rows(Xv), div.phi_rows(X))
+        S, W = div.weighted_sums(Xv, lab, 3)
+        S0, W0 = div.weighted_sums(X, lab, 3)
+        assert np.allclose(S, S0) and np.array_equal(W, W0)
+        assert np.allclose(div.right_centroid(Xv, lab, 3)[0], div.right_centroid(X, lab, 3)[0])
+        if div.differentiable:
+            assert np.allclose(div.left_centroid(Xv, lab, 3)[0], div.left_centroid(X, lab, 3)[0])
+        assert np.array_equal(div.assign_and_sum(Xv, U)[0], np.argmin(ref_D, axis=1))
+    # duplicate entries of a COO matrix are summed, not read as two coordinates
+    dup = sp.coo_matrix(([1.0, 2.0], ([0, 0], [1, 1])), shape=(1, 4))
+    assert np.allclose(div.phi_rows(dup), div.phi_rows(dup.toarray())) or name == "itakura_saito"
+    with pytest.raises(ValueError, match="U has 2 features but X has 4"):
+        div.pairwise(X, U[:, :2])
+    with pytest.raises(ValueError, match="2-D"):
+        div.assign(X[0], U)
+    with pytest.raises(TypeError, match="real numbers"):
+        div.pairwise(X.astype(complex), U)
+    with pytest.raises(ValueError, match="sample_weight must be 1-D of length"):
+        div.assign_and_sum(X, U, np.ones(3))
+
+
+def test_every_label_argument_is_checked():
+    div = get_divergence("sqeuclidean")
+    X = np.arange(9.).reshape(3, 3)
+    for fn in (div.weighted_sums, div.right_centroid, div.left_centroid):
+        with pytest.raises(ValueError, match="1-D"):
+            fn(X, np.zeros((3, 1), dtype=int), 2)
+        with pytest.raises(ValueError, match="labels has 2 entries but X has 3 rows"):
+            fn(X, np.array([0, 1]), 2)
+        with pytest.raises(ValueError, match="labels must lie in 0..1"):
+            fn(X, np.array([0, 2, 1]), 2)
+        with pytest.raises(ValueError, match="labels must be >= 0"):
+            fn(X, np.array([0, -1, 1]), 2)
+        with pytest.raises(ValueError, match="labels must be integers"):
+            fn(X, np.array([0.0, np.nan, 1.0]), 2)
+        with pytest.raises(TypeError, match="k must be an integer"):
+            fn(X, np.array([0, 1, 1]), 2.0)
+    S, W = div.weighted_sums(X, np.array([0.0, 1.0, 1.0]), 2)  # integral floats are labels
+    assert np.array_equal(W, [1.0, 2.0]) and np.array_equal(S[1], X[1] + X[2])
+
+
+@pytest.mark.parametrize("offset", [1e8, 1e12])
+def test_public_methods_are_accurate_far_from_origin(offset):
+    X, _ = _offset_data(offset)
+    U = X[[0, 99]]
+    exact = ((X[:, None, :] - U[None, :, :]) ** 2).sum(-1)
+    div = get_divergence("sqeuclidean")
+    lab, mins = div.assign(X, U)
+    assert np.array_equal(lab, np.argmin(exact, axis=1))
+    assert np.allclose(mins, exact.min(axis=1), rtol=1e-6)
+    lab2, mins2, S, W = div.assign_and_sum(X, U)
+    assert np.array_equal(lab2, lab) and np.allclose(S, div.weighted_sums(X, lab, 2)[0])
+    A = np.array([[2.0, 0.3], [0.3, 1.0]])
+    m = get_divergence("mahalanobis", A=A)
+    D = X[:, None, :] - U[None, :, :]
+    assert np.allclose(m.pairwise(X, U), np.einsum("nkd,de,nke->nk", D, A, D), rtol=1e-6)
+
+
+def test_nan_and_overflow_in_every_public_method():
+    div = get_divergence("sqeuclidean")
+    X = np.array([[1e308], [0.0], [1.0]])
+    U = np.array([[1.0], [-1e308]])
+    D = div.pairwise(X, U)
+    assert np.array_equal(D, div.generic_pairwise(X, U))
+    assert D[0, 0] == math.inf and D[1, 0] == 1.0 and D[1, 1] == math.inf
+    lab, mins = div.assign(X, U)
+    assert lab.tolist() == [0, 0, 0] and mins[0] == math.inf
+    lab, mins, S, W = div.assign_and_sum(X, U)
+    assert lab.tolist() == [0, 0, 0] and W.tolist() == [3.0, 0.0]
+    for fn in (lambda: div.assign(np.array([[np.nan]]), U),
+               lambda: div.pairwise(X, np.array([[np.nan]])),
+               lambda: div.phi_rows(sp.csr_matrix(np.array([[np.nan, 1.0]]))),
+               lambda: div.weighted_sums(np.array([[np.nan]]), [0], 1),
+               lambda: div.divergence([np.nan], [1.0])):
+        with pytest.raises(ValueError, match="NaN"):
+            fn()
+
+
+def test_unregister_never_hides_a_builtin():
+    import bregclust.divergences as Dv
+    for key in ("kl", "is", "sqeuclidean", "l2sq"):
+        with pytest.raises(ValueError, match="reserved"):
+            register_divergence(key, phi=lambda x: x * x, dphi=lambda x: 2 * x, overwrite=True)
+    register_divergence("mine_alias_owner", phi=lambda x: x * x, dphi=lambda x: 2 * x,
+                        aliases=("mine_alias",))
+    try:
+        register_divergence("mine_alias_thief", phi=lambda x: x * x, dphi=lambda x: 2 * x,
+                            aliases=("mine_alias",), overwrite=True)
+        unregister_divergence("mine_alias_owner")  # must not remove the alias the thief now owns
+        assert get_divergence("mine_alias").name == "mine_alias_thief"
+    finally:
+        for n in ("mine_alias_owner", "mine_alias_thief"):
+            if n in Dv._REGISTRY:
+                unregister_divergence(n)
+    for n, d in Dv._REGISTRY.items():
+        assert all(Dv._ALIASES[a] == n for a in (n, *d.aliases))

@@ -639,3 +639,9 @@ def test_C_auto_keeps_the_grid_fit_with_the_best_single_task_objective():
         LNKMTC(2, C="best", b=3).fit(Xs)
     with pytest.raises(TypeError, match="C must be a real number, got 'auto'"):
         LSKMTC(2, C="auto", n_eigenvectors=5).fit(Xs)
+
+
+# ----------------------------------------------------------------- kernel k-means: bad kernel
+def test_kernel_kmeans_refuses_a_nan_kernel():
+    with pytest.raises(ValueError, match="K contains NaN or infinity"):
+        kernel_kmeans(np.full((4, 4), np.nan), 2)

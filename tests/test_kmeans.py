@@ -2,7 +2,6 @@
 
 import math
 import pickle
-import warnings
 
 import naive
 import numpy as np
@@ -12,7 +11,6 @@ from conftest import require_data
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bregclust import (
     BregmanKMeans,
@@ -24,6 +22,7 @@ from bregclust import (
     register_divergence,
     unregister_divergence,
 )
+from bregclust.metrics import ari
 
 CUSTOM = "test_kmeans_exp"
 
@@ -201,26 +200,6 @@ def test_predict_transform_consistent():
 
 
 # ----------------------------------------------------------------------------- contract
-@parametrize_with_checks(
-    [BregmanKMeans(n_clusters=3, random_state=0), BregmanKMeans(n_clusters=2, divergence="kl")],
-    expected_failed_checks=lambda est: {
-        name: (
-            "k-means++ draws with weights, so repeated samples change the random stream; "
-            "equivalence with fixed initial centres is tested in test_sample_weight_equals_repetition"
-        )
-        for name in ("check_sample_weight_equivalence_on_dense_data",
-                     "check_sample_weight_equivalence_on_sparse_data")
-    } | ({"check_clustering": "feeds standardised (negative) data regardless of the "
-          "positive_only tag; kl is defined on non-negative data"}
-         if est.divergence == "kl" else {}),
-)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", EmptyClusterWarning)
-        check(estimator)
-
-
 @pytest.mark.nojit
 def test_pickle_and_reproducible():
     X, _ = blobs("mahalanobis")
@@ -425,3 +404,82 @@ def test_an_exception_in_a_user_generator_surfaces_once_as_the_users():
         BregmanKMeans(3, divergence="km_raising", random_state=0).fit(X / 10.0)
     finally:
         unregister_divergence("km_raising")
+
+
+# -------------------------------------------------------- extreme values and parameter checks
+def _uniform(n=20, d=3, seed=0):
+    """``n`` points uniform in the unit cube of dimension ``d``."""
+    return np.random.RandomState(seed).rand(n, d)
+
+
+def _offset_data(offset):
+    """Two tight blobs one unit apart, both ``offset`` away from the origin; and their labels."""
+    rng = np.random.RandomState(0)
+    y = np.repeat([0, 1], 50)
+    return rng.normal(0, .1, (100, 2)) + y[:, None] + offset, y
+
+
+@pytest.mark.parametrize("offset", [1e7, 1e8, 1e10])
+def test_far_from_origin_clusters_are_found_and_inertia_matches_labels(offset):
+    X, y = _offset_data(offset)
+    km = BregmanKMeans(2, random_state=0).fit(X)
+    assert ari(y, km.labels_) == 1.0
+    brute = float(((X - km.cluster_centers_[km.labels_]) ** 2).sum())
+    assert km.inertia_ == pytest.approx(brute, rel=1e-6)
+    A = np.array([[2.0, 0.3], [0.3, 1.0]])
+    km = BregmanKMeans(2, divergence="mahalanobis", divergence_params={"A": A},
+                       random_state=0).fit(X)
+    assert ari(y, km.labels_) == 1.0
+    D = X - km.cluster_centers_[km.labels_]
+    assert km.inertia_ == pytest.approx(float(np.einsum("ij,jk,ik->", D, A, D)), rel=1e-6)
+
+
+@pytest.mark.parametrize("divergence", ["kl", "itakura_saito", "l1_subgradient"])
+def test_inertia_equals_objective_of_returned_labels(divergence):
+    X = np.random.RandomState(3).gamma(2.0, 1.0, (60, 4)) + 0.1
+    km = BregmanKMeans(3, divergence=divergence, random_state=0).fit(X)
+    div = get_divergence(divergence)
+    brute = sum(div.divergence(x, km.cluster_centers_[c]) for x, c in zip(X, km.labels_))
+    assert km.inertia_ == pytest.approx(brute, rel=1e-12, abs=1e-12)
+
+
+def test_unreseedable_empty_cluster_keeps_its_centre():
+    # Only two points carry weight, so a third cluster can never be re-seeded.
+    X = np.array([[0.0], [10.0], [20.0], [30.0]])
+    w = np.array([1.0, 1.0, 0.0, 0.0])
+    init = np.array([[0.0], [10.0], [25.0]])
+    with pytest.warns(UserWarning, match="could not be re-seeded.*keep their previous centres"):
+        km = BregmanKMeans(3, init=init, random_state=0).fit(X, sample_weight=w)
+    assert km.cluster_centers_[2, 0] == 25.0  # previous centre, not the origin
+    assert km.inertia_ == 0.0
+
+
+def test_overflow_is_reported_as_overflow():
+    X = np.random.RandomState(0).rand(20, 3) * 1e300
+    try:
+        with pytest.warns(RuntimeWarning, match="overflowed"):
+            BregmanKMeans(2, random_state=0).fit(X)
+    except ValueError as e:  # an error is fine too, if it names the overflow
+        assert "smoothing" not in str(e) and "overflow" in str(e)
+
+
+def test_kmeans_plusplus_parameters_are_checked():
+    X = _uniform()
+    with pytest.raises(ValueError, match="smoothing must be >= 0.0"):
+        bregman_kmeans_plusplus(X, 2, smoothing=-1)
+    with pytest.raises(ValueError, match="smoothing must be a number, got NaN"):
+        bregman_kmeans_plusplus(X, 2, smoothing=float("nan"))
+    c_auto, _ = bregman_kmeans_plusplus(X, 2, smoothing="auto", random_state=0)
+    c_zero, _ = bregman_kmeans_plusplus(X, 2, smoothing=0.0, random_state=0)
+    assert np.array_equal(c_auto, c_zero)  # "auto" is 0 on R
+    with pytest.raises(ValueError, match="n_local_trials must be >= 1"):
+        bregman_kmeans_plusplus(X, 2, n_local_trials=-1)
+    with pytest.raises(ValueError, match="sample_weight sums to infinity"):
+        bregman_kmeans_plusplus(X, 2, sample_weight=np.full(20, 1e308))
+
+
+def test_messages_say_an_integer():
+    with pytest.raises(TypeError, match="max_iter must be an integer, got True"):
+        BregmanKMeans(2, max_iter=True).fit(_uniform())
+    with pytest.raises(TypeError, match="n_init must be an integer"):
+        BregmanKMeans(2, n_init=2.5).fit(_uniform())

@@ -24,6 +24,7 @@ from bregclust.divergences import (
 )
 from bregclust.kmeans import BregmanKMeans, bregman_kmeans_plusplus, smoothing_point
 from bregclust.mbc import MultitaskBregmanClustering, mbc_objective, solve_centroids
+from bregclust.metrics import ari
 
 CUSTOM = "mbc_test_pow15"
 
@@ -750,3 +751,24 @@ def test_verbose_shows_a_progress_bar_per_restart(capsys):
     MultitaskBregmanClustering(3, lam=0.5, random_state=0, verbose=1).fit(tasks)
     err = capsys.readouterr().err
     assert "MultitaskBregmanClustering restart 0" in err and "objective" in err
+
+
+# ------------------------------------------------------------------------ far from the origin
+def _offset_data(offset):
+    """Two tight blobs one unit apart, both ``offset`` away from the origin; and their labels."""
+    rng = np.random.RandomState(0)
+    y = np.repeat([0, 1], 50)
+    return rng.normal(0, .1, (100, 2)) + y[:, None] + offset, y
+
+
+@pytest.mark.parametrize("offset", [1e8, 1e12])
+def test_mbc_far_from_origin(offset):
+    # MBC runs the Lloyd loop of k-means: it centres the tasks by one common offset
+    X, y = _offset_data(offset)
+    Xs = [X, _offset_data(offset)[0][::-1].copy()]
+    for lam in (0.0, 1.0):
+        est = MultitaskBregmanClustering(2, lam=lam, random_state=0).fit(Xs)
+        assert ari(y, est.labels_[0]) == 1.0 and ari(y[::-1], est.labels_[1]) == 1.0
+        if lam == 0.0:  # independent tasks: the centres are the cluster means
+            C = est.cluster_centers_[0][np.argsort(est.cluster_centers_[0][:, 0])]
+            assert np.allclose(C, [X[y == 0].mean(0), X[y == 1].mean(0)], rtol=1e-14, atol=0)

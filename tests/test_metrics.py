@@ -283,3 +283,10 @@ def test_emd_inputs_not_mutated():
         partition_emd(U1, w1, U2, w2)
     for a, b in zip((U1, w1, U2, w2), copies):
         np.testing.assert_array_equal(a, b)
+
+
+# -------------------------------------------------------------------- partition EMD: overflow
+def test_partition_emd_overflow_is_not_a_domain_problem():
+    U1, U2 = np.array([[1e300], [0.]]), np.array([[-1e300], [1.]])
+    with pytest.raises(ValueError, match="overflow"):
+        partition_emd(U1, [.5, .5], U2, [.5, .5])

@@ -3,7 +3,6 @@ for every divergence, dask and streams, the centroid invariant, contract, bad in
 
 import math
 import pickle
-import warnings
 
 import naive
 import naive_minibatch as NM
@@ -12,14 +11,11 @@ import pytest
 import scipy.sparse as sp
 from sklearn.cluster import BisectingKMeans, MiniBatchKMeans
 from sklearn.datasets import load_digits
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bregclust import (
     BisectingBregmanKMeans,
     BregmanKMeans,
     DomainError,
-    EmptyClusterWarning,
     MiniBatchBregmanKMeans,
     get_divergence,
     register_divergence,
@@ -525,27 +521,6 @@ def test_bisecting_kl_on_sparse_text_like_counts():
 
 
 # ----------------------------------------------------------------------------- contract
-@parametrize_with_checks(
-    [MiniBatchBregmanKMeans(n_clusters=3, random_state=0, batch_size=20),
-     MiniBatchBregmanKMeans(n_clusters=2, divergence="kl", random_state=0),
-     BisectingBregmanKMeans(n_clusters=3, random_state=0)],
-    expected_failed_checks=lambda est: {
-        name: ("batches and seeds are drawn in proportion to the weights, so repeated "
-               "samples change the random stream (as scikit-learn's MiniBatchKMeans)")
-        for name in ("check_sample_weight_equivalence_on_dense_data",
-                     "check_sample_weight_equivalence_on_sparse_data")
-    } | ({name: "feeds standardised (negative) data regardless of the positive_only tag; kl "
-                "is defined on non-negative data"
-          for name in ("check_clustering", "check_clusterer_compute_labels_predict")}
-         if est.divergence == "kl" else {}),
-)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", EmptyClusterWarning)
-        check(estimator)
-
-
 def test_pickle_and_reproducible():
     X = blobs("mahalanobis")
     for est in (MiniBatchBregmanKMeans(3, divergence="mahalanobis", divergence_params={"A": SPD},

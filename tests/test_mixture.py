@@ -594,34 +594,6 @@ def test_select_n_clusters_with_unequal_spreads_needs_a_dispersion_per_cluster()
     np.testing.assert_allclose(sel.estimator.cluster_centers_.sum(axis=1), 1.0, rtol=1e-12)
 
 
-# ----------------------------------------------------------------------------- estimator checks
-def _expected(est):
-    out = {
-        "check_sample_weight_equivalence_on_dense_data":
-            "the k-means++ start draws differently for repeated rows and their weights",
-        "check_sample_weight_equivalence_on_sparse_data":
-            "the k-means++ start draws differently for repeated rows and their weights",
-    }
-    why = ("the check reads classifier tags when an estimator has predict_proba (None for a "
-           "density estimator); sparse input is supported and tested in this module")
-    out["check_estimator_sparse_array"] = why
-    out["check_estimator_sparse_matrix"] = why
-    return out
-
-
-@pytest.mark.parametrize("est", [BregmanMixture(2, random_state=0),
-                                 BregmanMixture(2, divergence="kl", random_state=0),
-                                 BregmanMixture(2, divergence="kl", family="poisson",
-                                                random_state=0)], ids=repr)
-def test_scikit_learn_estimator_checks(est):
-    from sklearn.utils.estimator_checks import check_estimator
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = check_estimator(est, expected_failed_checks=_expected(est), on_fail=None)
-    failed = [(r["check_name"], str(r["exception"])[:300]) for r in res if r["status"] == "failed"]
-    assert failed == []
-
-
 def test_float32_input_keeps_float32_means_and_the_float64_labels():
     """float32 rows go through the E-step kernel in float32 (sums in float64): the same
     labels and nearly the same lower bound as float64, means in the data's type."""

@@ -1,5 +1,6 @@
 """Tests for bregclust.model_relation (MTCMRL and SNMF)."""
 
+import math
 import pickle
 import warnings
 
@@ -642,3 +643,22 @@ def test_similarity_params_without_a_divergence_is_an_error(similarity):
     # an empty dict is the same as None
     M = similarity_matrix(Xs[0], similarity=similarity, similarity_params={})
     assert M.shape == (12, 12)
+
+
+# ------------------------------------------------------------ overflow and the simplex radius
+def _uniform(n=20, d=3, seed=0):
+    """``n`` points uniform in the unit cube of dimension ``d``."""
+    return np.random.RandomState(seed).rand(n, d)
+
+
+def test_overflowing_regression_is_refused():
+    X = np.vstack([_uniform(10, 3, 1), _uniform(10, 3, 2) + 5]) * 1e300
+    with pytest.raises(ValueError, match="task 0 .*overflows float64; rescale"):
+        ModelRelationClustering(2, random_state=0).fit([X, X])
+    est = ModelRelationClustering(2, lam=0.0, random_state=0).fit([X, X])
+    assert np.isfinite(est.objective_history_).all()
+
+
+def test_project_simplex_refuses_an_infinite_radius():
+    with pytest.raises(ValueError, match="radius must be finite"):
+        project_simplex([1, 2], math.inf)

@@ -65,7 +65,7 @@ def fused_argmin(P, phi_x, c, labels, mins):
     ``P`` is the GEMM block ``X G^T`` of one chunk. The clamp removes the tiny negative values
     that cancellation in the GEMM form can produce; a Bregman divergence is never negative.
     Serial on purpose: the block is cache-sized and BLAS already uses every core for the GEMM;
-    a parallel launch per chunk cost more than the pass itself (benchmarks/assign_speed.py).
+    a parallel launch per chunk costs more than the pass itself (benchmarks/assign_speed.py).
     """
     for i in range(P.shape[0]):
         _nearest(P[i], c, phi_x[i], i, labels, mins)
