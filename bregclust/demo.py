@@ -186,20 +186,24 @@ def demo_kernel_mtc(Xs, ys, random_state=0):
             ("LSKMTC (C=1000)", scores(ys, lsk.labels_))]
 
 
-def demo_shared_subspace(Xs, ys, random_state=0):
+def demo_shared_subspace(Xs, ys, random_state=0, *, tol=1e-4):
     """LSSMTC from a random start (l=2, lambda=0.75), its lambda=1 control, its k-means start.
 
     The random start is LSSMTC's best setting on raw term counts. The control row drops the
     cross-task term (``lam=1``: relaxed k-means per task from the same random start), so the
     first two rows show how much of LSSMTC's score comes from the shared subspace; the third
     row starts from k-means (``init="k-means++"``), the better start on other data. One number
-    of clusters for every task: the largest number of classes.
+    of clusters for every task: the largest number of classes. ``tol=1e-4`` (the estimator's
+    default is ``1e-6``) stops the sweeps where the labels have settled: on the digits tasks
+    the NMI at ``1e-4`` is within 0.02 of the one at ``1e-6``, in a fifth of the sweeps.
 
     Parameters
     ----------
     Xs : list of {ndarray, sparse matrix}
     ys : list of ndarray
     random_state : int, default=0
+    tol : float, default=1e-4
+        Relative decrease of the objective at which the sweeps stop.
 
     Returns
     -------
@@ -213,7 +217,7 @@ def demo_shared_subspace(Xs, ys, random_state=0):
         for name, lam, init in (("LSSMTC (random start, lam=0.75)", 0.75, "random"),
                                 ("LSSMTC lam=1 control (no task coupling)", 1.0, "random"),
                                 ("LSSMTC (k-means start, lam=0.75)", 0.75, "k-means++")):
-            est = SharedSubspaceClustering(c, n_components=l, lam=lam, init=init,
+            est = SharedSubspaceClustering(c, n_components=l, lam=lam, init=init, tol=tol,
                                            random_state=random_state).fit(Xs)
             rows.append((name, scores(ys, est.labels_)))
     return rows
