@@ -505,6 +505,11 @@ class MultiTaskMixin:
         self.n_features_in_ = int(Xs[0].shape[1])
         self.labels_ = [np.asarray(lab, dtype=np.int64) for lab in labels]
         self.objective_history_ = as_history(history)
+        self._remember_training_tasks(Xs)
+
+    def _remember_training_tasks(self, Xs):
+        """Fingerprints of the training tasks (validated arrays), by which ``score`` knows
+        them; only on estimators with a score."""
         if _has_score_criterion(self):
             self._task_digests_ = [_digest(X) for X in Xs]
 

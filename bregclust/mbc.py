@@ -1210,7 +1210,30 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.relations_ = relations
         self.task_divergences_ = cond.undo_divergences(task_div)
         self.inertia_ = [float(cond.undo_divergences(v)) for v in inertia]
+        if not any(src.chunked for src in sources):
+            self._remember_training_tasks([self._check_X(X) for X in check_task_list(Xs)])
         return self
+
+    def _score_criterion(self, Xs, labels):
+        """``score``'s criterion: the sum over tasks of each task's single-task objective per
+        point, ``(1 / n_t) sum_i d(x_i, m_t(label_i))`` with ``m_t(z)`` the mean of task
+        ``t``'s rows in cluster ``z`` (the right-sided Bregman centroid of the partition, so the
+        value depends on the labels only; the divergence is the model's). It is the criterion
+        of ``lam="auto"`` without the smoothing pseudo-point; a cluster's own mean lies in the
+        domain wherever its rows do, so no smoothing is needed."""
+        div = self.divergence_
+        total = 0.0
+        for X, lab in zip(Xs, labels):
+            lab = np.asarray(lab, dtype=np.int64)
+            if X.shape[0] == 0:
+                continue
+            k = int(lab.max()) + 1
+            M, _ = div.right_centroid(X, lab, k)
+            used = np.unique(lab)
+            D = div.pairwise(X, M[used])
+            col = np.searchsorted(used, lab)
+            total += float(D[np.arange(lab.shape[0]), col].sum()) / X.shape[0]
+        return total
 
     def _task_source(self, X, task):
         check_is_fitted(self)

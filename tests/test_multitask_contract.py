@@ -312,7 +312,7 @@ def test_per_task_helper():
 
 # ------------------------------------------------------------------------- score, model selection
 #: the estimators with a label-free score (the hook _score_criterion) and the geometry of it
-SCORED = {"lnkmtc": True, "lskmtc": True, "mtcmrl": True, "lssmtc": False}
+SCORED = {"mbc": False, "lnkmtc": True, "lskmtc": True, "mtcmrl": True, "lssmtc": False}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -339,6 +339,30 @@ def test_score_is_minus_the_single_task_criterion(name):
         est.score(Xs[0])
 
 
+def test_mbc_score_is_the_kl_objective_at_the_partition_means():
+    """MBC's criterion uses its own divergence: with kl, minus the sum over tasks of the mean
+    generalised KL divergence of each row to its cluster's mean (computed here with scipy),
+    on the training tasks (labels_) and on new tasks (predict); sparse tasks give the same."""
+    import scipy.sparse as sp
+    from scipy.special import rel_entr
+
+    def oracle(Xs, labels):
+        total = 0.0
+        for X, lab in zip(Xs, labels):
+            M = np.array([X[lab == z].mean(axis=0) for z in range(lab.max() + 1)])
+            Mi = M[lab]
+            total += (rel_entr(X, Mi) - X + Mi).sum() / X.shape[0]
+        return total
+
+    Xs, _ = _tasks()
+    est = _fit(MultitaskBregmanClustering(2, divergence="kl", lam=0.5, random_state=0), Xs)
+    assert est.score(Xs) == pytest.approx(-oracle(Xs, est.labels_), rel=1e-10)
+    assert est.score([sp.csr_matrix(X) for X in Xs]) == pytest.approx(est.score(Xs), rel=1e-10)
+    new, _ = _tasks(seed=3)
+    pred = [est.predict(X, task=t) for t, X in enumerate(new)]
+    assert est.score(new) == pytest.approx(-oracle(new, pred), rel=1e-10)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_grid_search_over_all_tasks_selects_by_score_without_labels(name):
     """scikit-learn's GridSearchCV with one split (fit and score on all tasks) picks the grid
@@ -348,7 +372,7 @@ def test_grid_search_over_all_tasks_selects_by_score_without_labels(name):
     if name not in SCORED:
         pytest.skip(f"{name}: no _score_criterion hook in this module's scope")
     Xs, _ = _tasks()
-    param = {"lnkmtc": "C", "lskmtc": "C", "mtcmrl": "alpha", "lssmtc": "lam"}[name]
+    param = {"mbc": "lam", "lnkmtc": "C", "lskmtc": "C", "mtcmrl": "alpha", "lssmtc": "lam"}[name]
     values = {"C": [0.5, 1.0, 10.0], "alpha": [0.0, 1.0], "lam": [0.25, 0.75]}[param]
     all_tasks = np.arange(len(Xs))
     with warnings.catch_warnings():
