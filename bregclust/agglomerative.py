@@ -376,9 +376,10 @@ def _build_plan(X, w, model, model_params, smoothing):
         plan["prescale"] = prescale
     if not isinstance(smoothing, str):
         alpha, z, form = _parse_user_smoothing(smoothing)
-        z = np.broadcast_to(z, (d,)).astype(np.float64) if z.ndim <= 1 else None
-        if z is None:
-            raise ValueError(f"smoothing z must be a scalar or a ({d},) vector.")
+        if not (z.ndim == 0 or (z.ndim == 1 and z.shape[0] in (1, d))):
+            raise ValueError(f"smoothing z must be a scalar or a ({d},) vector (one value per "
+                             f"feature of X), got shape {z.shape}.")
+        z = np.broadcast_to(z, (d,)).astype(np.float64)
         if form == "convex":
             div.check_domain(z.reshape(1, -1), name="smoothing z", side="right")
             plan["scale"] = 1.0 - alpha

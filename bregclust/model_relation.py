@@ -103,7 +103,16 @@ def project_simplex(v, radius=1.0):
     if not np.isfinite(v).all():
         raise ValueError("project_simplex needs finite values; v contains NaN or infinity.")
     radius = float(check_scalar(radius, "radius", lo=0.0, lo_closed=False, finite=True))
-    return _project_simplex(v, radius)
+    # The projection is unchanged by adding a constant to every entry, and an entry at or below
+    # max(v) - radius projects to 0 (theta >= max(v) - radius). Shifting by max(v) and dropping
+    # those entries keeps every sum within [-m radius, 0]: no overflow at any magnitude of v.
+    top = v.max()
+    with np.errstate(over="ignore"):
+        w = v - top
+    keep = w > -radius
+    out = np.zeros_like(v)
+    out[keep] = _project_simplex(w[keep], radius)
+    return out
 
 
 def _project_simplex(v, radius=1.0):

@@ -657,6 +657,17 @@ def test_cone_smoothing_point_outside_the_domain_is_refused():
         assert len(np.unique(agg.labels_)) == 2
 
 
+@pytest.mark.parametrize("model", ["kl", "sqeuclidean", "itakura_saito"])
+def test_smoothing_point_of_the_wrong_length_is_refused_naming_it(model):
+    X = _uniform() + 0.1  # 3 features
+    for z in (np.full(5, 0.2), np.full((3, 3), 0.2)):
+        with pytest.raises(ValueError, match=r"smoothing z must be a scalar or a \(3,\) vector"):
+            AgglomerativeBregman(2, model=model, smoothing=(0.5, z, "convex")).fit(X)
+    # a scalar or one value per feature is accepted
+    for z in (0.2, np.full(3, 0.2)):
+        AgglomerativeBregman(2, model=model, smoothing=(0.5, z, "convex")).fit(X)
+
+
 def test_merge_cost_refuses_bad_member_indices():
     X = _uniform()
     with pytest.raises(ValueError, match="duplicate|twice"):

@@ -50,8 +50,16 @@ def _lssttc(Xs, ys, ks):
     return [bregclust.LSSTTC().fit(X, y)]
 
 
+def _mixture(Xs, ys, ks):
+    # n_components as GaussianMixture's; its labels are predict's
+    return [bregclust.BregmanMixture(k).fit(X) for X, k in zip(Xs, ks)]
+
+
 FITS = {
     "BregmanKMeans": _single(bregclust.BregmanKMeans),
+    "MiniBatchBregmanKMeans": _single(bregclust.MiniBatchBregmanKMeans),
+    "BisectingBregmanKMeans": _single(bregclust.BisectingBregmanKMeans),
+    "BregmanMixture": _mixture,
     "AgglomerativeBregman": _single(bregclust.AgglomerativeBregman),
     "SymmetricNMF": _single(bregclust.SymmetricNMF),
     "MultitaskBregmanClustering": _multi(bregclust.MultitaskBregmanClustering),
@@ -77,9 +85,12 @@ def test_defaults_fit_the_digits_tasks_without_convergence_warning(name, digits)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         models = FITS[name](Xs, ys, ks)
-    for model in models:
+    for model, X in zip(models, Xs):
         labels = getattr(model, "labels_", None)
-        if labels is None:
+        if isinstance(model, bregclust.BregmanMixture):
+            assert model.converged_
+            labels = model.predict(X)
+        elif labels is None:
             labels = model.transduction_
         labels = labels if isinstance(labels, list) else [labels]
         assert all(np.isfinite(np.asarray(lab, dtype=float)).all() for lab in labels)

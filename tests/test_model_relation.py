@@ -88,6 +88,19 @@ def test_project_simplex_matches_bisection(seed):
     assert g.min() >= 0 and abs(g.sum() - 1) < 1e-12
 
 
+def test_project_simplex_at_extreme_magnitudes():
+    """Entries near float64's limits: the same projection as of the shifted vector, no
+    overflow in the running sums."""
+    np.testing.assert_allclose(project_simplex([1e308, -1e308, 1e308]), [0.5, 0.0, 0.5])
+    np.testing.assert_allclose(project_simplex([1e308, 1e308 - 1e292, -1e308]), [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(project_simplex(np.array([0.3, 0.1, -0.2]) + 1e300),
+                               project_simplex([1e300, 1e300, 1e300]))
+    v = np.array([0.7, 0.2, -0.4, 0.1])
+    np.testing.assert_allclose(project_simplex(v + 1e6), project_simplex(v), atol=1e-9)
+    np.testing.assert_allclose(project_simplex(v, radius=2.0),
+                               project_simplex_bisection(v, radius=2.0), atol=1e-12)
+
+
 def test_project_simplex_small_cases():
     assert project_simplex([0.2, 0.3, 0.5]).tolist() == pytest.approx([0.2, 0.3, 0.5])
     assert project_simplex([10.0, 0.0, 0.0]).tolist() == [1.0, 0.0, 0.0]
