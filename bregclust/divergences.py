@@ -157,7 +157,22 @@ class _SeparableForm:
                 csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
             else:
                 dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
+        if g.code == KG.CUSTOM and np.isnan(out).any():
+            self._raise_nan_phi(X, int(np.flatnonzero(np.isnan(out))[0]))
         return out
+
+    def _raise_nan_phi(self, X, i):
+        """A user's ``phi`` returned NaN on row ``i`` of finite data: name the value (a NaN
+        divergence would otherwise read as an overflow)."""
+        g = self.gen
+        row = X[i].toarray().ravel() if sp.issparse(X) else np.asarray(X[i])
+        values = [0.0] + [float(v) for v in row] if sp.issparse(X) else [float(v) for v in row]
+        bad = next((v for v in values if math.isnan(g.phi(v))), None)
+        where = f"x = {bad!r}" if bad is not None else f"a value of row {i}"
+        raise ValueError(
+            f"phi of divergence {g.name!r} returned NaN at {where} (row {i}): a generator must "
+            "be finite on its domain; declare a narrower domain when registering it or "
+            "rescale the data.")
 
     def grad(self, div, U2):
         g = self.gen

@@ -406,6 +406,31 @@ def test_an_exception_in_a_user_generator_surfaces_once_as_the_users():
         unregister_divergence("km_raising")
 
 
+def test_a_nan_from_a_user_generator_is_named_not_called_an_overflow():
+    import math
+    import re
+
+    import scipy.sparse as sp
+
+    from bregclust import register_divergence, unregister_divergence
+
+    register_divergence("km_nan", phi=lambda x: math.nan if x > 5.0 else x * x,
+                        dphi=lambda x: 2.0 * x)
+    try:
+        X = np.random.default_rng(0).normal(size=(300, 20)) * 3.0
+        for A in (X, sp.csr_matrix(X)):
+            with pytest.raises(ValueError, match=r"phi of divergence 'km_nan' returned NaN at "
+                                                 r"x = \S+ \(row \d+\)") as err:
+                BregmanKMeans(3, divergence="km_nan", random_state=0).fit(A)
+            assert float(re.search(r"x = (\S+) ", str(err.value)).group(1)) > 5.0
+        with pytest.raises(ValueError, match="returned NaN"):
+            get_divergence("km_nan").pairwise(X, X[:4] / 10.0)
+        km = BregmanKMeans(3, divergence="km_nan", random_state=0).fit(X / 10.0)
+        assert np.isfinite(km.inertia_)
+    finally:
+        unregister_divergence("km_nan")
+
+
 # -------------------------------------------------------- extreme values and parameter checks
 def _uniform(n=20, d=3, seed=0):
     """``n`` points uniform in the unit cube of dimension ``d``."""
