@@ -386,8 +386,9 @@ def _task_files(tmp_path, n=12, d=3, T=2):
     return files
 
 
-@pytest.mark.parametrize("method", ["kmeans", "agglomerative", "mbc", "mtcmrl", "lssmtc",
-                                    "lskmtc", "lnkmtc"])
+@pytest.mark.parametrize("method", ["kmeans", "minibatch", "bisecting", "mixture",
+                                    "agglomerative", "mbc", "mtcmrl", "lssmtc", "lskmtc",
+                                    "lnkmtc"])
 def test_options_not_given_leave_the_estimator_defaults(tmp_path, recorded_fits, method):
     from bregclust.cli import _estimator_class
 

@@ -401,6 +401,12 @@ def _scale_rule_fits(name, X, tasks):
         "lnkmtc": lambda: LNKMTC(3, C=1.0, random_state=0),
         "lssmtc": lambda: LSSMTC(3, n_components=2, max_iter=50, random_state=0),
     }
+    if name == "snmf":  # symmetric NMF of the cosine similarity, one task
+        from bregclust import SymmetricNMF
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [np.asarray(SymmetricNMF(3, random_state=0).fit(X).labels_)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if name.startswith("mixture"):  # a mixture has no labels_ (as GaussianMixture)
@@ -415,7 +421,7 @@ def _scale_rule_fits(name, X, tasks):
 #: responsibilities by design), and MTCMRL, whose regression term is not scale invariant
 #: (it refuses data whose squares under- or overflow, tested above).
 SCALE_RULE_ESTIMATORS = ("kmeans-kl", "kmeans-is", "kmeans-sq", "mixture-sq", "minibatch-kl", "bisecting-sq", "agglomerative-ward",
-                         "agglomerative-kl", "mbc-kl", "lnkmtc", "lssmtc")
+                         "agglomerative-kl", "mbc-kl", "lnkmtc", "lssmtc", "snmf")
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)

@@ -626,3 +626,14 @@ def test_float32_rows_stay_float32_and_give_the_float64_labels():
         assert np.array_equal(a.labels_, b.labels_), cls
         assert b.cluster_centers_.dtype == np.float32
         assert b.transform(X[:4].astype(np.float32)).dtype == np.float32
+
+
+def test_bisecting_verbose_shows_a_bar_per_split(capsys):
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    BisectingBregmanKMeans(3, random_state=0, verbose=1).fit(X)
+    err = capsys.readouterr().err
+    assert "BisectingBregmanKMeans split 0 restart 0" in err
+    assert "BisectingBregmanKMeans split 1 restart 0" in err and "objective=" in err
+    BisectingBregmanKMeans(3, random_state=0).fit(X)
+    assert capsys.readouterr() == ("", "")
+

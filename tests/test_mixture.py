@@ -609,3 +609,14 @@ def test_float32_input_keeps_float32_means_and_the_float64_labels():
     a = BregmanMixture(3, divergence="kl", random_state=0).fit(C)
     b = BregmanMixture(3, divergence="kl", random_state=0).fit(C.astype(np.float32))
     assert b.means_.dtype == np.float32 and np.array_equal(a.predict(C), b.predict(C))
+
+
+def test_verbose_shows_a_progress_bar_with_the_lower_bound(capsys):
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    BregmanMixture(3, random_state=0, verbose=1).fit(X)
+    out, err = capsys.readouterr()
+    assert "BregmanMixture restart 0" in err and "objective=" in err  # the bar, on stderr
+    assert "BregmanMixture restart 0: lower bound" in out
+    BregmanMixture(3, random_state=0).fit(X)
+    assert capsys.readouterr() == ("", "")
+
