@@ -785,20 +785,24 @@ default="k-means++"
         X, w = src.X, src.w
         tol = self._tolerance(src, div, cond, stats)
         # scikit-learn's draws, in its order: the validation sample, then per seeding its
-        # sample (drawn for an array init too), then the batches
+        # sample (drawn for an array init too), then the batches; rows are gathered only
+        # where they are read (an array init reads no seeding sample, a single seeding no
+        # validation sample)
         valid = rng.randint(0, n, isize)
-        Xv, wv = X[valid], w[valid]
+        Xv = wv = None
         best = best_obj = None
         for run_i in range(n_init):
             if isize < n:
                 s = rng.randint(0, n, isize)
-                Xs, ws = X[s], w[s]
+                Xs, ws = (X[s], w[s]) if not is_array else (None, None)
             else:
                 Xs, ws = X, w
             U0 = self._seed(div, Xs, ws, k, init, rng, beta, z)
             if n_init == 1:  # nothing to choose: the validation sample was drawn, not scored
                 best = U0
                 break
+            if Xv is None:
+                Xv, wv = X[valid], w[valid]
             obj = self._sample_objective(div, Xv, wv, U0)
             if self.verbose:
                 print(f"MiniBatchBregmanKMeans seeding {run_i}: objective on the validation "
