@@ -229,6 +229,8 @@ first = [
                                              np.ones(3), GT, c, zg, fin)),
     ("count_update", lambda: KM.count_update(*upd)),
     ("count_update_par", lambda: KM.count_update_par(*upd)),
+    ("move_centres", lambda: KM.move_centres(U, np.zeros(2), np.ones((2, 3)), np.ones(2), 0.0,
+                                             np.ones(3), np.empty(2, dtype=np.bool_))),
 ]
 total = 0.0
 for name, call in first:
@@ -236,16 +238,19 @@ for name, call in first:
     call()
     out[f"first call, _kernels/minibatch.{name}"] = time.perf_counter() - t0
     total += out[f"first call, _kernels/minibatch.{name}"]
-out["the four new kernels together"] = total
-for name, data in (("sqeuclidean", X), ("kl", S)):
+out["the mini-batch kernels together"] = total
+# k d = 5 x 4000 coordinates: the count update takes the closed-form parts (numpy)
+wide = sp.random(3000, 4000, density=0.01, random_state=0, format="csr")
+wide = wide[np.asarray(wide.sum(axis=1)).ravel() > 0]
+for name, data, what in (("sqeuclidean", X, "dense"), ("kl", S, "sparse"),
+                         ("kl", wide, "sparse 3000 x 4000, closed-form parts")):
     for which in ("first", "second"):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             MiniBatchBregmanKMeans(5, divergence=name, batch_size=256, max_iter=2,
                                    random_state=0).fit(data)
-        out[f"{which} fit, {name} ({'sparse' if sp.issparse(data) else 'dense'})"] = (
-            time.perf_counter() - t0)
+        out[f"{which} fit, {name} ({what})"] = time.perf_counter() - t0
 print(f"import\t{t_import}")
 for key, v in out.items():
     print(f"{key}\t{v}")

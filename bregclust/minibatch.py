@@ -56,6 +56,10 @@ __all__ = ["MiniBatchBregmanKMeans", "BisectingBregmanKMeans"]
 
 #: Batches with fewer multiply-adds (stored entries times centres) than this run on one thread.
 SERIAL_WORK = 1 << 22
+#: Centres with fewer coordinates (``k d``) than this take the fused count-update kernel even
+#: when the divergence has closed-form parts: below it, numpy's per-call overhead outweighs
+#: its vector arithmetic.
+VECTOR_PARTS = 1 << 14
 
 
 # ----------------------------------------------------------------------------- one run's state
@@ -114,15 +118,27 @@ class MiniBatchRun:
         self._parts = None
         self._phi_z = None
         self._zero = None
+        self._z1 = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_pc"] = state["_parts"] = state["_phi_z"] = state["_zero"] = None
+        for key in ("_pc", "_parts", "_phi_z", "_zero", "_z1"):
+            state[key] = None
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_z1", None)
 
     def fused(self, div):
         """Whether the fused count update applies (a separable differentiable generator)."""
         return div.generator is not None and div.has_gemm
+
+    def vector_parts(self, div):
+        """Whether the fused count update takes the divergence's closed-form parts
+        (:attr:`~bregclust.divergences.Divergence.parts_rule`, numpy ufuncs over the whole
+        ``k x d`` centres) instead of the scalar generator functions of the fused kernel."""
+        return div.has_closed_form_parts and self.U.size >= VECTOR_PARTS
 
     def prepared(self, div):
         """The :class:`~bregclust._execution.PreparedCentres` of the current centres (the
@@ -159,13 +175,31 @@ class MiniBatchRun:
         return self._zero
 
     def _moved(self, div, rows):
-        """Recompute the parts of the centres ``rows`` (moved outside the count update)."""
+        """Recompute the parts of the centres ``rows`` (moved outside the fused kernel)."""
         if self._parts is None:
             return
-        g = div.generator
+        rows = np.asarray(rows, dtype=np.int64)
         GT, c, zg, fin = self._parts
-        KM.centre_parts(g.code, g.fn_phi, g.fn_dphi, self.U, np.asarray(rows, dtype=np.int64),
-                        self._zvec(), GT, c, zg, fin)
+        if not self.vector_parts(div):
+            g = div.generator
+            KM.centre_parts(g.code, g.fn_phi, g.fn_dphi, self.U, rows, self._zvec(), GT, c,
+                            zg, fin)
+            return
+        if rows.size == 0:
+            return
+        if self._z1 is None:
+            self._z1 = np.vstack([self._zvec(), np.ones(self.U.shape[1])])
+        every = rows.size == self.U.shape[0]
+        Gr = GT if every else np.empty((self.U.shape[1], rows.size))
+        cr = div.parts_rule(self.U if every else self.U[rows], Gr)
+        # <z, g_j> and sum_l g_jl in one product: the finiteness test of the fused kernel
+        with np.errstate(over="ignore", invalid="ignore"):
+            P = self._z1 @ Gr
+        if not every:
+            GT[:, rows] = Gr
+        c[rows] = cr
+        zg[rows] = P[0]
+        fin[rows] = np.isfinite(cr) & np.isfinite(P[0]) & np.isfinite(P[1])
 
     def smoothing_term(self, div, c=None, zg=None):
         """``sum_j d(z, u_j) = sum_j phi(z) + c_j - <z, g_j>`` (by the definition where the
@@ -243,10 +277,15 @@ def step(run, div, X, prep, w, rng):
     old = U.copy() if (run.monitor and run.tol > 0) else U
     if run.fused(div):
         # in place: the moved centres, their counts and their parts
-        g = div.generator
-        kern = KM.count_update_par if E.parallel(U.size) else KM.count_update
         GT, c, zg, fin = run.parts(div)
-        kern(g.code, g.fn_phi, g.fn_dphi, U, mass, S, W, b, run._zvec(), GT, c, zg, fin)
+        if run.vector_parts(div):
+            moved = np.empty(k, dtype=np.bool_)
+            KM.move_centres(U, mass, S, W, b, run._zvec(), moved)
+            run._moved(div, np.flatnonzero(moved))
+        else:
+            g = div.generator
+            kern = KM.count_update_par if E.parallel(U.size) else KM.count_update
+            kern(g.code, g.fn_phi, g.fn_dphi, U, mass, S, W, b, run._zvec(), GT, c, zg, fin)
     else:
         if b > 0:  # the pseudo-point joins every centre in proportion to the weight seen
             new_mass = mass + W + b
@@ -746,20 +785,24 @@ default="k-means++"
         X, w = src.X, src.w
         tol = self._tolerance(src, div, cond, stats)
         # scikit-learn's draws, in its order: the validation sample, then per seeding its
-        # sample (drawn for an array init too), then the batches
+        # sample (drawn for an array init too), then the batches; rows are gathered only
+        # where they are read (an array init reads no seeding sample, a single seeding no
+        # validation sample)
         valid = rng.randint(0, n, isize)
-        Xv, wv = X[valid], w[valid]
+        Xv = wv = None
         best = best_obj = None
         for run_i in range(n_init):
             if isize < n:
                 s = rng.randint(0, n, isize)
-                Xs, ws = X[s], w[s]
+                Xs, ws = (X[s], w[s]) if not is_array else (None, None)
             else:
                 Xs, ws = X, w
             U0 = self._seed(div, Xs, ws, k, init, rng, beta, z)
             if n_init == 1:  # nothing to choose: the validation sample was drawn, not scored
                 best = U0
                 break
+            if Xv is None:
+                Xv, wv = X[valid], w[valid]
             obj = self._sample_objective(div, Xv, wv, U0)
             if self.verbose:
                 print(f"MiniBatchBregmanKMeans seeding {run_i}: objective on the validation "

@@ -219,6 +219,106 @@ def test_each_centre_is_the_mean_of_every_row_it_received():
             assert div.pairwise(R, moved[None, :]).sum() > best
 
 
+# ----------------------------------------------------------------------------- closed-form parts
+CLOSED_FORM = ["sqeuclidean", "kl", "itakura_saito"]
+
+
+@pytest.mark.parametrize("name", CLOSED_FORM)
+def test_closed_form_parts_equal_the_generic_gemm_parts(name):
+    """The record's vectorised ``parts_rule`` gives the GEMM parts of the scalar generator
+    functions, and flags a centre on the domain boundary (a zero coordinate) as not finite."""
+    div = get_divergence(name)
+    assert div.has_closed_form_parts
+    rng = np.random.default_rng(0)
+    U = rng.gamma(2.0, 1.0, size=(4, 37))
+    if name == "sqeuclidean":
+        U -= 2.0
+    G, c = div.form.gemm_parts(div, U)
+    GT = np.empty((37, 4))
+    np.testing.assert_allclose(div.parts_rule(U, GT), c, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(GT, G.T, rtol=1e-13)
+    if name != "sqeuclidean":
+        U[2, 5] = 0.0
+        c = div.parts_rule(U, GT)
+        assert not (np.isfinite(GT[:, 2]).all() and np.isfinite(c[2]))
+        assert np.isfinite(GT[:, [0, 1, 3]]).all() and np.isfinite(c[[0, 1, 3]]).all()
+    assert not get_divergence(CUSTOM).has_closed_form_parts
+
+
+def _sparse_counts(n=300, d=80, seed=0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.08, random_state=seed, format="csr",
+                  data_rvs=lambda m: rng.integers(1, 6, m).astype(float))
+    return X[np.asarray(X.sum(axis=1)).ravel() > 0]
+
+
+@pytest.mark.parametrize("name, fmt, smoothing", [
+    ("kl", "sparse", "auto"), ("kl", "dense", 0.0), ("itakura_saito", "dense", "auto"),
+    ("sqeuclidean", "dense", 0.0)])
+def test_closed_form_count_update_equals_a_full_re_prepare_at_every_step(
+        name, fmt, smoothing, monkeypatch):
+    """The count update with the closed-form parts keeps, after every step, the GEMM parts
+    that preparing the centres from scratch gives; the fit is the fused kernel's to
+    rounding (centres, labels, batch objectives, inertia). Without smoothing only the
+    centres that received rows move (and re-seeded centres are re-prepared)."""
+    from bregclust import _execution as E
+    from bregclust import minibatch as MB
+
+    div = get_divergence(name)
+    X = _sparse_counts() if fmt == "sparse" else np.abs(blobs("kl", n=300)) + 0.05
+    # a centre far from every row receives none: it is re-seeded from a batch
+    C0 = (X[:4].toarray() + 0.1) if fmt == "sparse" else X[:4].copy()
+    C0[3] = C0[3] + 20.0 if name == "sqeuclidean" else C0[3] * 1000.0
+    kw = dict(divergence=name, init=C0, batch_size=48, max_iter=3, random_state=0,
+              smoothing=smoothing, max_no_improvement=None, reassignment_ratio=0.5)
+    monkeypatch.setattr(MB, "VECTOR_PARTS", 1 << 62)
+    fused = MiniBatchBregmanKMeans(4, **kw).fit(X)
+    assert not fused._run.vector_parts(div)
+    monkeypatch.setattr(MB, "VECTOR_PARTS", 0)
+    closed = MiniBatchBregmanKMeans(4, **kw).fit(X)
+    assert closed._run.vector_parts(div) and closed._run.reassigned > 0
+    np.testing.assert_allclose(closed.cluster_centers_, fused.cluster_centers_, rtol=1e-10)
+    np.testing.assert_array_equal(closed.labels_, fused.labels_)
+    np.testing.assert_allclose(closed.batch_objectives_, fused.batch_objectives_, rtol=1e-10)
+    assert closed.inertia_ == pytest.approx(fused.inertia_, rel=1e-10)
+
+    # step by step: the kept parts against a full re-prepare of the current centres
+    est = MiniBatchBregmanKMeans(4, **dict(kw, max_iter=1)).fit(X)
+    run = est._run
+    Xc = sp.csr_matrix(X) if fmt == "sparse" else X
+    rng = np.random.RandomState(1)
+    for _ in range(8):
+        idx = rng.randint(0, Xc.shape[0], 48)
+        Xb = Xc[idx]
+        MB.step(run, div, Xb, div.prepare(Xb), np.ones(48), rng)
+        GT, c, zg, fin = run.parts(div)
+        assert fin.all()
+        ref = E.prepare_centres(div, run.U.copy())
+        np.testing.assert_allclose(GT, ref.GT, rtol=1e-10)
+        np.testing.assert_allclose(c, ref.c, rtol=1e-10, atol=1e-12 * np.abs(ref.c).max())
+        np.testing.assert_allclose(zg, ref.GT.T @ run._zvec(), rtol=1e-10,
+                                   atol=1e-12 * np.abs(ref.GT).max())
+
+
+def test_closed_form_count_update_equals_the_slow_reference(monkeypatch):
+    """kl with smoothing through the closed-form parts against the slow reference."""
+    from bregclust import minibatch as MB
+
+    monkeypatch.setattr(MB, "VECTOR_PARTS", 0)
+    X = blobs("kl")
+    C0 = X[[0, 1, 2]].copy()
+    ours = MiniBatchBregmanKMeans(3, divergence="kl", init=C0, smoothing=5.0, batch_size=32,
+                                  max_iter=2, random_state=0, max_no_improvement=None,
+                                  reassignment_ratio=0.2).fit(X)
+    assert ours._run.vector_parts(get_divergence("kl"))
+    z = push_inside(X.mean(axis=0), get_divergence("kl"))
+    ref = NM.fit_sampled(dist("kl"), X, C0, batch_size=32, n_steps=ours.n_steps_,
+                         random_state=0, init_size=96, rho=5.0 / len(X), z=z, beta_seed=5.0,
+                         reassignment_ratio=0.2)
+    np.testing.assert_allclose(ours.cluster_centers_, ref.U, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ours.batch_objectives_, ref.objectives, rtol=1e-9)
+
+
 # ----------------------------------------------------------------------------- dask and streams
 @pytest.mark.parametrize("name", ["sqeuclidean", "kl", "l1_subgradient", "mahalanobis"])
 def test_dask_equals_the_slow_reference_of_its_chunk_plan(name):

@@ -8,7 +8,10 @@ batch itself, so it is done here in one read of the centres instead of a pass pe
 The smoothing term of the objective needs ``<z, g>`` too, taken in the same loop.
 
 Separable generators only (a generator code and function pointers, as the generic kernels of
-:mod:`bregclust._kernels.lloyd`); the caller falls back on the engine for the others.
+:mod:`bregclust._kernels.lloyd`); the caller falls back on the engine for the others. For a
+generator whose parts have a vectorised closed form (``Divergence.parts_rule``), the caller
+moves the centres with :func:`move_centres` and evaluates the parts with numpy's vector
+logarithm instead, several times faster than a scalar ``log`` per coordinate.
 """
 
 import numpy as np
@@ -46,6 +49,21 @@ def _move_row(code, fphi, fdphi, U, mass, S, W, b, z, GT, c, zg, finite, j):
             U[j, l] = (m * U[j, l] + S[j, l] + b * z[l]) / M
         mass[j] = M
         _parts_row(code, fphi, fdphi, U, j, z, GT, c, zg, finite)
+
+
+@njit(**JIT)
+def move_centres(U, mass, S, W, b, z, moved):
+    """INOUT the count update of :func:`count_update` without the parts: every centre ``j``
+    with ``W[j] > 0`` or ``b > 0`` moves to ``(mass[j] U[j] + S[j] + b z) / (mass[j] + W[j]
+    + b)`` and its count grows; OUT ``moved[j]`` says which did."""
+    for j in range(U.shape[0]):
+        moved[j] = W[j] > 0.0 or b > 0.0
+        if moved[j]:
+            m = mass[j]
+            M = m + W[j] + b
+            for l in range(U.shape[1]):
+                U[j, l] = (m * U[j, l] + S[j, l] + b * z[l]) / M
+            mass[j] = M
 
 
 @njit(**JIT)
