@@ -115,17 +115,57 @@ def weighted_sums_csr(data, indices, indptr, labels, w, S, W):
 
 
 @njit(**JIT)
+def _nearest_rows(P, PT, c, phi_x, s, labels, mins, best, tot):
+    """:func:`_nearest` for the rows ``s .. s + m - 1`` of one GEMM block ``P`` (m x k): the same
+    comparisons in the same order, hence the same labels and minima, with the rows as the inner
+    loop. ``P`` is first copied into ``PT`` (k x chunk) so that the candidate loop runs over
+    contiguous rows of ``PT``; each row keeps its own ``best``/``tot``/label, and the loop over
+    rows compiles to SIMD instructions, where the loop over candidates of one row is a chain of
+    dependent compares and adds."""
+    m, k = P.shape
+    for j in range(k):
+        for i in range(m):
+            PT[j, i] = P[i, j]
+    lab = labels[s:s + m]
+    for i in range(m):
+        best[i] = np.inf
+        tot[i] = 0.0
+        lab[i] = 0
+    for j in range(k):
+        cj = c[j]
+        row = PT[j]
+        for i in range(m):
+            v = cj - row[i]
+            tot[i] += v
+            b = best[i]
+            lt = v < b
+            best[i] = v if lt else b
+            lab[i] = j if lt else lab[i]
+    for i in range(m):
+        r = s + i
+        v = phi_x[r] + best[i]
+        if tot[i] != tot[i] or not (abs(v) < np.inf):
+            mins[r] = np.nan
+        else:
+            mins[r] = v if v > 0.0 else 0.0
+
+
+@njit(**JIT)
 def _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, St, Wt, s0, e0, P):
     """Rows ``s0..e0-1`` of :func:`lloyd_step_dense`, ``chunk`` rows per BLAS call into ``P``,
     summing into ``St``/``Wt``."""
     d = X.shape[1]
+    k = GT.shape[1]
+    PT = np.empty((k, chunk), P.dtype)
+    best = np.empty(chunk)
+    tot = np.empty(chunk)
     for s in range(s0, e0, chunk):
         e = min(e0, s + chunk)
         Pc = P[:e - s]
         np.dot(X[s:e], GT, Pc)
-        for i in range(e - s):
-            r = s + i
-            bj = _nearest(Pc[i], c, phi_x[r], r, labels, mins)
+        _nearest_rows(Pc, PT, c, phi_x, s, labels, mins, best, tot)
+        for r in range(s, e):
+            bj = labels[r]
             wi = w[r]
             Wt[bj] += wi
             for l in range(d):
