@@ -88,6 +88,16 @@ def fused_pairwise(P, phi_x, c):
 
 
 @njit(**JIT)
+def labels_differ(a, b):
+    """Whether two label arrays of one length differ, stopping at the first difference (the
+    convergence test of every Lloyd iteration; labels usually differ early in the array)."""
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return True
+    return False
+
+
+@njit(**JIT)
 def weighted_sums_dense(X, labels, w, S, W):
     """``S[j] += w_i x_i`` and ``W[j] += w_i`` over the rows with ``labels[i] == j``.
 
