@@ -337,14 +337,25 @@ def rowsum_csr_serial(code, fn, data, indptr, n_features, out):
         out[i] = _phi_row_csr(code, fn, data, indptr, n_features, f0, i)
 
 
+# Reassociation only (no finite-math or no-NaN assumptions, so an overflow still reads as inf
+# and a NaN stays NaN): a sum of squares of differences has no cancellation, and letting LLVM
+# split it over SIMD lanes changes its rounding only. In strict order the sum is one chain of
+# dependent adds, slower than a whole Lloyd pass for the exact objective of a fit.
+@njit(**dict(JIT, fastmath={"reassoc", "contract"}))
+def _sq_distance(X, i, U, j):
+    """``sum_l (X[i, l] - U[j, l])^2`` in float64, added in any order."""
+    s = 0.0
+    for l in range(X.shape[1]):
+        t = np.float64(X[i, l]) - np.float64(U[j, l])
+        s += t * t
+    return s
+
+
 @njit(**JIT)
 def _generic_divergence(code, fphi, fdphi, X, i, U, j):
     """``d(X[i], U[j])`` by the definition, with the conventions of :func:`generic_pairwise`."""
     if code == SQ:  # branch-free first (vectorises); the careful loop only when not finite
-        s = 0.0
-        for l in range(X.shape[1]):
-            t = np.float64(X[i, l]) - np.float64(U[j, l])
-            s += t * t
+        s = _sq_distance(X, i, U, j)
         if s < np.inf:
             return s
     s = 0.0
