@@ -38,7 +38,7 @@ from ._validation import maybe_non_finite
 
 __all__ = ["PreparedCentres", "prepare", "phi_rows", "prepare_centres", "exact_pairwise",
            "exact_objective", "exact_assigned", "pairwise", "assign", "assign_and_sum", "weighted_sums", "serial",
-           "blas_one_thread", "Block", "LloydPart", "Rows", "Cost", "lloyd_block", "label_block",
+           "blas_one_thread", "min_max", "Block", "LloydPart", "Rows", "Cost", "lloyd_block", "label_block",
            "assign_block", "top_block", "cost_block", "sample_block", "take_block", "combine",
            "label_digest", "labels_differ", "farthest_by_passes", "MixtureCentres", "prepare_mixture",
            "mixture_pass", "MixturePart", "mixture_block"]
@@ -178,6 +178,24 @@ def run_chunks(work, starts):
     with blas_one_thread():
         for f in [_POOL.submit(work, s) for s in starts]:
             f.result()
+
+
+def min_max(a):
+    """``(min, max)`` of a non-empty array (NaN when one entry is NaN); one block of rows per
+    worker on the thread pool when the array is large (numpy's reductions release the GIL)."""
+    n = a.shape[0]
+    step = -(-n // n_workers()) if parallel(a.size) else n
+    starts = range(0, n, max(step, 1))
+    if len(starts) <= 1:
+        return float(a.min()), float(a.max())
+    parts = {}
+
+    def work(s):
+        b = a[s:s + step]
+        parts[s] = (b.min(), b.max())
+
+    run_chunks(work, starts)
+    return float(np.min([p[0] for p in parts.values()])), float(np.max([p[1] for p in parts.values()]))
 
 
 def chunk_rows(k):
@@ -472,10 +490,7 @@ class Block:
         finiteness and domain checks and the conditioning's magnitude all read it."""
         if self.range is None:
             data = self.X.data if sp.issparse(self.X) else self.X
-            if data.size:
-                self.range = (float(data.min()), float(data.max()))
-            else:
-                self.range = (0.0, 0.0)
+            self.range = min_max(data) if data.size else (0.0, 0.0)
         return self.range
 
     @property
