@@ -148,9 +148,9 @@ class DataStats:
             wx=wx, wphi=wphi)
 
 
-def _column_sums(w, X, step=8192):
+def _column_sums(w, X, step=2048):
     """``w @ X`` accumulated in float64 (float32 rows are converted block by block, not all
-    at once)."""
+    at once; a block of ``step`` rows in float64 stays in a core's cache)."""
     if sp.issparse(X) or X.dtype == np.float64:
         return np.asarray(w @ X).ravel()
     out = np.zeros(X.shape[1])

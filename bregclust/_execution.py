@@ -38,9 +38,9 @@ from ._validation import maybe_non_finite
 
 __all__ = ["PreparedCentres", "prepare", "phi_rows", "prepare_centres", "exact_pairwise",
            "exact_objective", "exact_assigned", "pairwise", "assign", "assign_and_sum", "weighted_sums", "serial",
-           "blas_one_thread", "Block", "LloydPart", "Rows", "Cost", "lloyd_block", "label_block",
+           "blas_one_thread", "min_max", "Block", "LloydPart", "Rows", "Cost", "lloyd_block", "label_block",
            "assign_block", "top_block", "cost_block", "sample_block", "take_block", "combine",
-           "label_digest", "farthest_by_passes", "MixtureCentres", "prepare_mixture",
+           "label_digest", "labels_differ", "farthest_by_passes", "MixtureCentres", "prepare_mixture",
            "mixture_pass", "MixturePart", "mixture_block"]
 
 PARALLEL_MIN = 1 << 18  # elements below which elementwise kernels run serially
@@ -142,13 +142,26 @@ def rowsum_kernels(size):
     return K.rowsum, KL.rowsum_csr_serial
 
 
+@contextmanager
 def blas_one_thread():
     """Context limiting every BLAS library to one thread: our threads (the pool, the numba
-    kernels) each call BLAS, and nested BLAS threads would oversubscribe the cores."""
+    kernels) each call BLAS, and nested BLAS threads would oversubscribe the cores.
+
+    Inside a context this thread already opened (a fit runs its whole loop in one, and every
+    Lloyd pass asks again) nothing is queried or set: each limit is a round of calls into
+    every loaded BLAS library."""
     global _CONTROLLER
+    if getattr(_LOCAL, "blas_one", False):
+        yield
+        return
     if _CONTROLLER is None:
         _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
+        _LOCAL.blas_one = True
+        try:
+            yield
+        finally:
+            _LOCAL.blas_one = False
 
 
 def run_chunks(work, starts):
@@ -165,6 +178,24 @@ def run_chunks(work, starts):
     with blas_one_thread():
         for f in [_POOL.submit(work, s) for s in starts]:
             f.result()
+
+
+def min_max(a):
+    """``(min, max)`` of a non-empty array (NaN when one entry is NaN); one block of rows per
+    worker on the thread pool when the array is large (numpy's reductions release the GIL)."""
+    n = a.shape[0]
+    step = -(-n // n_workers()) if parallel(a.size) else n
+    starts = range(0, n, max(step, 1))
+    if len(starts) <= 1:
+        return float(a.min()), float(a.max())
+    parts = {}
+
+    def work(s):
+        b = a[s:s + step]
+        parts[s] = (b.min(), b.max())
+
+    run_chunks(work, starts)
+    return float(np.min([p[0] for p in parts.values()])), float(np.max([p[1] for p in parts.values()]))
 
 
 def chunk_rows(k):
@@ -364,21 +395,33 @@ def fused_pass(prepared, GT, c, w):
     return labels, mins, S[0], W.sum(axis=0)
 
 
-def assign_and_sum(div, X, w, centres, prepared=None):
+def _objective(w, mins):
+    """``sum_i w_i mins_i`` (one BLAS dot)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(w @ mins)
+
+
+def assign_and_sum(div, X, w, centres, prepared=None, *, objective=False):
     """One Lloyd pass ``(labels, mins, S, W)``: fused when the centres allow it, else
-    :func:`assign` then :func:`weighted_sums`."""
+    :func:`assign` then :func:`weighted_sums`. With ``objective=True`` also
+    ``sum_i w_i mins_i`` as a fifth item."""
     prepared = prepared if prepared is not None else prepare(div, X)
     if not centres.fused:
         labels, mins = assign(div, X, centres, prepared=prepared)
         S, W = weighted_sums(X, labels, centres.U.shape[0], w)
-        return labels, mins, S, W
+        return (labels, mins, S, W, _objective(w, mins)) if objective else (labels, mins, S, W)
     Xg = prepared[0]
     # dense float32 rows take the float32 product (BLAS); sparse rows multiply each stored
     # value into a row of G^T in the kernel, where float64 G^T needs no copy
     gt = centres.GT if sp.issparse(Xg) else centres.gt(Xg.dtype)
     labels, mins, S, W = fused_pass(prepared, gt, centres.c, w)
-    _fix_non_finite(div, X, centres.U, labels, mins, w, S, W)
-    return labels, mins, S, W
+    # The weights are finite and non-negative and a flagged minimum is NaN, so a finite
+    # objective proves every minimum finite: the objective doubles as the check.
+    obj = _objective(w, mins)
+    if not np.isfinite(obj):
+        _fix_non_finite(div, X, centres.U, labels, mins, w, S, W)
+        obj = _objective(w, mins)
+    return (labels, mins, S, W, obj) if objective else (labels, mins, S, W)
 
 
 def weighted_sums(X, labels, k, w):
@@ -447,10 +490,7 @@ class Block:
         finiteness and domain checks and the conditioning's magnitude all read it."""
         if self.range is None:
             data = self.X.data if sp.issparse(self.X) else self.X
-            if data.size:
-                self.range = (float(data.min()), float(data.max()))
-            else:
-                self.range = (0.0, 0.0)
+            self.range = min_max(data) if data.size else (0.0, 0.0)
         return self.range
 
     @property
@@ -466,6 +506,14 @@ class Block:
         if self.prep is None:
             self.prep = prepare(div, self.X)
         return self.prep
+
+
+def labels_differ(a, b):
+    """Whether two label arrays differ (the kernel stops at the first difference, where
+    ``np.array_equal`` compares every entry into a temporary first)."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.ndim != 1:
+        return not np.array_equal(a, b)
+    return bool(KL.labels_differ(a, b))
 
 
 def label_digest(labels):
@@ -533,9 +581,8 @@ def lloyd_block(block, div, centres, keep=False, extra=None):
     LloydPart
     """
     w = block.weights()
-    labels, mins, S, W = assign_and_sum(div, block.X, w, centres, block.prepared(div))
-    with np.errstate(over="ignore", invalid="ignore"):
-        obj = float(w @ mins)
+    labels, mins, S, W, obj = assign_and_sum(div, block.X, w, centres, block.prepared(div),
+                                             objective=True)
     part = LloydPart(S=S, W=W, objective=obj,
                      **_label_extras(div, block, labels, centres.U.shape[0], w, extra))
     if keep:

@@ -153,7 +153,7 @@ class InMemorySource:
 
     @staticmethod
     def labels_changed(a, b):
-        return not np.array_equal(a.labels, b.labels)
+        return E.labels_differ(a.labels, b.labels)
 
     def label_stats(self, div, labels, k, extra=None):
         """Statistics of given labels (:func:`bregclust._execution.label_block`)."""

@@ -88,6 +88,16 @@ def fused_pairwise(P, phi_x, c):
 
 
 @njit(**JIT)
+def labels_differ(a, b):
+    """Whether two label arrays of one length differ, stopping at the first difference (the
+    convergence test of every Lloyd iteration; labels usually differ early in the array)."""
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return True
+    return False
+
+
+@njit(**JIT)
 def weighted_sums_dense(X, labels, w, S, W):
     """``S[j] += w_i x_i`` and ``W[j] += w_i`` over the rows with ``labels[i] == j``.
 
@@ -115,17 +125,57 @@ def weighted_sums_csr(data, indices, indptr, labels, w, S, W):
 
 
 @njit(**JIT)
+def _nearest_rows(P, PT, c, phi_x, s, labels, mins, best, tot):
+    """:func:`_nearest` for the rows ``s .. s + m - 1`` of one GEMM block ``P`` (m x k): the same
+    comparisons in the same order, hence the same labels and minima, with the rows as the inner
+    loop. ``P`` is first copied into ``PT`` (k x chunk) so that the candidate loop runs over
+    contiguous rows of ``PT``; each row keeps its own ``best``/``tot``/label, and the loop over
+    rows compiles to SIMD instructions, where the loop over candidates of one row is a chain of
+    dependent compares and adds."""
+    m, k = P.shape
+    for j in range(k):
+        for i in range(m):
+            PT[j, i] = P[i, j]
+    lab = labels[s:s + m]
+    for i in range(m):
+        best[i] = np.inf
+        tot[i] = 0.0
+        lab[i] = 0
+    for j in range(k):
+        cj = c[j]
+        row = PT[j]
+        for i in range(m):
+            v = cj - row[i]
+            tot[i] += v
+            b = best[i]
+            lt = v < b
+            best[i] = v if lt else b
+            lab[i] = j if lt else lab[i]
+    for i in range(m):
+        r = s + i
+        v = phi_x[r] + best[i]
+        if tot[i] != tot[i] or not (abs(v) < np.inf):
+            mins[r] = np.nan
+        else:
+            mins[r] = v if v > 0.0 else 0.0
+
+
+@njit(**JIT)
 def _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, St, Wt, s0, e0, P):
     """Rows ``s0..e0-1`` of :func:`lloyd_step_dense`, ``chunk`` rows per BLAS call into ``P``,
     summing into ``St``/``Wt``."""
     d = X.shape[1]
+    k = GT.shape[1]
+    PT = np.empty((k, chunk), P.dtype)
+    best = np.empty(chunk)
+    tot = np.empty(chunk)
     for s in range(s0, e0, chunk):
         e = min(e0, s + chunk)
         Pc = P[:e - s]
         np.dot(X[s:e], GT, Pc)
-        for i in range(e - s):
-            r = s + i
-            bj = _nearest(Pc[i], c, phi_x[r], r, labels, mins)
+        _nearest_rows(Pc, PT, c, phi_x, s, labels, mins, best, tot)
+        for r in range(s, e):
+            bj = labels[r]
             wi = w[r]
             Wt[bj] += wi
             for l in range(d):
@@ -287,14 +337,25 @@ def rowsum_csr_serial(code, fn, data, indptr, n_features, out):
         out[i] = _phi_row_csr(code, fn, data, indptr, n_features, f0, i)
 
 
+# Reassociation only (no finite-math or no-NaN assumptions, so an overflow still reads as inf
+# and a NaN stays NaN): a sum of squares of differences has no cancellation, and letting LLVM
+# split it over SIMD lanes changes its rounding only. In strict order the sum is one chain of
+# dependent adds, slower than a whole Lloyd pass for the exact objective of a fit.
+@njit(**dict(JIT, fastmath={"reassoc", "contract"}))
+def _sq_distance(X, i, U, j):
+    """``sum_l (X[i, l] - U[j, l])^2`` in float64, added in any order."""
+    s = 0.0
+    for l in range(X.shape[1]):
+        t = np.float64(X[i, l]) - np.float64(U[j, l])
+        s += t * t
+    return s
+
+
 @njit(**JIT)
 def _generic_divergence(code, fphi, fdphi, X, i, U, j):
     """``d(X[i], U[j])`` by the definition, with the conventions of :func:`generic_pairwise`."""
     if code == SQ:  # branch-free first (vectorises); the careful loop only when not finite
-        s = 0.0
-        for l in range(X.shape[1]):
-            t = np.float64(X[i, l]) - np.float64(U[j, l])
-            s += t * t
+        s = _sq_distance(X, i, U, j)
         if s < np.inf:
             return s
     s = 0.0
