@@ -196,8 +196,91 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
     return LloydResult(centres, part, n_iter, history, converged)
 
 
-class BregmanKMeans(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
-                    BaseEstimator):
+class DivergenceEstimatorMixin:
+    """What every single-task estimator with ``divergence`` / ``divergence_params`` shares: the
+    divergence record, scikit-learn's input tags for its domain, and the in-memory validator.
+
+    Class attributes: ``_check_finite`` (whether the validator refuses NaN/inf itself; False
+    where the data source checks the values) and ``_preserves_dtype`` (the transformer tag, or
+    None to leave it).
+    """
+
+    _check_finite = True
+    _preserves_dtype = None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        if self._preserves_dtype is not None:
+            tags.transformer_tags.preserves_dtype = list(self._preserves_dtype)
+        try:
+            dom = self._get_divergence().domain
+            tags.input_tags.positive_only = dom != "real"
+            # a sparse matrix's implicit zeros lie outside a strictly positive domain
+            tags.input_tags.sparse = dom != "positive"
+        except (TypeError, ValueError):
+            pass
+        return tags
+
+    def _get_divergence(self):
+        return get_divergence(self.divergence, **(self.divergence_params or {}))
+
+    def _validator(self, reset):
+        """In-memory input checked once (our messages), then scikit-learn's bookkeeping of
+        ``n_features_in_`` and ``feature_names_in_`` on the input as given."""
+        def validate(X):
+            Xc = check_array(X, finite=self._check_finite)
+            validate_data(self, X, reset=reset, skip_check_array=True)
+            return Xc
+        return validate
+
+    def _source(self, X, sample_weight=None):
+        check_is_fitted(self)
+        return as_source(X, sample_weight, self.divergence_, validate=self._validator(False),
+                         n_features=self.n_features_in_)
+
+
+class NearestCentreMixin(DivergenceEstimatorMixin):
+    """``predict`` and ``score`` of a fitted set of centres (the estimator's ``_pass_centres()``,
+    in the data's units), on any data source. Each estimator defines its own ``transform`` (on
+    ``_pass_centres()`` too): scikit-learn's ``set_output`` wraps only a ``transform`` defined
+    by the estimator's class itself."""
+
+    def _pass_centres(self):
+        return self.cluster_centers_
+
+    def predict(self, X):
+        """Index of the nearest centre (smallest ``d(x, u)``) for each row of ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            A lazy dask array when ``X`` is one.
+        """
+        return self._source(X).predict(self.divergence_, self._pass_centres())
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the (weighted) sum of divergences to the nearest centre.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
+        y : ignored
+        sample_weight : array-like or dask array of shape (n_samples,), optional
+
+        Returns
+        -------
+        score : float
+        """
+        return -self._source(X, sample_weight).score(self.divergence_, self._pass_centres())
+
+
+class BregmanKMeans(NearestCentreMixin, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
+                    TransformerMixin, BaseEstimator):
     """Hard clustering with a Bregman divergence (Banerjee et al., 2005).
 
     Lloyd-type alternation: assign each point to the centre with the smallest ``d(x, u)``
@@ -297,6 +380,8 @@ default="auto"
     [2, 2]
     """
 
+    _check_finite = False  # the data source checks the values
+
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
                  init="auto", n_init="auto", max_iter=300, tol=1e-4, smoothing="auto",
                  random_state=None, verbose=0, oversampling_factor=2.0, init_rounds=5):
@@ -312,21 +397,6 @@ default="auto"
         self.verbose = verbose
         self.oversampling_factor = oversampling_factor
         self.init_rounds = init_rounds
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        try:
-            dom = self._get_divergence().domain
-            tags.input_tags.positive_only = dom != "real"
-            # a sparse matrix's implicit zeros lie outside a strictly positive domain
-            tags.input_tags.sparse = dom != "positive"
-        except (TypeError, ValueError):
-            pass
-        return tags
-
-    def _get_divergence(self):
-        return get_divergence(self.divergence, **(self.divergence_params or {}))
 
     def _check_n_init(self, init_is_array):
         n_init = self.n_init
@@ -383,15 +453,6 @@ default="auto"
             return random_centres(src, k, rng, beta, z)
         return kmeans_parallel(src, div, k, rng, beta, z, self.oversampling_factor,
                                self.init_rounds)
-
-    def _validator(self, reset):
-        """In-memory input checked once (our messages), then scikit-learn's bookkeeping of
-        ``n_features_in_`` and ``feature_names_in_`` on the input as given."""
-        def validate(X):
-            Xc = check_array(X, finite=False)  # the data source checks the values
-            validate_data(self, X, reset=reset, skip_check_array=True)
-            return Xc
-        return validate
 
     def fit(self, X, y=None, sample_weight=None):
         """Cluster ``X``.
@@ -478,30 +539,6 @@ default="auto"
         self.objective_history_ = [float(h) for h in cond.undo_objective(best.history)]
         self.n_features_in_ = int(src.d)
 
-    @property
-    def _n_features_out(self):
-        """Columns of :meth:`transform` (one per centre), for ``get_feature_names_out``."""
-        return self.cluster_centers_.shape[0]
-
-    def _source(self, X, sample_weight=None):
-        check_is_fitted(self)
-        return as_source(X, sample_weight, self.divergence_, validate=self._validator(False),
-                         n_features=self.n_features_in_)
-
-    def predict(self, X):
-        """Index of the nearest centre (smallest ``d(x, u)``) for each row of ``X``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-            A lazy dask array when ``X`` is one.
-        """
-        return self._source(X).predict(self.divergence_, self.cluster_centers_)
-
     def transform(self, X):
         """Divergences ``d(x_i, u_j)`` to every centre, shape ``(n_samples, n_clusters)``.
 
@@ -514,20 +551,9 @@ default="auto"
         D : ndarray of shape (n_samples, n_clusters)
             A lazy dask array when ``X`` is one.
         """
-        return self._source(X).transform(self.divergence_, self.cluster_centers_)
+        return self._source(X).transform(self.divergence_, self._pass_centres())
 
-    def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) sum of divergences to the nearest centre.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
-        y : ignored
-        sample_weight : array-like or dask array of shape (n_samples,), optional
-
-        Returns
-        -------
-        score : float
-        """
-        src = self._source(X, sample_weight)
-        return -src.score(self.divergence_, self.cluster_centers_)
+    @property
+    def _n_features_out(self):
+        """Columns of :meth:`transform` (one per centre), for ``get_feature_names_out``."""
+        return self.cluster_centers_.shape[0]

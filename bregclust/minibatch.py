@@ -34,7 +34,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _conditioning as C
 from . import _execution as E
@@ -44,13 +43,12 @@ from ._seeding import kmeans_plusplus
 from ._smoothing import push_inside, resolve_smoothing, smoothed_points
 from ._sources import InMemorySource, as_source, is_dask_array
 from ._validation import (
-    check_array,
     check_finite,
     check_n_clusters,
     check_scalar,
 )
 from .divergences import get_divergence
-from .kmeans import lloyd
+from .kmeans import NearestCentreMixin, lloyd
 
 __all__ = ["MiniBatchBregmanKMeans", "BisectingBregmanKMeans"]
 
@@ -459,7 +457,8 @@ def _representable(cond, div, stats, where):
 
 
 # ----------------------------------------------------------------------------- the estimator
-class MiniBatchBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+class MiniBatchBregmanKMeans(NearestCentreMixin, ClusterMixin, TransformerMixin,
+                             BaseEstimator):
     """Mini-batch k-means with any Bregman divergence, in memory, on dask arrays and on streams.
 
     scikit-learn's :class:`~sklearn.cluster.MiniBatchKMeans` (Sculley, 2010) with ``d(x, u)``
@@ -584,6 +583,8 @@ default="k-means++"
     4
     """
 
+    _preserves_dtype = ("float64", "float32")
+
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
                  init="k-means++", max_iter=100, batch_size=1024, verbose=0,
                  compute_labels=True, random_state=None, tol=0.0, max_no_improvement=10,
@@ -604,22 +605,7 @@ default="k-means++"
         self.reassignment_ratio = reassignment_ratio
         self.smoothing = smoothing
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        try:
-            dom = self._get_divergence().domain
-            tags.input_tags.positive_only = dom != "real"
-            tags.input_tags.sparse = dom != "positive"
-        except (TypeError, ValueError):
-            pass
-        return tags
-
     # ------------------------------------------------------------------ checks
-    def _get_divergence(self):
-        return get_divergence(self.divergence, **(self.divergence_params or {}))
-
     def _check_params(self):
         check_scalar(self.max_iter, "max_iter", kind=numbers.Integral, lo=1)
         check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, lo=1)
@@ -680,13 +666,6 @@ default="k-means++"
                           "using min(3 * n_clusters, n_samples).", RuntimeWarning, stacklevel=3)
             s = 3 * self.n_clusters
         return b, min(s, n)
-
-    def _validator(self, reset):
-        def validate(X):
-            Xc = check_array(X)
-            validate_data(self, X, reset=reset, skip_check_array=True)
-            return Xc
-        return validate
 
     # ------------------------------------------------------------------ seeding
     def _seed(self, div, X, w, k, init, rng, beta, z):
@@ -1003,25 +982,6 @@ default="k-means++"
             return self
 
     # ------------------------------------------------------------------ fitted model
-    def _source(self, X, sample_weight=None):
-        check_is_fitted(self)
-        return as_source(X, sample_weight, self.divergence_, validate=self._validator(False),
-                         n_features=self.n_features_in_)
-
-    def predict(self, X):
-        """Index of the nearest centre (smallest ``d(x, u)``) for each row of ``X``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-            A lazy dask array when ``X`` is one.
-        """
-        return self._source(X).predict(self.divergence_, self._centres64())
-
     def transform(self, X):
         """Divergences ``d(x_i, u_j)`` to every centre, shape ``(n_samples, n_clusters)``.
 
@@ -1034,28 +994,10 @@ default="k-means++"
         D : ndarray of shape (n_samples, n_clusters)
             float32 for float32 ``X``; a lazy dask array when ``X`` is one.
         """
-        D = self._source(X).transform(self.divergence_, self._centres64())
-        if _out_dtype(X) == np.float32:
-            return D.astype(np.float32)
-        return D
+        D = self._source(X).transform(self.divergence_, self._pass_centres())
+        return D.astype(np.float32) if _out_dtype(X) == np.float32 else D
 
-    def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) sum of divergences to the nearest centre.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
-        y : ignored
-        sample_weight : array-like or dask array of shape (n_samples,), optional
-
-        Returns
-        -------
-        score : float
-        """
-        src = self._source(X, sample_weight)
-        return -src.score(self.divergence_, self._centres64())
-
-    def _centres64(self):
+    def _pass_centres(self):
         run, cond = getattr(self, "_run", None), getattr(self, "_cond", None)
         if run is not None and cond is not None:
             return cond.undo_centres(run.U)
@@ -1107,7 +1049,8 @@ class _Node:
         return best
 
 
-class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+class BisectingBregmanKMeans(NearestCentreMixin, ClusterMixin, TransformerMixin,
+                             BaseEstimator):
     """Bisecting k-means with any Bregman divergence (divisive hierarchical clustering).
 
     scikit-learn's :class:`~sklearn.cluster.BisectingKMeans` (Steinbach et al., 2000) with
@@ -1180,6 +1123,8 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     [2, 2, 2]
     """
 
+    _preserves_dtype = ("float64", "float32")
+
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
                  init="random", n_init=1, random_state=None, max_iter=300, verbose=0,
                  tol=1e-4, bisecting_strategy="biggest_inertia", smoothing="auto"):
@@ -1195,18 +1140,6 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.bisecting_strategy = bisecting_strategy
         self.smoothing = smoothing
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        try:
-            dom = get_divergence(self.divergence, **(self.divergence_params or {})).domain
-            tags.input_tags.positive_only = dom != "real"
-            tags.input_tags.sparse = dom != "positive"
-        except (TypeError, ValueError):
-            pass
-        return tags
-
     def _check_params(self):
         if not isinstance(self.init, str) or self.init not in ("random", "k-means++"):
             raise ValueError(f"init must be 'random' or 'k-means++', got {self.init!r}.")
@@ -1217,13 +1150,6 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         if self.bisecting_strategy not in ("biggest_inertia", "largest_cluster"):
             raise ValueError("bisecting_strategy must be 'biggest_inertia' or 'largest_cluster', "
                              f"got {self.bisecting_strategy!r}.")
-
-    def _validator(self, reset):
-        def validate(X):
-            Xc = check_array(X)
-            validate_data(self, X, reset=reset, skip_check_array=True)
-            return Xc
-        return validate
 
     def fit(self, X, y=None, sample_weight=None):
         """Build the bisecting tree of ``X``.
@@ -1315,11 +1241,6 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return best.n_iter
 
     # ------------------------------------------------------------------ fitted model
-    def _source(self, X, sample_weight=None):
-        check_is_fitted(self)
-        return as_source(X, sample_weight, self.divergence_, validate=self._validator(False),
-                         n_features=self.n_features_in_)
-
     def predict(self, X):
         """The leaf of each row of ``X``, down the tree (the nearer child at every split).
 
@@ -1358,22 +1279,8 @@ class BisectingBregmanKMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         D : ndarray of shape (n_samples, n_clusters)
         """
-        D = self._source(X).transform(self.divergence_, self._cond.undo_centres(
-            np.vstack([leaf.centre for leaf in self._tree.leaves()])))
+        D = self._source(X).transform(self.divergence_, self._pass_centres())
         return D.astype(np.float32) if _out_dtype(X) == np.float32 else D
 
-    def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) sum of divergences to the nearest leaf centre.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : ignored
-        sample_weight : array-like of shape (n_samples,), optional
-
-        Returns
-        -------
-        score : float
-        """
-        U = self._cond.undo_centres(np.vstack([leaf.centre for leaf in self._tree.leaves()]))
-        return -self._source(X, sample_weight).score(self.divergence_, U)
+    def _pass_centres(self):
+        return self._cond.undo_centres(np.vstack([leaf.centre for leaf in self._tree.leaves()]))

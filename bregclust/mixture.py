@@ -22,7 +22,7 @@ from scipy.special import gammaln, polygamma, psi, xlogy
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from . import _conditioning as C
 from . import _execution as E
@@ -38,7 +38,7 @@ from ._validation import (
     check_scalar,
 )
 from .divergences import get_divergence
-from .kmeans import BregmanKMeans, lloyd
+from .kmeans import BregmanKMeans, DivergenceEstimatorMixin, lloyd
 
 __all__ = ["BregmanMixture", "select_n_clusters", "ClusterCountSelection", "FAMILIES",
            "gamma_shape"]
@@ -671,7 +671,7 @@ def _em(src, st, params, max_iter, tol, *, verbose=0, desc="BregmanMixture", low
 
 
 # ----------------------------------------------------------------------------- the estimator
-class BregmanMixture(DensityMixin, BaseEstimator):
+class BregmanMixture(DivergenceEstimatorMixin, DensityMixin, BaseEstimator):
     """Mixture of exponential-family distributions fitted by EM: Bregman soft clustering.
 
     Every regular exponential family corresponds to a Bregman divergence (Banerjee, Merugu,
@@ -843,27 +843,6 @@ dict, default="auto"
         self.random_state = random_state
         self.verbose = verbose
         self.criterion = criterion
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        try:
-            dom = self._get_divergence().domain
-            tags.input_tags.positive_only = dom != "real"
-            tags.input_tags.sparse = dom != "positive"
-        except (TypeError, ValueError):
-            pass
-        return tags
-
-    def _get_divergence(self):
-        return get_divergence(self.divergence, **(self.divergence_params or {}))
-
-    def _validator(self, reset):
-        def validate(X):
-            Xc = check_array(X)
-            validate_data(self, X, reset=reset, skip_check_array=True)
-            return Xc
-        return validate
 
     # ------------------------------------------------------------------ parameters
     def _candidates(self, n):
