@@ -157,7 +157,7 @@ def engine_counters(X, model):
     driver = KP.pruned_linkage if plan.smax > 0 else KA.generic_linkage
     st = plan.state(Xv, w)
     driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h, numba.get_num_threads(), 0,
-           stats, n - 1, AG._top_buffers(st, 0))
+           stats, n - 1, AG._top_buffers(st, 0), *AG._driver_pointers(driver, st, plan))
     return dict(rescans=stats[KA.ST_RESCAN], list_hits=stats[KA.ST_LISTHIT],
                 exact_builds=stats[KA.ST_FULL], bounds_initial=stats[KA.ST_B_INIT],
                 bounds_rescans=stats[KA.ST_B_RESCAN], bounds_new_clusters=stats[KA.ST_B_MERGE],
@@ -266,7 +266,7 @@ def bench_drivers(sizes, model, n_terms, seed, runs):
                 t = time.perf_counter()
                 driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out,
                        numba.get_num_threads(), 0, np.zeros(KLG.N_STATS, dtype=np.int64), n - 1,
-                       AG._top_buffers(st, 0))
+                       AG._top_buffers(st, 0), *AG._driver_pointers(driver, st, plan))
                 driver_best = min(driver_best, time.perf_counter() - t)
             times.append(driver_best)
             outs.append(out)

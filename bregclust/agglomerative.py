@@ -584,7 +584,8 @@ def _run(X, w, plan, algorithm, n_top=0):
     stats = np.zeros(KLG.N_STATS, dtype=np.int64)
     with KG.callback_errors():
         status = driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h,
-                        numba.get_num_threads(), 0, stats, n - 1 - k, top)
+                        numba.get_num_threads(), 0, stats, n - 1 - k, top,
+                        *_driver_pointers(driver, st, plan))
     if status != KLG.OK or not np.isfinite(h).all():
         raise ValueError(
             f"a merge cost of model {plan.name!r} is not finite (NaN or overflow): the data, "
@@ -610,6 +611,15 @@ def _generic_driver(n, sparse_supports):
     if sparse_supports and (n > PRUNED_MIN_N or KG.is_compiled(KLP.pruned_linkage)):
         return KLP.pruned_linkage
     return KLG.generic_linkage
+
+
+def _driver_pointers(driver, st, plan):
+    """The kernels a generic driver calls through function pointers, its last arguments (see
+    :func:`._kernels.linkage_generic.block_pointer`): compiled or loaded from numba's cache on
+    the first fit of a state type."""
+    if driver is KLP.pruned_linkage:
+        return KLP.pointers(st, plan.fc, plan.fn)
+    return (KLG.block_pointer(st, plan.fc, plan.fn),)
 
 
 def _announce_compile(driver):
@@ -868,8 +878,10 @@ def compile_kernels():
     out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1))
     for driver in (KLG.generic_linkage, KLP.pruned_linkage):
         st = plan.state(Xv, w)
-        driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out, numba.get_num_threads(), 0,
-               np.zeros(KLG.N_STATS, dtype=np.int64), n - 3, _top_buffers(st, 2))
+        with KG.callback_errors():
+            driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out, numba.get_num_threads(),
+                   0, np.zeros(KLG.N_STATS, dtype=np.int64), n - 3, _top_buffers(st, 2),
+                   *_driver_pointers(driver, st, plan))
     return [name for name, _ in models]
 
 

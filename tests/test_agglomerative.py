@@ -470,7 +470,7 @@ def _driver_linkage(plan, Xv, w, pruned, kcand=0, nthreads=2):
     driver = KP.pruned_linkage if pruned else KG.generic_linkage
     st = plan.state(Xv, w)
     status = driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, si, sj, h, nthreads, kcand, stats,
-                    n - 1, AG._top_buffers(st, 0))
+                    n - 1, AG._top_buffers(st, 0), *AG._driver_pointers(driver, st, plan))
     assert status == KG.OK
     return si, sj, h, stats
 

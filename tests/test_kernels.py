@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from numba import njit, types
 
 from bregclust import _kernels as K
 from bregclust._kernels import generators as KG
@@ -223,6 +224,35 @@ def test_merge_argsort_is_the_stable_sort():
         np.testing.assert_array_equal(order, np.argsort(v, kind="mergesort"))
 
 
+def _divide_by_zero_at(x, k):
+    x[k] = 1.0 / (float(x[k]) - float(x[k]))
+
+
+@njit(cache=True)
+def _call_each(f, x):
+    for k in range(x.shape[0]):
+        f(x, np.int64(k))
+    return x.shape[0]
+
+
+def test_an_exception_inside_a_kernel_called_through_a_pointer_is_raised_after_the_call():
+    """numba cannot propagate an exception out of a C callback (it reports it to
+    ``sys.unraisablehook`` and the call returns): ``callback_errors`` raises it once the kernel
+    that called the callback returns, and the hook is restored."""
+    import sys
+
+    f = KG.compiled_pointer(_divide_by_zero_at, types.void(types.float64[::1], types.int64))
+    assert KG.compiled_pointer(_divide_by_zero_at,
+                               types.void(types.float64[::1], types.int64)) is f
+    hook = sys.unraisablehook
+    with pytest.raises(ZeroDivisionError, match="division by zero") as info:
+        with KG.callback_errors():
+            _call_each(f, np.ones(3))
+    assert sys.unraisablehook is hook
+    if hasattr(info.value, "__notes__"):  # compiled: the context names where it came from
+        assert "called through a function pointer" in info.value.__notes__[0]
+
+
 _AFTER_COMPILE = r"""
 import warnings
 import numpy as np
@@ -251,6 +281,9 @@ for name in ("sqeuclidean", "kl", "itakura_saito"):
     BregmanKMeans(3, divergence=name, random_state=0).fit(X)
 MultitaskBregmanClustering(3, divergence="kl", random_state=0).fit([X, X[:20]])
 print("COMPILED", compiled)
+from bregclust._kernels import generators as KG
+print("POINTERS", len(KG._POINTER_CACHE),
+      "COMPILED", [f.__qualname__ for f in KG._POINTER_CACHE.values() if not f.cache_hits])
 """
 
 
@@ -274,4 +307,7 @@ def test_compile_command_leaves_the_built_in_models_nothing_to_compile(tmp_path)
     later = subprocess.run([sys.executable, "-c", _AFTER_COMPILE], env=env, capture_output=True,
                            text=True, check=True)
     assert "COMPILED []" in later.stdout, later.stdout[-2000:]
+    # the kernels called through function pointers (C callbacks) loaded from the cache too
+    assert "COMPILED []" in later.stdout.split("POINTERS")[1], later.stdout[-2000:]
+    assert "POINTERS 0 " not in later.stdout
     assert "compiling the agglomerative engine" not in later.stderr

@@ -18,6 +18,7 @@ Under ``NUMBA_DISABLE_JIT=1`` ``fn`` is the plain Python function, whose excepti
 """
 
 import math
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -294,13 +295,74 @@ def check_callbacks():
                      "Make the function deterministic and free of side effects.")
 
 
+#: What numba's C callback wrapper passes to ``sys.unraisablehook`` as the object of an
+#: exception raised inside a compiled callback (the exception cannot cross the C boundary).
+_CALLBACK_OBJECT = "<numba.core.cpu.CPUContext>"
+
+
 @contextmanager
 def callback_errors():
-    """Context of a kernel call with user callbacks: the failure record is reset on entry and
-    :func:`check_callbacks` runs on a normal exit."""
+    """Context of a kernel call with user callbacks or kernels called through function pointers
+    (:func:`compiled_pointer`): the failure record is reset on entry and :func:`check_callbacks`
+    runs on a normal exit. An exception raised inside a compiled C callback cannot propagate
+    through the kernel that called it (numba reports it to ``sys.unraisablehook`` and the call
+    returns zero); the context catches such a report and raises the exception on exit, so the
+    kernel's result is discarded."""
     _FAILURES[:] = 0.0
-    yield
+    caught = []
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if unraisable.object == _CALLBACK_OBJECT and unraisable.exc_value is not None:
+            caught.append(unraisable.exc_value)
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+    if caught:
+        exc = caught[0]
+        exc.add_note("Raised inside a compiled kernel called through a function pointer; the "
+                     "kernel's result was discarded.")
+        raise exc
     check_callbacks()
+
+
+#: C callbacks of kernels by (function, signature): numba never frees machine code, and a
+#: signature compiles once per process (then loads from the on-disk cache).
+_POINTER_CACHE = {}
+
+
+def compiled_pointer(pyfunc, signature):
+    """``pyfunc`` compiled once as a C callback of the numba ``signature`` (``cfunc``, cached on
+    disk): a first-class function that compiled kernels take as an argument and call through
+    its pointer. numba links the code of every function a kernel calls into the kernel's own
+    library and optimises and emits it again there; a kernel called through a pointer is
+    compiled once, whatever calls it. An exception inside it cannot propagate to the caller:
+    call such kernels inside :func:`callback_errors`. Under ``NUMBA_DISABLE_JIT`` the plain
+    function.
+
+    Parameters
+    ----------
+    pyfunc : function
+        The kernel's Python source (not a dispatcher).
+    signature : numba signature
+        Its exact argument and return types (a caller must pass exactly these types).
+
+    Returns
+    -------
+    numba CFunc or function
+    """
+    if config.DISABLE_JIT:
+        return pyfunc
+    key = (pyfunc, signature)
+    hit = _POINTER_CACHE.get(key)
+    if hit is None:
+        hit = _POINTER_CACHE[key] = cfunc(signature, cache=True)(pyfunc)
+    return hit
 
 
 #: Function pointers by the scalar dispatcher they call (and their label): numba never frees

@@ -8,13 +8,20 @@ The kernels take the model ``kind`` and the generator ``(gcode, fn)`` as run-tim
 by one loop, :func:`_par_blocks`, which runs the two tasks whose iterations are independent and
 costly - the merge costs of one cluster to a range of slots, and the initial candidate lists;
 everything else is serial.
+
+The block of those tasks, :func:`_block`, is called through a function pointer (see
+:func:`block_pointer`): numba links the code of every callee into each caller's library and
+optimises and emits it again there, and a parallel loop adds three libraries of its own, so the
+merge-cost code called by the driver and by its parallel loop would be compiled once in each.
+Compiled once as a C callback of an explicit signature (numba's ``cfunc``, cached on disk like
+every kernel) and passed to the driver as a first-class function, it is compiled once.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import config, njit, prange, typeof, types
 
 from .agglomerative import GAUSS_FULL, cost, keep, merge
-from .generators import INNER_JIT, INNER_PJIT, JIT
+from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer
 
 
 # ---------------------------------------------------------------------------- indexed binary heap
@@ -206,10 +213,10 @@ def _cand_build(x, act, lo, na, row, cand):
 COSTS, SCAN = np.int64(0), np.int64(1)
 
 
-@njit(**INNER_JIT)
 def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, status):
     """Block ``q`` of ``nb`` of one of the engine's parallel tasks; each block writes its own
-    entries, so the values do not depend on the blocks or the threads.
+    entries, so the values do not depend on the blocks or the threads. Compiled only as the C
+    callback of :func:`block_pointer` (the driver's ``block``).
 
     * :data:`COSTS`: OUT ``row[t] = cost(min(x, b), max(x, b))`` for ``x = act[t]``
       (``x != b``), ``t`` in block ``q`` of equal blocks of ``lo <= t < na`` (the slot order of
@@ -245,15 +252,46 @@ def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, stat
             _cand_insert(cand, x, c, y)
 
 
+def _vector(dtype):
+    return types.Array(dtype, 1, "C")
+
+
+def _matrix(dtype, ndim=2):
+    return types.Array(dtype, ndim, "C")
+
+
+#: numba type of the candidate lists ``(cc, ci, cg, cn, ctau, gen)``
+CAND_TYPE = types.Tuple((_matrix(types.float64), _matrix(types.int64), _matrix(types.int64),
+                         _vector(types.int64), _vector(types.float64), _vector(types.int64)))
+
+
+def state_types(st, fc, fn):
+    """numba types of a driver's state, generator constants and generator function."""
+    return typeof(st), typeof(fc), typeof(fn)
+
+
+def block_pointer(st, fc, fn):
+    """The C callback of :func:`_block` for the types of ``st``, ``fc`` and ``fn`` (compiled or
+    loaded from numba's cache on first use; the plain function under ``NUMBA_DISABLE_JIT``):
+    the driver's ``block`` argument."""
+    if config.DISABLE_JIT:
+        return _block
+    st_t, fc_t, fn_t = state_types(st, fc, fn)
+    i8 = types.int64
+    sig = types.void(i8, i8, i8, _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t,
+                     _vector(types.float64), CAND_TYPE, _vector(i8))
+    return compiled_pointer(_block, sig)
+
+
 # The driver runs a task as ``_par_blocks`` when there is enough work and as
-# ``_block(..., 0, 1, ...)`` otherwise, written out at each call site: a helper between them would
-# be one more compiled layer holding all of the task code.
+# ``block(..., 0, 1, ...)`` otherwise, written out at each call site.
 @njit(**INNER_PJIT)
-def _par_blocks(task, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status, nb):
-    """:func:`_block` ``q = 0 .. nb - 1`` in parallel (the engine's only parallel loop)."""
+def _par_blocks(task, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status, nb, block):
+    """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (the engine's only parallel
+    loop)."""
     for q in prange(nb):
         # prange's index is unsigned: cast, so that the callee has one integer type
-        _block(task, kind, b, act, lo, na, np.int64(q), nb, st, fc, gcode, fn, row, cand, status)
+        block(task, kind, b, act, lo, na, np.int64(q), nb, st, fc, gcode, fn, row, cand, status)
 
 
 @njit(**INNER_JIT)
@@ -290,7 +328,7 @@ def _retire(a, b, t, act, na, cand, mind, stale, heap, where):
 
 @njit(**JIT)
 def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
-                    outs):
+                    outs, block):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics, exact costs.
 
     Each active slot ``x`` keeps a candidate ``nn[x] > x`` and ``mind[x]``, a lower bound of its
@@ -319,6 +357,8 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         OUT: the cluster formed by merge ``t >= first`` is copied to row ``n - 2 - t`` of
         ``outs`` (the state's seven arrays with ``n - 1 - first`` rows; see
         :func:`.agglomerative.keep`), so row 0 is the root.
+    block : function
+        :func:`block_pointer` ``(st, fc, fn)``.
 
     Returns
     -------
@@ -343,7 +383,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
     cand = (cc, ci, cg, cn, ctau, gen)
     status = np.zeros(n, dtype=np.int64)
     _par_blocks(SCAN, kind, _ZERO, np.arange(n), _ZERO, n, st, fc, gcode, fn, np.empty(0), cand,
-                status, n // 2)
+                status, n // 2, block)
     for x in range(n):
         if status[x] != OK:
             return status[x]
@@ -372,9 +412,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
                 lo = np.searchsorted(act[:na], a) + 1
                 if na - lo > 2 * PAR_REFINE and nthreads > 1:
                     _par_blocks(COSTS, kind, a, act, lo, na, st, fc, gcode, fn, row, cand, status,
-                                min(na - lo, 8 * nthreads))
+                                min(na - lo, 8 * nthreads), block)
                 else:
-                    _block(COSTS, kind, a, act, lo, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
+                    block(COSTS, kind, a, act, lo, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
                            status)
                 stats[ST_EXACT] += na - lo
                 if _cand_build(a, act, lo, na, row, cand) != OK:
@@ -395,9 +435,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         # costs of every active slot to the new cluster b, in parallel
         if na > 2 * PAR_REFINE and nthreads > 1:
             _par_blocks(COSTS, kind, b, act, _ZERO, na, st, fc, gcode, fn, row, cand, status,
-                        min(na, 8 * nthreads))
+                        min(na, 8 * nthreads), block)
         else:
-            _block(COSTS, kind, b, act, _ZERO, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
+            block(COSTS, kind, b, act, _ZERO, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
                    status)
         stats[ST_EXACT] += na - 1
         # slots below b: the new cluster may be a better candidate; candidates a and b went stale

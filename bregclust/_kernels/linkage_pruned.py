@@ -10,14 +10,15 @@ yet, only for fits large enough to pay for its compilation: see
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import config, njit, prange, typeof, types
 
 from .agglomerative import GAUSS_FULL, cost, keep, merge
-from .generators import INNER_JIT, INNER_PJIT, JIT, kl_phi, phi_of
+from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer, kl_phi, phi_of
 from .generators import KL as _GEN_KL
 from .linkage_generic import (
     _ONE,
     _ZERO,
+    CAND_TYPE,
     K_CAND,
     N_STATS,
     NAN_COST,
@@ -35,9 +36,12 @@ from .linkage_generic import (
     _cand_resolve,
     _certified,
     _heap_update,
+    _matrix,
     _retire,
     _set_candidate,
     _sift_down,
+    _vector,
+    state_types,
 )
 
 # ---------------------------------------------------------------------------- pruning bounds
@@ -691,7 +695,6 @@ def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, out, lvl):
 LOWER, REFINE, EXACT = np.int64(0), np.int64(1), np.int64(2)
 
 
-@njit(**INNER_JIT)
 def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
            row):
     """Block ``q`` of ``nb`` equal blocks of ``lo <= r < hi`` of a parallel task, with the pivot
@@ -702,6 +705,8 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
     * :data:`REFINE`: level-2 bounds for the entries ``t = idx[r]`` holding a level-1 bound
       (``out[t]`` becomes the larger of the two);
     * :data:`EXACT`: OUT ``row[t] = cost(min(x, b), max(x, b))``, ``t = idx[r]``, ``x = act[t]``.
+
+    Compiled only as the C callback of :func:`pointers` (the driver's ``block``).
     """
     vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
@@ -751,19 +756,18 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
 
 @njit(**INNER_PJIT)
 def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
-                row, nb):
-    """:func:`_block` ``q = 0 .. nb - 1`` in parallel (with the initial lists of :func:`_rows`,
+                row, nb, block):
+    """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (with the initial lists of :func:`_rows`,
     the driver's parallel loops)."""
     for q in prange(nb):
         # prange's index is unsigned: cast, so that the callee has one integer type
-        _block(task, kind, b, act, idx, lo, hi, np.int64(q), nb, st, fc, gcode, fn, pv, out, lvl,
+        block(task, kind, b, act, idx, lo, hi, np.int64(q), nb, st, fc, gcode, fn, pv, out, lvl,
                memos, stamp, row)
 
 
 # The callers below run a task as ``_par_blocks`` in ``nb`` blocks when there is enough work
-# (``nb = min(m, cap)`` above a threshold, with threads) and as ``_block(..., 0, 1, ...)``
-# otherwise, written out at each call site: a helper between them would be one more compiled
-# layer holding all of the task code.
+# (``nb = min(m, cap)`` above a threshold, with threads) and as ``block(..., 0, 1, ...)``
+# otherwise, written out at each call site.
 
 
 @njit(**JIT)
@@ -877,16 +881,16 @@ def _list_reset(x, lo, na, lob, cand, buf):
     return ninf, lam
 
 
-@njit(**INNER_JIT)
 def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
           done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads, stats, buf, order,
-          tmp):
+          tmp, block):
     """The pruned passes of the pivot ``x`` (set by :func:`_pivot_set`): first-level bounds of
     its costs to the slots ``act[t]``, ``lo_bounds <= t < na``; when ``a >= 0`` (``a`` was just
     merged into ``x``, and ``act[:lo_list - 1]`` are the slots below ``x``) the update of the
     slots below ``x``; then the candidate list of ``x`` among ``act[t]``, ``lo_list <= t < na``
     (all above ``x``). Returns the status (NaN costs are refused). ``buf``, ``order``, ``tmp``
-    (n,) are scratch.
+    (n,) are scratch; ``block`` is the driver's. Compiled only as the C callback of
+    :func:`pointers` (the driver's ``scan``).
 
     The update makes the same decisions as the exact update of
     :func:`.linkage_generic.generic_linkage`, evaluating a cost to ``x`` only where its bound
@@ -909,9 +913,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(na - lo_bounds, cap) if na - lo_bounds > PAR_BOUNDS and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(LOWER, _ZERO, x, act, act, lo_bounds, na, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb)
+                    memos, stamp, row, nb, block)
     else:
-        _block(LOWER, _ZERO, x, act, act, lo_bounds, na, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+        block(LOWER, _ZERO, x, act, act, lo_bounds, na, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
                lvl, memos, stamp, row)
     if a >= 0:  # the slots below x, at positions p < pb
         b = x
@@ -925,9 +929,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(REFINE, kind, b, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb)
+                        memos, stamp, row, nb, block)
         else:
-            _block(REFINE, kind, b, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
+            block(REFINE, kind, b, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
                    lob, lvl, memos, stamp, row)
         stats[ST_REFINE] += cnt
         for p in range(pb):
@@ -943,9 +947,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         nb = min(c2, cap // 2) if c2 > PAR_REFINE // 4 and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(EXACT, kind, b, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb)
+                        memos, stamp, row, nb, block)
         else:
-            _block(EXACT, kind, b, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+            block(EXACT, kind, b, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
                    lvl, memos, stamp, row)
         stats[ST_EXACT] += c2
         for p in range(pb):
@@ -984,9 +988,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(cnt, cap // 2) if cnt > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb)
+                    memos, stamp, row, nb, block)
     else:
-        _block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+        block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
                lvl, memos, stamp, row)
     stats[ST_EXACT] += cnt
     # the entries in slot order, then a stable sort by value: the (value, slot) order of the list
@@ -1040,9 +1044,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb)
+                        memos, stamp, row, nb, block)
         else:
-            _block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
+            block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
                    lob, lvl, memos, stamp, row)
         stats[ST_REFINE] += cnt
     cnt = np.int64(0)
@@ -1053,9 +1057,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(cnt, cap // 2) if cnt > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb)
+                    memos, stamp, row, nb, block)
     else:
-        _block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+        block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
                lvl, memos, stamp, row)
     stats[ST_EXACT] += cnt
     for q in range(cnt):
@@ -1078,9 +1082,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb)
+                    memos, stamp, row, nb, block)
     else:
-        _block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+        block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
                lvl, memos, stamp, row)
     stats[ST_REFINE] += cnt
     c2 = np.int64(0)
@@ -1095,9 +1099,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(c2, cap // 2) if c2 > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb)
+                    memos, stamp, row, nb, block)
     else:
-        _block(EXACT, kind, x, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
+        block(EXACT, kind, x, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
                lvl, memos, stamp, row)
     stats[ST_EXACT] += c2
     for q in range(c2):
@@ -1111,10 +1115,9 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
 
 
 @njit(**INNER_PJIT)
-def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status, stats, nb):
+def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status, stats, nb, scan, block):
     """The initial candidate lists in ``nb`` parallel blocks (the driver's second parallel loop;
-    its body is written out here, not called, because every compiled layer re-optimises and
-    re-emits all the code below it): block ``q`` builds, for ``i = q, q + nb, ...`` below
+    its body calls ``scan``, so the scan code is not compiled into this loop): block ``q`` builds, for ``i = q, q + nb, ...`` below
     ``n // 2``, the lists of the slots ``i`` and ``n - 2 - i`` (together ``n - 1`` pairs, which
     balances the blocks), each by :func:`_scan` among every slot above it, serially, with the
     block's own scratch; OUT their ``status`` and the counters (block ``q`` adds to
@@ -1148,17 +1151,17 @@ def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, st
                 if r == 1 and x <= i:
                     break
                 _pivot_set(x, st, fc, pv)
-                status[x] = _scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn,
+                status[x] = scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn,
                                   pv, fl[3 * q], lvls[q * n:(q + 1) * n], fl[3 * q + 1],
                                   ix[3 * q], dones[q * n:(q + 1) * n], cand, nn, mind, stale,
                                   heap, where, memos[q:q + 1], 0.0, _ONE, stats[q], fl[3 * q + 2],
-                                  ix[3 * q + 1], ix[3 * q + 2])
+                                  ix[3 * q + 1], ix[3 * q + 2], block)
                 _pivot_clear(x, st, fc, pv)
 
 
 @njit(**JIT)
 def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
-                   outs):
+                   outs, scan, block):
     """:func:`.linkage_generic.generic_linkage` for a sparse separable model (statistics with
     sparse supports, ``sup.shape[1] > 0``), with the pruning bounds: a cost is first bounded
     from below (:func:`_pivot_lower`, :func:`_level1`, :func:`_level1b`) and evaluated only when
@@ -1172,6 +1175,8 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     kcand : int
         Length of the candidate lists; 0 for :data:`~.linkage_generic.K_CAND` (the results do
         not depend on it, only the number of rescans does).
+    scan, block : function
+        :func:`pointers` ``(st, fc, fn)``.
 
     Returns
     -------
@@ -1232,7 +1237,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     rstatus = np.zeros(n, dtype=np.int64)
     rstats = np.zeros((max(nbr, 1), N_STATS), dtype=np.int64)
     _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, rstatus, rstats,
-          np.int64(max(nbr, 1)))
+          np.int64(max(nbr, 1)), scan, block)
     for x in range(n):
         if rstatus[x] != OK:
             return NAN_COST
@@ -1260,9 +1265,9 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
                 stamp += dstamp
                 stats[ST_B_RESCAN] += na - lo
                 _pivot_set(a, st, fc, pv)
-                status = _scan(kind, a, _MINUS_ONE, lo, lo, act, na, st, fc, gcode, fn, pv, lob,
+                status = scan(kind, a, _MINUS_ONE, lo, lo, act, na, st, fc, gcode, fn, pv, lob,
                                lvl, row, idx, done, cand, nn, mind, stale, heap, where, memos,
-                               stamp, nthreads, stats, buf, order, tmp)
+                               stamp, nthreads, stats, buf, order, tmp, block)
                 _pivot_clear(a, st, fc, pv)
                 if status != OK:
                     return NAN_COST
@@ -1285,11 +1290,36 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
         # the update of the slots below b and the candidate list of b (see _scan)
         _pivot_set(b, st, fc, pv)
         stats[ST_B_MERGE] += na - 1
-        status = _scan(kind, b, a, _ZERO, pb + 1, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
+        status = scan(kind, b, a, _ZERO, pb + 1, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
                        idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
-                       stats, buf, order, tmp)
+                       stats, buf, order, tmp, block)
         _pivot_clear(b, st, fc, pv)
         if status != OK:
             return NAN_COST
         _set_candidate(b, cand, nn, mind, stale, heap, where)
     return OK
+
+
+def pointers(st, fc, fn):
+    """The C callbacks ``(scan, block)`` of :func:`_scan` and :func:`_block` for the types of
+    ``st``, ``fc`` and ``fn`` (compiled or loaded from numba's cache on first use, see
+    :func:`.generators.compiled_pointer`): the driver's last two arguments. The bounds and the
+    scan are most of the driver's code; called through pointers, each is compiled once instead
+    of once in every library that calls it (the driver, its two parallel loops, the scan)."""
+    if config.DISABLE_JIT:
+        return _scan, _block
+    st_t, fc_t, fn_t = state_types(st, fc, fn)
+    i8, f8 = types.int64, types.float64
+    i1, b1 = types.int8, types.boolean
+    pv_t = types.Tuple((_vector(f8), _vector(i1), _matrix(f8), _matrix(f8), _matrix(f8),
+                        _vector(f8)))
+    memos_t = _matrix(f8, 3)
+    block = compiled_pointer(_block, types.void(
+        i8, i8, i8, _vector(i8), _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t, pv_t,
+        _vector(f8), _vector(i1), memos_t, f8, _vector(f8)))
+    scan = compiled_pointer(_scan, i8(
+        i8, i8, i8, i8, i8, _vector(i8), i8, st_t, fc_t, i8, fn_t, pv_t, _vector(f8), _vector(i1),
+        _vector(f8), _vector(i8), _vector(b1), CAND_TYPE, _vector(i8), _vector(f8), _vector(b1),
+        _vector(i8), _vector(i8), memos_t, f8, i8, _vector(i8), _vector(f8), _vector(i8),
+        _vector(i8), typeof(block)))
+    return scan, block
