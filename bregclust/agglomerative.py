@@ -600,7 +600,7 @@ def _run(X, w, plan, algorithm, n_top=0):
 #: drivers give the same tree, bit for bit.
 PRUNED_MIN_N = 2000
 #: Typical one-time compile of each driver on 2 cores (cold numba cache), for the notice
-_COMPILE_SECONDS = {"generic": 10, "pruned": 25}
+_COMPILE_SECONDS = {"generic": 8, "pruned": 22}
 _ANNOUNCED = set()
 
 
