@@ -619,7 +619,7 @@ def _driver_pointers(driver, st, plan):
     the first fit of a state type."""
     if driver is KLP.pruned_linkage:
         return KLP.pointers(st, plan.fc, plan.fn)
-    return (KLG.block_pointer(st, plan.fc, plan.fn),)
+    return KLG.block_pointer(st, plan.fc, plan.fn), KLG.cost_pointer(st, plan.fc, plan.fn)
 
 
 def _announce_compile(driver):

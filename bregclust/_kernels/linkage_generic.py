@@ -156,10 +156,10 @@ def _cand_insert(cand, x, c, y):
 
 
 @njit(**INNER_JIT)
-def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats):
+def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
     """Evaluate the pending head of the list of ``x`` exactly (and move it to its place) until
     the head is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are
-    refused)."""
+    refused). ``costf``: :func:`cost_pointer`."""
     cc, ci, cg, cn, ctau, gen = cand
     while True:
         if cn[x] > 0 and gen[max(ci[x, 0], -ci[x, 0] - 1)] != cg[x, 0]:  # dead head
@@ -168,7 +168,7 @@ def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats):
             return OK
         y = -ci[x, 0] - 1
         g = cg[x, 0]
-        c = cost(kind, x, y, st, fc, gcode, fn, work)
+        c = costf(kind, x, y, st, fc, gcode, fn, work)
         stats[ST_EXACT] += 1
         if c != c:
             return NAN_COST
@@ -213,7 +213,7 @@ def _cand_build(x, act, lo, na, row, cand):
 COSTS, SCAN = np.int64(0), np.int64(1)
 
 
-def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, status):
+def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, status, costf):
     """Block ``q`` of ``nb`` of one of the engine's parallel tasks; each block writes its own
     entries, so the values do not depend on the blocks or the threads. Compiled only as the C
     callback of :func:`block_pointer` (the driver's ``block``).
@@ -232,9 +232,9 @@ def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, stat
         for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
             x = act[t]
             if x < b:
-                row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
+                row[t] = costf(kind, x, b, st, fc, gcode, fn, work)
             elif x > b:
-                row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
+                row[t] = costf(kind, b, x, st, fc, gcode, fn, work)
         return
     cc, ci, cg, cn, ctau, gen = cand
     for r in range(2):
@@ -245,7 +245,7 @@ def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, stat
         ctau[x] = np.inf
         status[x] = OK
         for y in range(x + 1, n):
-            c = cost(kind, x, y, st, fc, gcode, fn, work)
+            c = costf(kind, x, y, st, fc, gcode, fn, work)
             if c != c:
                 status[x] = NAN_COST
                 break
@@ -270,6 +270,18 @@ def state_types(st, fc, fn):
     return typeof(st), typeof(fc), typeof(fn)
 
 
+def cost_pointer(st, fc, fn):
+    """The C callback of :func:`.agglomerative.cost` for the types of ``st``, ``fc`` and ``fn``
+    (the drivers' ``costf``): the merge cost, the largest function the drivers call, compiled
+    once instead of once in every kernel that evaluates costs."""
+    if config.DISABLE_JIT:
+        return cost
+    st_t, fc_t, fn_t = state_types(st, fc, fn)
+    i8 = types.int64
+    return compiled_pointer(cost.py_func, types.float64(i8, i8, i8, st_t, fc_t, i8, fn_t,
+                                                       _matrix(types.float64)))
+
+
 def block_pointer(st, fc, fn):
     """The C callback of :func:`_block` for the types of ``st``, ``fc`` and ``fn`` (compiled or
     loaded from numba's cache on first use; the plain function under ``NUMBA_DISABLE_JIT``):
@@ -279,19 +291,22 @@ def block_pointer(st, fc, fn):
     st_t, fc_t, fn_t = state_types(st, fc, fn)
     i8 = types.int64
     sig = types.void(i8, i8, i8, _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t,
-                     _vector(types.float64), CAND_TYPE, _vector(i8))
+                     _vector(types.float64), CAND_TYPE, _vector(i8),
+                     typeof(cost_pointer(st, fc, fn)))
     return compiled_pointer(_block, sig)
 
 
 # The driver runs a task as ``_par_blocks`` when there is enough work and as
 # ``block(..., 0, 1, ...)`` otherwise, written out at each call site.
 @njit(**INNER_PJIT)
-def _par_blocks(task, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status, nb, block):
+def _par_blocks(task, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status, nb, block,
+                costf):
     """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (the engine's only parallel
     loop)."""
     for q in prange(nb):
         # prange's index is unsigned: cast, so that the callee has one integer type
-        block(task, kind, b, act, lo, na, np.int64(q), nb, st, fc, gcode, fn, row, cand, status)
+        block(task, kind, b, act, lo, na, np.int64(q), nb, st, fc, gcode, fn, row, cand, status,
+              costf)
 
 
 @njit(**INNER_JIT)
@@ -328,7 +343,7 @@ def _retire(a, b, t, act, na, cand, mind, stale, heap, where):
 
 @njit(**JIT)
 def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
-                    outs, block):
+                    outs, block, costf):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics, exact costs.
 
     Each active slot ``x`` keeps a candidate ``nn[x] > x`` and ``mind[x]``, a lower bound of its
@@ -357,8 +372,8 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         OUT: the cluster formed by merge ``t >= first`` is copied to row ``n - 2 - t`` of
         ``outs`` (the state's seven arrays with ``n - 1 - first`` rows; see
         :func:`.agglomerative.keep`), so row 0 is the root.
-    block : function
-        :func:`block_pointer` ``(st, fc, fn)``.
+    block, costf : function
+        :func:`block_pointer` and :func:`cost_pointer` ``(st, fc, fn)``.
 
     Returns
     -------
@@ -383,7 +398,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
     cand = (cc, ci, cg, cn, ctau, gen)
     status = np.zeros(n, dtype=np.int64)
     _par_blocks(SCAN, kind, _ZERO, np.arange(n), _ZERO, n, st, fc, gcode, fn, np.empty(0), cand,
-                status, n // 2, block)
+                status, n // 2, block, costf)
     for x in range(n):
         if status[x] != OK:
             return status[x]
@@ -412,10 +427,10 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
                 lo = np.searchsorted(act[:na], a) + 1
                 if na - lo > 2 * PAR_REFINE and nthreads > 1:
                     _par_blocks(COSTS, kind, a, act, lo, na, st, fc, gcode, fn, row, cand, status,
-                                min(na - lo, 8 * nthreads), block)
+                                min(na - lo, 8 * nthreads), block, costf)
                 else:
                     block(COSTS, kind, a, act, lo, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
-                           status)
+                           status, costf)
                 stats[ST_EXACT] += na - lo
                 if _cand_build(a, act, lo, na, row, cand) != OK:
                     return NAN_COST
@@ -435,10 +450,10 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         # costs of every active slot to the new cluster b, in parallel
         if na > 2 * PAR_REFINE and nthreads > 1:
             _par_blocks(COSTS, kind, b, act, _ZERO, na, st, fc, gcode, fn, row, cand, status,
-                        min(na, 8 * nthreads), block)
+                        min(na, 8 * nthreads), block, costf)
         else:
             block(COSTS, kind, b, act, _ZERO, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
-                   status)
+                   status, costf)
         stats[ST_EXACT] += na - 1
         # slots below b: the new cluster may be a better candidate; candidates a and b went stale
         for p in range(pb):

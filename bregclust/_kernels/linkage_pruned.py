@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import config, njit, prange, typeof, types
 
-from .agglomerative import GAUSS_FULL, cost, keep, merge
+from .agglomerative import GAUSS_FULL, keep, merge
 from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer, kl_phi, phi_of
 from .generators import KL as _GEN_KL
 from .linkage_generic import (
@@ -41,6 +41,7 @@ from .linkage_generic import (
     _set_candidate,
     _sift_down,
     _vector,
+    cost_pointer,
     state_types,
 )
 
@@ -696,7 +697,7 @@ LOWER, REFINE, EXACT = np.int64(0), np.int64(1), np.int64(2)
 
 
 def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
-           row):
+           row, costf):
     """Block ``q`` of ``nb`` equal blocks of ``lo <= r < hi`` of a parallel task, with the pivot
     (or new cluster) ``b`` and the memo ``memos[q]`` (see :func:`_pivot_lower`):
 
@@ -722,9 +723,9 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
             t = idx[r]
             x = act[t]
             if x < b:
-                row[t] = cost(kind, x, b, st, fc, gcode, fn, work)
+                row[t] = costf(kind, x, b, st, fc, gcode, fn, work)
             else:
-                row[t] = cost(kind, b, x, st, fc, gcode, fn, work)
+                row[t] = costf(kind, b, x, st, fc, gcode, fn, work)
     elif task == REFINE:
         for r in range(r0, r1):
             t = idx[r]
@@ -756,13 +757,13 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
 
 @njit(**INNER_PJIT)
 def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
-                row, nb, block):
+                row, nb, block, costf):
     """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (with the initial lists of :func:`_rows`,
     the driver's parallel loops)."""
     for q in prange(nb):
         # prange's index is unsigned: cast, so that the callee has one integer type
         block(task, kind, b, act, idx, lo, hi, np.int64(q), nb, st, fc, gcode, fn, pv, out, lvl,
-               memos, stamp, row)
+               memos, stamp, row, costf)
 
 
 # The callers below run a task as ``_par_blocks`` in ``nb`` blocks when there is enough work
@@ -883,7 +884,7 @@ def _list_reset(x, lo, na, lob, cand, buf):
 
 def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
           done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads, stats, buf, order,
-          tmp, block):
+          tmp, block, costf):
     """The pruned passes of the pivot ``x`` (set by :func:`_pivot_set`): first-level bounds of
     its costs to the slots ``act[t]``, ``lo_bounds <= t < na``; when ``a >= 0`` (``a`` was just
     merged into ``x``, and ``act[:lo_list - 1]`` are the slots below ``x``) the update of the
@@ -913,10 +914,10 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(na - lo_bounds, cap) if na - lo_bounds > PAR_BOUNDS and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(LOWER, _ZERO, x, act, act, lo_bounds, na, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block)
+                    memos, stamp, row, nb, block, costf)
     else:
         block(LOWER, _ZERO, x, act, act, lo_bounds, na, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row)
+               lvl, memos, stamp, row, costf)
     if a >= 0:  # the slots below x, at positions p < pb
         b = x
         pb = lo_list - 1
@@ -929,10 +930,10 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(REFINE, kind, b, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb, block)
+                        memos, stamp, row, nb, block, costf)
         else:
             block(REFINE, kind, b, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
-                   lob, lvl, memos, stamp, row)
+                   lob, lvl, memos, stamp, row, costf)
         stats[ST_REFINE] += cnt
         for p in range(pb):
             done[p] = False
@@ -947,10 +948,10 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         nb = min(c2, cap // 2) if c2 > PAR_REFINE // 4 and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(EXACT, kind, b, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb, block)
+                        memos, stamp, row, nb, block, costf)
         else:
             block(EXACT, kind, b, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-                   lvl, memos, stamp, row)
+                   lvl, memos, stamp, row, costf)
         stats[ST_EXACT] += c2
         for p in range(pb):
             y = act[p]
@@ -988,10 +989,10 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(cnt, cap // 2) if cnt > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block)
+                    memos, stamp, row, nb, block, costf)
     else:
         block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row)
+               lvl, memos, stamp, row, costf)
     stats[ST_EXACT] += cnt
     # the entries in slot order, then a stable sort by value: the (value, slot) order of the list
     g = np.int64(0)
@@ -1024,7 +1025,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     ctau[x] = low
     d = st[0].shape[1]
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
-    if _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats) != OK:
+    if _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf) != OK:
         return NAN_COST
     if _certified(x, cand):
         return OK
@@ -1044,10 +1045,10 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
         if nb > 1:
             _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb, block)
+                        memos, stamp, row, nb, block, costf)
         else:
             block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
-                   lob, lvl, memos, stamp, row)
+                   lob, lvl, memos, stamp, row, costf)
         stats[ST_REFINE] += cnt
     cnt = np.int64(0)
     for t in range(lo, na):
@@ -1057,10 +1058,10 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(cnt, cap // 2) if cnt > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block)
+                    memos, stamp, row, nb, block, costf)
     else:
         block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row)
+               lvl, memos, stamp, row, costf)
     stats[ST_EXACT] += cnt
     for q in range(cnt):
         c = row[idx[q]]
@@ -1082,10 +1083,10 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block)
+                    memos, stamp, row, nb, block, costf)
     else:
         block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row)
+               lvl, memos, stamp, row, costf)
     stats[ST_REFINE] += cnt
     c2 = np.int64(0)
     for q in range(cnt):
@@ -1099,10 +1100,10 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     nb = min(c2, cap // 2) if c2 > PAR_REFINE // 4 and nthreads > 1 else 1
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block)
+                    memos, stamp, row, nb, block, costf)
     else:
         block(EXACT, kind, x, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row)
+               lvl, memos, stamp, row, costf)
     stats[ST_EXACT] += c2
     for q in range(c2):
         c = row[idx[q]]
@@ -1115,7 +1116,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
 
 
 @njit(**INNER_PJIT)
-def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status, stats, nb, scan, block):
+def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status, stats, nb, scan, block,
+          costf):
     """The initial candidate lists in ``nb`` parallel blocks (the driver's second parallel loop;
     its body calls ``scan``, so the scan code is not compiled into this loop): block ``q`` builds, for ``i = q, q + nb, ...`` below
     ``n // 2``, the lists of the slots ``i`` and ``n - 2 - i`` (together ``n - 1`` pairs, which
@@ -1155,13 +1157,13 @@ def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, st
                                   pv, fl[3 * q], lvls[q * n:(q + 1) * n], fl[3 * q + 1],
                                   ix[3 * q], dones[q * n:(q + 1) * n], cand, nn, mind, stale,
                                   heap, where, memos[q:q + 1], 0.0, _ONE, stats[q], fl[3 * q + 2],
-                                  ix[3 * q + 1], ix[3 * q + 2], block)
+                                  ix[3 * q + 1], ix[3 * q + 2], block, costf)
                 _pivot_clear(x, st, fc, pv)
 
 
 @njit(**JIT)
 def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
-                   outs, scan, block):
+                   outs, scan, block, costf):
     """:func:`.linkage_generic.generic_linkage` for a sparse separable model (statistics with
     sparse supports, ``sup.shape[1] > 0``), with the pruning bounds: a cost is first bounded
     from below (:func:`_pivot_lower`, :func:`_level1`, :func:`_level1b`) and evaluated only when
@@ -1175,7 +1177,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     kcand : int
         Length of the candidate lists; 0 for :data:`~.linkage_generic.K_CAND` (the results do
         not depend on it, only the number of rescans does).
-    scan, block : function
+    scan, block, costf : function
         :func:`pointers` ``(st, fc, fn)``.
 
     Returns
@@ -1237,7 +1239,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     rstatus = np.zeros(n, dtype=np.int64)
     rstats = np.zeros((max(nbr, 1), N_STATS), dtype=np.int64)
     _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, rstatus, rstats,
-          np.int64(max(nbr, 1)), scan, block)
+          np.int64(max(nbr, 1)), scan, block, costf)
     for x in range(n):
         if rstatus[x] != OK:
             return NAN_COST
@@ -1255,7 +1257,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
             a = heap[0]
             if not stale[a]:
                 break
-            if _cand_resolve(kind, a, st, fc, gcode, fn, work, cand, stats) != OK:
+            if _cand_resolve(kind, a, st, fc, gcode, fn, work, cand, stats, costf) != OK:
                 return NAN_COST
             if _certified(a, cand):
                 stats[ST_LISTHIT] += 1
@@ -1267,7 +1269,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
                 _pivot_set(a, st, fc, pv)
                 status = scan(kind, a, _MINUS_ONE, lo, lo, act, na, st, fc, gcode, fn, pv, lob,
                                lvl, row, idx, done, cand, nn, mind, stale, heap, where, memos,
-                               stamp, nthreads, stats, buf, order, tmp, block)
+                               stamp, nthreads, stats, buf, order, tmp, block, costf)
                 _pivot_clear(a, st, fc, pv)
                 if status != OK:
                     return NAN_COST
@@ -1292,7 +1294,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
         stats[ST_B_MERGE] += na - 1
         status = scan(kind, b, a, _ZERO, pb + 1, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
                        idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
-                       stats, buf, order, tmp, block)
+                       stats, buf, order, tmp, block, costf)
         _pivot_clear(b, st, fc, pv)
         if status != OK:
             return NAN_COST
@@ -1301,25 +1303,28 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
 
 
 def pointers(st, fc, fn):
-    """The C callbacks ``(scan, block)`` of :func:`_scan` and :func:`_block` for the types of
-    ``st``, ``fc`` and ``fn`` (compiled or loaded from numba's cache on first use, see
-    :func:`.generators.compiled_pointer`): the driver's last two arguments. The bounds and the
-    scan are most of the driver's code; called through pointers, each is compiled once instead
-    of once in every library that calls it (the driver, its two parallel loops, the scan)."""
+    """The C callbacks ``(scan, block, costf)`` of :func:`_scan`, :func:`_block` and
+    :func:`.agglomerative.cost` for the types of ``st``, ``fc`` and ``fn`` (compiled or loaded
+    from numba's cache on first use, see :func:`.generators.compiled_pointer`): the driver's
+    last three arguments. The bounds, the scan and the merge cost are most of the driver's
+    code; called through pointers, each is compiled once instead of once in every library that
+    calls it (the driver, its two parallel loops, the scan, the list kernels)."""
+    costf = cost_pointer(st, fc, fn)
     if config.DISABLE_JIT:
-        return _scan, _block
+        return _scan, _block, costf
     st_t, fc_t, fn_t = state_types(st, fc, fn)
     i8, f8 = types.int64, types.float64
     i1, b1 = types.int8, types.boolean
     pv_t = types.Tuple((_vector(f8), _vector(i1), _matrix(f8), _matrix(f8), _matrix(f8),
                         _vector(f8)))
     memos_t = _matrix(f8, 3)
+    cost_t = typeof(costf)
     block = compiled_pointer(_block, types.void(
         i8, i8, i8, _vector(i8), _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t, pv_t,
-        _vector(f8), _vector(i1), memos_t, f8, _vector(f8)))
+        _vector(f8), _vector(i1), memos_t, f8, _vector(f8), cost_t))
     scan = compiled_pointer(_scan, i8(
         i8, i8, i8, i8, i8, _vector(i8), i8, st_t, fc_t, i8, fn_t, pv_t, _vector(f8), _vector(i1),
         _vector(f8), _vector(i8), _vector(b1), CAND_TYPE, _vector(i8), _vector(f8), _vector(b1),
         _vector(i8), _vector(i8), memos_t, f8, i8, _vector(i8), _vector(f8), _vector(i8),
-        _vector(i8), typeof(block)))
-    return scan, block
+        _vector(i8), typeof(block), cost_t))
+    return scan, block, costf
