@@ -27,16 +27,18 @@ from numba import cfunc, config, njit, types
 from numba.extending import intrinsic
 
 # One preset for every kernel. fastmath is deliberately off: the kernels evaluate logs near the
-# domain edge (kl, Itakura-Saito) and reassociation there changes results.
-JIT = dict(cache=True, nogil=True)
+# domain edge (kl, Itakura-Saito) and reassociation there changes results. No kernel is used as
+# a C callback of its own (those are compiled by :func:`compiled_pointer`), so numba builds no
+# C wrapper for them (``no_cfunc_wrapper``: it would be optimised and emitted with every kernel).
+JIT = dict(cache=True, nogil=True, no_cfunc_wrapper=True)
 PJIT = dict(JIT, parallel=True)
 # Kernels called only by other kernels (inner helpers of the agglomerative drivers): no Python
-# entry point and no C callback. numba builds both for every compiled function and optimises and
-# emits them to machine code with it, which costs compilation time and serves no caller here.
+# entry point either. numba builds it for every compiled function and optimises and emits it to
+# machine code with it, which costs compilation time and serves no caller here.
 # Such a kernel cannot be called from Python (the call would jump to a null address): a helper
 # that a test calls directly keeps JIT.
-INNER_JIT = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-INNER_PJIT = dict(PJIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+INNER_JIT = dict(JIT, no_cpython_wrapper=True)
+INNER_PJIT = dict(PJIT, no_cpython_wrapper=True)
 
 DOMAIN_CODES = {"real": 0, "nonnegative": 1, "positive": 2}
 

@@ -11,7 +11,7 @@ from .generators import JIT
 
 # fastmath: the Ward kernel is a plain sum of squared differences (no logs, no subtraction of
 # nearly equal sums), so letting LLVM reassociate it into SIMD lanes only changes rounding.
-@njit(cache=True, nogil=True, fastmath=True)
+@njit(**dict(JIT, fastmath=True))
 def _ward_row(A, a, act, na, w, out):
     d = A.shape[1]
     wa = w[a]
