@@ -228,6 +228,10 @@ def _divide_by_zero_at(x, k):
     x[k] = 1.0 / (float(x[k]) - float(x[k]))
 
 
+def _double_at(x, k):
+    x[k] = 2.0 * x[k]
+
+
 @njit(cache=True)
 def _call_each(f, x):
     for k in range(x.shape[0]):
@@ -240,6 +244,7 @@ def test_an_exception_inside_a_kernel_called_through_a_pointer_is_raised_after_t
     ``sys.unraisablehook`` and the call returns): ``callback_errors`` raises it once the kernel
     that called the callback returns, and the hook is restored."""
     import sys
+    import threading
 
     f = KG.compiled_pointer(_divide_by_zero_at, types.void(types.float64[::1], types.int64))
     assert KG.compiled_pointer(_divide_by_zero_at,
@@ -247,7 +252,24 @@ def test_an_exception_inside_a_kernel_called_through_a_pointer_is_raised_after_t
     hook = sys.unraisablehook
     with pytest.raises(ZeroDivisionError, match="division by zero") as info:
         with KG.callback_errors():
-            _call_each(f, np.ones(3))
+            with KG.callback_errors():  # nested (a custom generator inside a driver call)
+                _call_each(f, np.ones(3))
+    assert sys.unraisablehook is hook
+    with KG.callback_errors():  # nothing left over from the failed call
+        _call_each(KG.compiled_pointer(_double_at, types.void(types.float64[::1], types.int64)),
+                   np.ones(3))
+    assert sys.unraisablehook is hook
+
+    def other_fit():
+        with KG.callback_errors():
+            _call_each(KG.compiled_pointer(_double_at, types.void(types.float64[::1],
+                                                                  types.int64)), np.ones(2))
+
+    with KG.callback_errors():  # a context closing in another thread keeps this one's hook
+        worker = threading.Thread(target=other_fit)
+        worker.start()
+        worker.join()
+        assert sys.unraisablehook is not hook
     assert sys.unraisablehook is hook
     if hasattr(info.value, "__notes__"):  # compiled: the context names where it came from
         assert "called through a function pointer" in info.value.__notes__[0]

@@ -19,6 +19,7 @@ Under ``NUMBA_DISABLE_JIT=1`` ``fn`` is the plain Python function, whose excepti
 
 import math
 import sys
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -302,29 +303,46 @@ def check_callbacks():
 _CALLBACK_OBJECT = "<numba.core.cpu.CPUContext>"
 
 
+#: Reports of C callbacks caught while a :func:`callback_errors` context is open anywhere in the
+#: process (the callbacks run on numba's worker threads, so the record cannot be per thread),
+#: the number of open contexts, and the hook they replaced.
+_CAUGHT = []
+_OPEN = [0, None]
+_LOCK = threading.Lock()
+
+
+def _report_hook(unraisable):
+    if unraisable.object == _CALLBACK_OBJECT and unraisable.exc_value is not None:
+        _CAUGHT.append(unraisable.exc_value)
+    else:
+        _OPEN[1](unraisable)
+
+
 @contextmanager
 def callback_errors():
     """Context of a kernel call with user callbacks or kernels called through function pointers
     (:func:`compiled_pointer`): the failure record is reset on entry and :func:`check_callbacks`
     runs on a normal exit. An exception raised inside a compiled C callback cannot propagate
     through the kernel that called it (numba reports it to ``sys.unraisablehook`` and the call
-    returns zero); the context catches such a report and raises the exception on exit, so the
-    kernel's result is discarded."""
+    returns zero); while a context is open the hook records such reports (others go to the hook
+    it replaced, restored when the last open context closes), and the context raises the first
+    recorded exception on exit, so the kernel's result is discarded. Contexts may be nested and
+    opened from several threads at once."""
     _FAILURES[:] = 0.0
-    caught = []
-    previous = sys.unraisablehook
-
-    def hook(unraisable):
-        if unraisable.object == _CALLBACK_OBJECT and unraisable.exc_value is not None:
-            caught.append(unraisable.exc_value)
-        else:
-            previous(unraisable)
-
-    sys.unraisablehook = hook
+    with _LOCK:
+        if _OPEN[0] == 0:
+            _OPEN[1] = sys.unraisablehook
+            sys.unraisablehook = _report_hook
+        _OPEN[0] += 1
     try:
         yield
     finally:
-        sys.unraisablehook = previous
+        with _LOCK:
+            _OPEN[0] -= 1
+            if _OPEN[0] == 0:
+                sys.unraisablehook = _OPEN[1]
+            caught = _CAUGHT[:]
+            _CAUGHT.clear()
     if caught:
         exc = caught[0]
         exc.add_note("Raised inside a compiled kernel called through a function pointer; the "
