@@ -615,11 +615,10 @@ def _generic_driver(n, sparse_supports):
 
 def _driver_pointers(driver, st, plan):
     """The kernels a generic driver calls through function pointers, its last arguments (see
-    :func:`._kernels.linkage_generic.block_pointer`): compiled or loaded from numba's cache on
-    the first fit of a state type."""
-    if driver is KLP.pruned_linkage:
-        return KLP.pointers(st, plan.fc, plan.fn)
-    return KLG.block_pointer(st, plan.fc, plan.fn), KLG.cost_pointer(st, plan.fc, plan.fn)
+    :func:`._kernels.linkage_generic.pointers`): compiled or loaded from numba's cache on the
+    first fit of a state type."""
+    module = KLP if driver is KLP.pruned_linkage else KLG
+    return module.pointers(st, plan.fc, plan.fn)
 
 
 def _announce_compile(driver):

@@ -10,7 +10,7 @@ costly - the merge costs of one cluster to a range of slots, and the initial can
 everything else is serial.
 
 The block of those tasks, :func:`_block`, is called through a function pointer (see
-:func:`block_pointer`): numba links the code of every callee into each caller's library and
+:func:`pointers`): numba links the code of every callee into each caller's library and
 optimises and emits it again there, and a parallel loop adds three libraries of its own, so the
 merge-cost code called by the driver and by its parallel loop would be compiled once in each.
 Compiled once as a C callback of an explicit signature (numba's ``cfunc``, cached on disk like
@@ -159,7 +159,7 @@ def _cand_insert(cand, x, c, y):
 def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
     """Evaluate the pending head of the list of ``x`` exactly (and move it to its place) until
     the head is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are
-    refused). ``costf``: :func:`cost_pointer`."""
+    refused). ``costf``: the driver's (:func:`cost_pointer`)."""
     cc, ci, cg, cn, ctau, gen = cand
     while True:
         if cn[x] > 0 and gen[max(ci[x, 0], -ci[x, 0] - 1)] != cg[x, 0]:  # dead head
@@ -216,7 +216,7 @@ COSTS, SCAN = np.int64(0), np.int64(1)
 def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, status, costf):
     """Block ``q`` of ``nb`` of one of the engine's parallel tasks; each block writes its own
     entries, so the values do not depend on the blocks or the threads. Compiled only as the C
-    callback of :func:`block_pointer` (the driver's ``block``).
+    callback of :func:`pointers` (the driver's ``block``).
 
     * :data:`COSTS`: OUT ``row[t] = cost(min(x, b), max(x, b))`` for ``x = act[t]``
       (``x != b``), ``t`` in block ``q`` of equal blocks of ``lo <= t < na`` (the slot order of
@@ -282,18 +282,19 @@ def cost_pointer(st, fc, fn):
                                                        _matrix(types.float64)))
 
 
-def block_pointer(st, fc, fn):
-    """The C callback of :func:`_block` for the types of ``st``, ``fc`` and ``fn`` (compiled or
-    loaded from numba's cache on first use; the plain function under ``NUMBA_DISABLE_JIT``):
-    the driver's ``block`` argument."""
+def pointers(st, fc, fn):
+    """The C callbacks ``(block, costf)`` of :func:`_block` and :func:`.agglomerative.cost` for
+    the types of ``st``, ``fc`` and ``fn`` (compiled or loaded from numba's cache on first use; the
+    plain functions under ``NUMBA_DISABLE_JIT``): the driver's last two arguments."""
+    costf = cost_pointer(st, fc, fn)
     if config.DISABLE_JIT:
-        return _block
+        return _block, costf
     st_t, fc_t, fn_t = state_types(st, fc, fn)
     i8 = types.int64
-    sig = types.void(i8, i8, i8, _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t,
-                     _vector(types.float64), CAND_TYPE, _vector(i8),
-                     typeof(cost_pointer(st, fc, fn)))
-    return compiled_pointer(_block, sig)
+    block = compiled_pointer(_block, types.void(
+        i8, i8, i8, _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t, _vector(types.float64),
+        CAND_TYPE, _vector(i8), typeof(costf)))
+    return block, costf
 
 
 # The driver runs a task as ``_par_blocks`` when there is enough work and as
@@ -373,7 +374,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         ``outs`` (the state's seven arrays with ``n - 1 - first`` rows; see
         :func:`.agglomerative.keep`), so row 0 is the root.
     block, costf : function
-        :func:`block_pointer` and :func:`cost_pointer` ``(st, fc, fn)``.
+        :func:`pointers` ``(st, fc, fn)``.
 
     Returns
     -------

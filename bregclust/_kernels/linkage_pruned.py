@@ -758,12 +758,12 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
 @njit(**INNER_PJIT)
 def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
                 row, nb, block, costf):
-    """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (with the initial lists of :func:`_rows`,
-    the driver's parallel loops)."""
+    """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (with the initial lists of
+    :func:`_rows`, the driver's parallel loops)."""
     for q in prange(nb):
         # prange's index is unsigned: cast, so that the callee has one integer type
         block(task, kind, b, act, idx, lo, hi, np.int64(q), nb, st, fc, gcode, fn, pv, out, lvl,
-               memos, stamp, row, costf)
+              memos, stamp, row, costf)
 
 
 # The callers below run a task as ``_par_blocks`` in ``nb`` blocks when there is enough work
@@ -917,7 +917,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                     memos, stamp, row, nb, block, costf)
     else:
         block(LOWER, _ZERO, x, act, act, lo_bounds, na, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row, costf)
+              lvl, memos, stamp, row, costf)
     if a >= 0:  # the slots below x, at positions p < pb
         b = x
         pb = lo_list - 1
@@ -933,7 +933,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                         memos, stamp, row, nb, block, costf)
         else:
             block(REFINE, kind, b, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
-                   lob, lvl, memos, stamp, row, costf)
+                  lob, lvl, memos, stamp, row, costf)
         stats[ST_REFINE] += cnt
         for p in range(pb):
             done[p] = False
@@ -951,7 +951,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                         memos, stamp, row, nb, block, costf)
         else:
             block(EXACT, kind, b, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-                   lvl, memos, stamp, row, costf)
+                  lvl, memos, stamp, row, costf)
         stats[ST_EXACT] += c2
         for p in range(pb):
             y = act[p]
@@ -992,7 +992,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                     memos, stamp, row, nb, block, costf)
     else:
         block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row, costf)
+              lvl, memos, stamp, row, costf)
     stats[ST_EXACT] += cnt
     # the entries in slot order, then a stable sort by value: the (value, slot) order of the list
     g = np.int64(0)
@@ -1048,7 +1048,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                         memos, stamp, row, nb, block, costf)
         else:
             block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
-                   lob, lvl, memos, stamp, row, costf)
+                  lob, lvl, memos, stamp, row, costf)
         stats[ST_REFINE] += cnt
     cnt = np.int64(0)
     for t in range(lo, na):
@@ -1061,7 +1061,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                     memos, stamp, row, nb, block, costf)
     else:
         block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row, costf)
+              lvl, memos, stamp, row, costf)
     stats[ST_EXACT] += cnt
     for q in range(cnt):
         c = row[idx[q]]
@@ -1086,7 +1086,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                     memos, stamp, row, nb, block, costf)
     else:
         block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row, costf)
+              lvl, memos, stamp, row, costf)
     stats[ST_REFINE] += cnt
     c2 = np.int64(0)
     for q in range(cnt):
@@ -1103,7 +1103,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                     memos, stamp, row, nb, block, costf)
     else:
         block(EXACT, kind, x, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-               lvl, memos, stamp, row, costf)
+              lvl, memos, stamp, row, costf)
     stats[ST_EXACT] += c2
     for q in range(c2):
         c = row[idx[q]]
@@ -1116,15 +1116,15 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
 
 
 @njit(**INNER_PJIT)
-def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status, stats, nb, scan, block,
-          costf):
+def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status, stats, nb,
+          scan, block, costf):
     """The initial candidate lists in ``nb`` parallel blocks (the driver's second parallel loop;
-    its body calls ``scan``, so the scan code is not compiled into this loop): block ``q`` builds, for ``i = q, q + nb, ...`` below
-    ``n // 2``, the lists of the slots ``i`` and ``n - 2 - i`` (together ``n - 1`` pairs, which
-    balances the blocks), each by :func:`_scan` among every slot above it, serially, with the
-    block's own scratch; OUT their ``status`` and the counters (block ``q`` adds to
-    ``stats[q]``). The lists of different slots do not interact, so the blocks do not change
-    them."""
+    its body calls ``scan``, so the scan code is not compiled into this loop): block ``q``
+    builds, for ``i = q, q + nb, ...`` below ``n // 2``, the lists of the slots ``i`` and
+    ``n - 2 - i`` (together ``n - 1`` pairs, which balances the blocks), each by :func:`_scan`
+    among every slot above it, serially, with the block's own scratch; OUT their ``status`` and
+    the counters (block ``q`` adds to ``stats[q]``). The lists of different slots do not
+    interact, so the blocks do not change them."""
     n, d = st[0].shape
     act = np.empty(n, dtype=np.int64)
     for t in range(n):
@@ -1154,10 +1154,10 @@ def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, st
                     break
                 _pivot_set(x, st, fc, pv)
                 status[x] = scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn,
-                                  pv, fl[3 * q], lvls[q * n:(q + 1) * n], fl[3 * q + 1],
-                                  ix[3 * q], dones[q * n:(q + 1) * n], cand, nn, mind, stale,
-                                  heap, where, memos[q:q + 1], 0.0, _ONE, stats[q], fl[3 * q + 2],
-                                  ix[3 * q + 1], ix[3 * q + 2], block, costf)
+                                 pv, fl[3 * q], lvls[q * n:(q + 1) * n], fl[3 * q + 1],
+                                 ix[3 * q], dones[q * n:(q + 1) * n], cand, nn, mind, stale,
+                                 heap, where, memos[q:q + 1], 0.0, _ONE, stats[q], fl[3 * q + 2],
+                                 ix[3 * q + 1], ix[3 * q + 2], block, costf)
                 _pivot_clear(x, st, fc, pv)
 
 
@@ -1268,8 +1268,8 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
                 stats[ST_B_RESCAN] += na - lo
                 _pivot_set(a, st, fc, pv)
                 status = scan(kind, a, _MINUS_ONE, lo, lo, act, na, st, fc, gcode, fn, pv, lob,
-                               lvl, row, idx, done, cand, nn, mind, stale, heap, where, memos,
-                               stamp, nthreads, stats, buf, order, tmp, block, costf)
+                              lvl, row, idx, done, cand, nn, mind, stale, heap, where, memos,
+                              stamp, nthreads, stats, buf, order, tmp, block, costf)
                 _pivot_clear(a, st, fc, pv)
                 if status != OK:
                     return NAN_COST
@@ -1293,8 +1293,8 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
         _pivot_set(b, st, fc, pv)
         stats[ST_B_MERGE] += na - 1
         status = scan(kind, b, a, _ZERO, pb + 1, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
-                       idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
-                       stats, buf, order, tmp, block, costf)
+                      idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
+                      stats, buf, order, tmp, block, costf)
         _pivot_clear(b, st, fc, pv)
         if status != OK:
             return NAN_COST
