@@ -54,6 +54,7 @@ import warnings
 import numba
 import numpy as np
 import scipy.sparse as sp
+from numba.core.typing.typeof import Purpose
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -122,8 +123,9 @@ class _Plan:
             return np.ldexp(h, p)
 
     # -- singleton state ---------------------------------------------------------------
-    def state(self, X, w):
-        """Singleton statistics ``(A, B, C, w, sup, slen, aux)`` of validated data ``X``."""
+    def state(self, X, w, init=True):
+        """Singleton statistics ``(A, B, C, w, sup, slen, aux)`` of validated data ``X`` (without
+        ``init``, the cached terms ``C`` are left zero: for the state's types)."""
         n = X.shape[0]
         d = self.d
         kind = self.kind
@@ -176,7 +178,7 @@ class _Plan:
                     B[i, :li] = A[i, cols]
                     slen[i] = li
         C = np.zeros((n, 2))
-        if kind != _WARD:  # Ward caches nothing (C = 0)
+        if kind != _WARD and init:  # Ward caches nothing (C = 0)
             work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky
             with KG.callback_errors():  # a user generator's exception, raised once
                 KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn,
@@ -563,9 +565,10 @@ def _run(X, w, plan, algorithm, n_top=0):
     h = np.zeros(max(n - 1, 0))
     ward = plan.kind == _WARD and algorithm != "generic"
     driver = None if ward or n < 2 else _generic_driver(n, plan.smax > 0)
-    if driver is not None:
-        _announce_compile(driver)
-    st = plan.state(X, w)
+    if driver is None:
+        st = plan.state(X, w)
+    else:
+        st = _driver_state(driver, plan, X, w, max(n - 1 - min(n_top, n - 1), 0))
     k = min(n_top, max(n - 1, 0))
     top = _top_buffers(st, k)
     if n < 2:
@@ -599,8 +602,9 @@ def _run(X, w, plan, algorithm, n_top=0):
 #: Newsgroups documents the two cross near this size, see benchmarks/RESULTS.md); the two
 #: drivers give the same tree, bit for bit.
 PRUNED_MIN_N = 2000
-#: Typical one-time compile of each driver on 2 cores (cold numba cache), for the notice
-_COMPILE_SECONDS = {"generic": 8, "pruned": 22}
+#: Typical one-time compile of each driver (cold numba cache), for the notice: with a helper
+#: process on a second core, and in this process alone (see :func:`_first_compile`)
+_COMPILE_SECONDS = {"generic": (6, 8), "pruned": (10, 20)}
 _ANNOUNCED = set()
 
 
@@ -621,6 +625,47 @@ def _driver_pointers(driver, st, plan):
     return module.pointers(st, plan.fc, plan.fn)
 
 
+def _first_compile(driver, plan, X, w, n_top):
+    """Compile ``driver`` (not in numba's cache: a first fit) for the fit of ``X`` on two cores:
+    its C callbacks (see :func:`_driver_pointers`) in a helper process
+    (:func:`._kernels.generators.compile_elsewhere`), the driver here from the types alone (the
+    state of two points). Returns the helper's job, to be waited for before the fit loads the
+    callbacks, or ``None`` (no helper: the fit compiles everything in this process)."""
+    module = KLP if driver is KLP.pruned_linkage else KLG
+    st = plan.state(X[:2], w[:2], init=False)
+    specs = module.pointer_specs(*KLG.state_types(st, plan.fc, plan.fn))
+    job = KG.compile_elsewhere(specs)
+    if job is None:
+        return None
+    try:
+        i8 = np.zeros(1, dtype=np.int64)
+        f8 = np.zeros(1)
+        args = (plan.kind, st, plan.fc, plan.gcode, plan.fn, i8, i8, f8, numba.get_num_threads(),
+                0, i8, n_top, _top_buffers(st, 1))
+        sig = tuple(numba.typeof(a, Purpose.argument) for a in args)
+        driver.compile(sig + tuple(numba.types.FunctionType(s) for _, s in specs))
+    except BaseException:
+        job.wait()
+        raise
+    return job
+
+
+def _driver_state(driver, plan, X, w, first):
+    """The state of ``X`` for a fit by ``driver`` (keeping the clusters of merges from ``first``
+    on), the driver compiled first when it is not in numba's cache: announced, then compiled
+    with its callbacks on two cores (:func:`_first_compile`), the state's own kernel compiled
+    while the helper still works."""
+    job = None
+    if not KG.is_compiled(driver):
+        _announce_compile(driver)
+        job = _first_compile(driver, plan, X, w, first)
+    try:
+        return plan.state(X, w)
+    finally:
+        if job is not None:
+            job.wait()
+
+
 def _announce_compile(driver):
     """One line on stderr, once per process, when numba is about to compile ``driver`` (an
     empty cache: the first fit after installing)."""
@@ -628,9 +673,11 @@ def _announce_compile(driver):
     if name in _ANNOUNCED or KG.is_compiled(driver):
         return
     _ANNOUNCED.add(name)
+    two, one = _COMPILE_SECONDS[name]
+    how = f"about {two} s on 2 cores" if KG.helper_allowed() else f"about {one} s"
     sys.stderr.write(
         f"bregclust: compiling the agglomerative engine ({name} driver), once per installation: "
-        f"about {_COMPILE_SECONDS[name]} s on 2 cores; later sessions load it from numba's cache "
+        f"{how}; later sessions load it from numba's cache "
         "(`bregclust compile` does it ahead of time).\n"
     )
     sys.stderr.flush()
@@ -876,7 +923,7 @@ def compile_kernels():
     n = Xv.shape[0]
     out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1))
     for driver in (KLG.generic_linkage, KLP.pruned_linkage):
-        st = plan.state(Xv, w)
+        st = _driver_state(driver, plan, Xv, w, n - 3)
         with KG.callback_errors():
             driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out, numba.get_num_threads(),
                    0, np.zeros(KLG.N_STATS, dtype=np.int64), n - 3, _top_buffers(st, 2),

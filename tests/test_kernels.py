@@ -275,6 +275,113 @@ def test_an_exception_inside_a_kernel_called_through_a_pointer_is_raised_after_t
         assert "called through a function pointer" in info.value.__notes__[0]
 
 
+_HELPER_COMPILES = r"""
+import math
+from numba import types
+from bregclust._kernels import generators as KG
+
+sig = types.float64(types.float64)
+assert not KG.pointer_signature_cached(KG._nan_callback, sig)
+job = KG.compile_elsewhere([(KG._nan_callback, sig)])
+assert job is not None
+assert job.wait() == 0
+assert KG.pointer_signature_cached(KG._nan_callback, sig)
+f = KG.compiled_pointer(KG._nan_callback, sig)
+print("HITS", f.cache_hits, math.isnan(f(1.0)))
+assert KG.compile_elsewhere([(KG._nan_callback, sig)]) is None  # nothing left to compile
+"""
+
+
+def test_a_helper_process_compiles_callbacks_into_the_cache_this_process_loads(tmp_path):
+    """`compile_elsewhere` compiles C callbacks in a helper process into numba's on-disk cache
+    (an empty one here); the process that started it then loads them instead of compiling."""
+    import os
+    import subprocess
+    import sys
+
+    import numba
+
+    if numba.config.DISABLE_JIT or not KG.helper_allowed():
+        pytest.skip("no helper process without compiled kernels and two usable CPUs")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", _HELPER_COMPILES], env=env, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "HITS 1 True" in out.stdout
+
+
+def _triple_at(x, k):
+    x[k] *= 3.0
+
+
+def test_a_failed_or_refused_helper_leaves_the_compilation_to_this_process(monkeypatch):
+    """A helper that fails (here: exits at once) only costs its start: the callback is compiled
+    here and works; `BREGCLUST_COMPILE_PROCESS=0` starts no helper at all."""
+    sig = types.void(types.float64[::1], types.int64)
+    monkeypatch.setattr(KG, "pointer_signature_cached", lambda f, s: False)
+    monkeypatch.setattr(KG, "_HELPER", "import sys; sys.exit(3)")
+    job = KG.compile_elsewhere([(_triple_at, sig)])
+    if KG.helper_allowed():
+        assert job is not None and job.wait() == 3
+    else:
+        assert job is None
+    x = np.ones(2)
+    with KG.callback_errors():
+        _call_each(KG.compiled_pointer(_triple_at, sig), x)
+    np.testing.assert_array_equal(x, [3.0, 3.0])
+    monkeypatch.setenv(KG.COMPILE_PROCESS_ENV, "0")
+    assert not KG.helper_allowed()
+    assert KG.compile_elsewhere([(_triple_at, sig)]) is None
+
+
+_FIRST_PRUNED_FIT = r"""
+import numpy as np
+import scipy.sparse as sp
+import bregclust.agglomerative as AG
+from bregclust._kernels import linkage_pruned as KLP
+
+AG.PRUNED_MIN_N = 10  # the pruned driver for this small sparse fit
+rng = np.random.default_rng(5)
+X = sp.random(80, 40, density=0.1, random_state=3, format="csr")
+X.data = np.ceil(X.data * 4)
+Z = AG.bregman_linkage(X, "multinomial")
+plan = AG._build_plan(*AG._validate(X, "multinomial", None, None), "multinomial", None, "auto")
+print("OVERLOADS", len(KLP.pruned_linkage.overloads))
+print("HITS", [getattr(p, "cache_hits", None) for p in AG._driver_pointers(
+    KLP.pruned_linkage, plan.state(*AG._validate(X, "multinomial", None, None)), plan)])
+np.save(__import__("sys").argv[1], Z)
+"""
+
+
+@pytest.mark.slow
+def test_a_first_fit_compiled_on_two_cores_builds_the_same_tree(tmp_path):
+    """The first pruned fit with an empty cache: the driver compiled here from its callbacks'
+    types while a helper process compiles the callbacks; one compiled specialisation of the
+    driver (the one the fit calls), every callback loaded from the helper's cache, and the same
+    tree as a first fit compiled in one process (`BREGCLUST_COMPILE_PROCESS=0`)."""
+    import os
+    import subprocess
+    import sys
+
+    import numba
+
+    if numba.config.DISABLE_JIT or not KG.helper_allowed():
+        pytest.skip("no helper process without compiled kernels and two usable CPUs")
+    outs = {}
+    for mode in ("1", "0"):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / mode),
+                   **{KG.COMPILE_PROCESS_ENV: mode})
+        path = str(tmp_path / f"Z{mode}.npy")
+        out = subprocess.run([sys.executable, "-c", _FIRST_PRUNED_FIT, path], env=env,
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "OVERLOADS 1" in out.stdout
+        outs[mode] = (out.stdout, np.load(path))
+    assert "HITS [1, 1, 1]" in outs["1"][0]  # compiled by the helper, loaded here
+    assert "HITS [0, 0, 0]" in outs["0"][0]
+    np.testing.assert_array_equal(outs["1"][1], outs["0"][1])
+
+
 _AFTER_COMPILE = r"""
 import warnings
 import numpy as np

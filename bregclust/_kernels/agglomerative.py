@@ -125,6 +125,47 @@ def _gfull_rank_one(i, j, A, B, C, w, work):
     return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
 
 
+@njit(**INNER_JIT)
+def sep_cost(i, j, st, fc, gcode, fn):
+    """Merge cost of slots ``i`` and ``j`` for a separable generator (the Jensen gap of ``phi``
+    shifted by ``f(c)``, which cancels in the gap): the :data:`SEPARABLE` case of :func:`cost`."""
+    A, B, C, w, sup, slen, aux = st
+    wi = w[i]
+    wj = w[j]
+    w12 = wi + wj
+    d = A.shape[1]
+    li = slen[i]
+    lj = slen[j]
+    if lj >= 0 and wj == 1.0 and (li < 0 or li > lj):
+        return _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn)
+    if li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
+        return _sep_one_sided(j, i, A, B, C, w, sup, slen, li, fc, gcode, fn)
+    s = 0.0
+    if li >= 0 and lj >= 0:
+        p = 0
+        q = 0
+        while p < li or q < lj:
+            if q >= lj or (p < li and sup[i, p] < sup[j, q]):
+                k = sup[i, p]
+                m = (wi * B[i, p] + wj * fc[1, k]) / w12
+                p += 1
+            elif p >= li or sup[j, q] < sup[i, p]:
+                k = sup[j, q]
+                m = (wi * fc[1, k] + wj * B[j, q]) / w12
+                q += 1
+            else:
+                k = sup[i, p]
+                m = (wi * B[i, p] + wj * B[j, q]) / w12
+                p += 1
+                q += 1
+            s += phi_of(gcode, fn, m) - fc[0, k]
+    else:
+        for k in range(d):
+            m = (wi * A[i, k] + wj * A[j, k]) / w12
+            s += phi_of(gcode, fn, m) - fc[0, k]
+    return C[i, 0] + C[j, 0] - w12 * s
+
+
 @njit(**JIT)
 def cost(kind, i, j, st, fc, gcode, fn, work):
     """Merge cost of the clusters in slots ``i`` and ``j`` of the state ``st`` (see the module
@@ -140,37 +181,8 @@ def cost(kind, i, j, st, fc, gcode, fn, work):
             t = A[i, k] - A[j, k]
             s += t * t
         return wi * wj / w12 * s
-    if kind == SEPARABLE:  # separable generator, Jensen gap of phi shifted by f(c) (cancels in the gap)
-        li = slen[i]
-        lj = slen[j]
-        if lj >= 0 and wj == 1.0 and (li < 0 or li > lj):
-            return _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn)
-        if li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
-            return _sep_one_sided(j, i, A, B, C, w, sup, slen, li, fc, gcode, fn)
-        s = 0.0
-        if li >= 0 and lj >= 0:
-            p = 0
-            q = 0
-            while p < li or q < lj:
-                if q >= lj or (p < li and sup[i, p] < sup[j, q]):
-                    k = sup[i, p]
-                    m = (wi * B[i, p] + wj * fc[1, k]) / w12
-                    p += 1
-                elif p >= li or sup[j, q] < sup[i, p]:
-                    k = sup[j, q]
-                    m = (wi * fc[1, k] + wj * B[j, q]) / w12
-                    q += 1
-                else:
-                    k = sup[i, p]
-                    m = (wi * B[i, p] + wj * B[j, q]) / w12
-                    p += 1
-                    q += 1
-                s += phi_of(gcode, fn, m) - fc[0, k]
-        else:
-            for k in range(d):
-                m = (wi * A[i, k] + wj * A[j, k]) / w12
-                s += phi_of(gcode, fn, m) - fc[0, k]
-        return C[i, 0] + C[j, 0] - w12 * s
+    if kind == SEPARABLE:  # separable generator
+        return sep_cost(i, j, st, fc, gcode, fn)
     if kind == L1:  # l1_subgradient: Definition 3.7 from positive / negative masses
         s = 0.0
         for k in range(d):
@@ -207,6 +219,27 @@ def cost(kind, i, j, st, fc, gcode, fn, work):
 
 
 @njit(**INNER_JIT)
+def _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn):
+    """The :data:`SEPARABLE` case of :func:`_slot_cache`."""
+    d = A.shape[1]
+    wj = w[j]
+    s = 0.0
+    s1 = 0.0
+    if slen[j] >= 0:  # off the support the statistic is fc[1, k]: both terms vanish there
+        for p in range(slen[j]):
+            k = sup[j, p]
+            s += phi_of(gcode, fn, B[j, p]) - fc[0, k]
+            s1 += phi_of(gcode, fn, (wj * B[j, p] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
+    else:
+        for k in range(d):
+            s += phi_of(gcode, fn, A[j, k]) - fc[0, k]
+            if sup.shape[1] > 0:
+                s1 += phi_of(gcode, fn, (wj * A[j, k] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
+    C[j, 0] = wj * s
+    C[j, 1] = s1
+
+
+@njit(**INNER_JIT)
 def _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work):
     """Recompute the cached per-cluster terms ``C[j, :]`` from the statistics of slot ``j``:
     ``C[j, 0] = w f(tau)`` (up to constants that cancel) and, for sparse separable models,
@@ -217,20 +250,7 @@ def _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work):
     if kind == WARD:
         C[j, 0] = 0.0
     elif kind == SEPARABLE:
-        s = 0.0
-        s1 = 0.0
-        if slen[j] >= 0:  # off the support the statistic is fc[1, k]: both terms vanish there
-            for p in range(slen[j]):
-                k = sup[j, p]
-                s += phi_of(gcode, fn, B[j, p]) - fc[0, k]
-                s1 += phi_of(gcode, fn, (wj * B[j, p] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
-        else:
-            for k in range(d):
-                s += phi_of(gcode, fn, A[j, k]) - fc[0, k]
-                if sup.shape[1] > 0:
-                    s1 += phi_of(gcode, fn, (wj * A[j, k] + fc[1, k]) / (wj + 1.0)) - fc[0, k]
-        C[j, 0] = wj * s
-        C[j, 1] = s1
+        _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn)
     elif kind == L1:
         s = 0.0
         for k in range(d):
@@ -268,6 +288,56 @@ def init_cache(kind, st, fc, gcode, fn, work):
         _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work)
 
 
+@njit(**INNER_JIT)
+def _sep_union(i, j, A, B, sup, slen, ibuf):
+    """Support of the union in slot ``j`` (sparse) after a separable merge of ``i`` into ``j``
+    (``A[j]`` already the merged statistic): the union of the supports with ``B`` gathered from
+    ``A[j]``, or dense (``slen[j] = -1``) when it is wider than ``sup``."""
+    if slen[i] < 0:
+        slen[j] = -1
+        return
+    li = slen[i]
+    lj = slen[j]
+    p = 0
+    q = 0
+    r = 0
+    while p < li or q < lj:
+        if q >= lj or (p < li and sup[i, p] < sup[j, q]):
+            ibuf[r] = sup[i, p]
+            p += 1
+        elif p >= li or sup[j, q] < sup[i, p]:
+            ibuf[r] = sup[j, q]
+            q += 1
+        else:
+            ibuf[r] = sup[i, p]
+            p += 1
+            q += 1
+        r += 1
+    if r > sup.shape[1]:
+        slen[j] = -1
+    else:
+        for p in range(r):
+            sup[j, p] = ibuf[p]
+            B[j, p] = A[j, ibuf[p]]
+        slen[j] = r
+
+
+@njit(**JIT)
+def merge_separable(i, j, st, fc, gcode, fn, ibuf):
+    """:func:`merge` for a separable model (the same arithmetic), without the other models'
+    code: the kernel of the pruned driver, which runs only separable models."""
+    A, B, C, w, sup, slen, aux = st
+    wi = w[i]
+    wj = w[j]
+    w12 = wi + wj
+    for k in range(A.shape[1]):
+        A[j, k] = (wi * A[i, k] + wj * A[j, k]) / w12
+    if slen[j] >= 0:
+        _sep_union(i, j, A, B, sup, slen, ibuf)
+    w[j] = w12
+    _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn)
+
+
 @njit(**JIT)
 def merge(kind, i, j, st, fc, gcode, fn, work, ibuf):
     """Merge slot ``i`` into slot ``j`` of the state ``st`` (IN/OUT: slot ``j`` holds the union
@@ -298,33 +368,7 @@ def merge(kind, i, j, st, fc, gcode, fn, work, ibuf):
         for k in range(d):
             A[j, k] = (wi * A[i, k] + wj * A[j, k]) / w12
         if kind == SEPARABLE and slen[j] >= 0:
-            if slen[i] < 0:
-                slen[j] = -1
-            else:
-                li = slen[i]
-                lj = slen[j]
-                p = 0
-                q = 0
-                r = 0
-                while p < li or q < lj:
-                    if q >= lj or (p < li and sup[i, p] < sup[j, q]):
-                        ibuf[r] = sup[i, p]
-                        p += 1
-                    elif p >= li or sup[j, q] < sup[i, p]:
-                        ibuf[r] = sup[j, q]
-                        q += 1
-                    else:
-                        ibuf[r] = sup[i, p]
-                        p += 1
-                        q += 1
-                    r += 1
-                if r > sup.shape[1]:
-                    slen[j] = -1
-                else:
-                    for p in range(r):
-                        sup[j, p] = ibuf[p]
-                        B[j, p] = A[j, ibuf[p]]
-                    slen[j] = r
+            _sep_union(i, j, A, B, sup, slen, ibuf)
     w[j] = w12
     _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work)
 

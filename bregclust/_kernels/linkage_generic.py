@@ -270,31 +270,43 @@ def state_types(st, fc, fn):
     return typeof(st), typeof(fc), typeof(fn)
 
 
+def cost_signature(st_t, fc_t, fn_t):
+    """numba signature of the merge cost's C callback (the drivers' ``costf``) for the types of a
+    state, the generator constants and the generator function."""
+    i8 = types.int64
+    return types.float64(i8, i8, i8, st_t, fc_t, i8, fn_t, _matrix(types.float64))
+
+
 def cost_pointer(st, fc, fn):
     """The C callback of :func:`.agglomerative.cost` for the types of ``st``, ``fc`` and ``fn``
     (the drivers' ``costf``): the merge cost, the largest function the drivers call, compiled
     once instead of once in every kernel that evaluates costs."""
     if config.DISABLE_JIT:
         return cost
-    st_t, fc_t, fn_t = state_types(st, fc, fn)
+    return compiled_pointer(cost.py_func, cost_signature(*state_types(st, fc, fn)))
+
+
+def pointer_specs(st_t, fc_t, fn_t):
+    """The driver's C callbacks ``(block, costf)`` as ``(function, signature)`` pairs for the
+    types of a state, the generator constants and the generator function (see
+    :func:`pointers`); a driver is compiled from their types alone
+    (``types.FunctionType(signature)``)."""
     i8 = types.int64
-    return compiled_pointer(cost.py_func, types.float64(i8, i8, i8, st_t, fc_t, i8, fn_t,
-                                                       _matrix(types.float64)))
+    cost_sig = cost_signature(st_t, fc_t, fn_t)
+    block_sig = types.void(i8, i8, i8, _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t,
+                           _vector(types.float64), CAND_TYPE, _vector(i8),
+                           types.FunctionType(cost_sig))
+    return [(_block, block_sig), (cost, cost_sig)]
 
 
 def pointers(st, fc, fn):
     """The C callbacks ``(block, costf)`` of :func:`_block` and :func:`.agglomerative.cost` for
     the types of ``st``, ``fc`` and ``fn`` (compiled or loaded from numba's cache on first use; the
     plain functions under ``NUMBA_DISABLE_JIT``): the driver's last two arguments."""
-    costf = cost_pointer(st, fc, fn)
     if config.DISABLE_JIT:
-        return _block, costf
-    st_t, fc_t, fn_t = state_types(st, fc, fn)
-    i8 = types.int64
-    block = compiled_pointer(_block, types.void(
-        i8, i8, i8, _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t, _vector(types.float64),
-        CAND_TYPE, _vector(i8), typeof(costf)))
-    return block, costf
+        return _block, cost
+    return tuple(compiled_pointer(getattr(f, "py_func", f), sig)
+                 for f, sig in pointer_specs(*state_types(st, fc, fn)))
 
 
 # The driver runs a task as ``_par_blocks`` when there is enough work and as
@@ -308,6 +320,21 @@ def _par_blocks(task, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status
         # prange's index is unsigned: cast, so that the callee has one integer type
         block(task, kind, b, act, lo, na, np.int64(q), nb, st, fc, gcode, fn, row, cand, status,
               costf)
+
+
+@njit(**INNER_JIT)
+def _position(act, na, x):
+    """``np.searchsorted(act[:na], x)`` (``act[:na]`` ascending) by bisection, hand-written: numba's
+    ``searchsorted`` compiles a generic comparison machinery for one lookup per merge."""
+    lo = 0
+    hi = na
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if act[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit(**INNER_JIT)
@@ -332,7 +359,7 @@ def _retire(a, b, t, act, na, cand, mind, stale, heap, where):
     cn, gen = cand[3], cand[5]
     gen[a] = -1
     gen[b] = t + 1
-    pa = np.searchsorted(act[:na], a)
+    pa = _position(act, na, a)
     for p in range(pa, na - 1):
         act[p] = act[p + 1]
     cn[a] = 0
@@ -425,7 +452,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
                 stats[ST_LISTHIT] += 1
             else:  # rescan the slots above a
                 stats[ST_RESCAN] += 1
-                lo = np.searchsorted(act[:na], a) + 1
+                lo = _position(act, na, a) + 1
                 if na - lo > 2 * PAR_REFINE and nthreads > 1:
                     _par_blocks(COSTS, kind, a, act, lo, na, st, fc, gcode, fn, row, cand, status,
                                 min(na - lo, 8 * nthreads), block, costf)
@@ -447,7 +474,7 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         if t >= first:  # a cluster of the last merges: kept for the tree features
             keep(b, n - 2 - t, st, outs)
         na = _retire(a, b, t, act, na, cand, mind, stale, heap, where)
-        pb = np.searchsorted(act[:na], b)
+        pb = _position(act, na, b)
         # costs of every active slot to the new cluster b, in parallel
         if na > 2 * PAR_REFINE and nthreads > 1:
             _par_blocks(COSTS, kind, b, act, _ZERO, na, st, fc, gcode, fn, row, cand, status,

@@ -10,9 +10,9 @@ yet, only for fits large enough to pay for its compilation: see
 import math
 
 import numpy as np
-from numba import config, njit, prange, typeof, types
+from numba import config, njit, prange, types
 
-from .agglomerative import GAUSS_FULL, keep, merge
+from .agglomerative import keep, merge_separable, sep_cost
 from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer, kl_phi, phi_of
 from .generators import KL as _GEN_KL
 from .linkage_generic import (
@@ -37,11 +37,12 @@ from .linkage_generic import (
     _certified,
     _heap_update,
     _matrix,
+    _position,
     _retire,
     _set_candidate,
     _sift_down,
     _vector,
-    cost_pointer,
+    cost_signature,
     state_types,
 )
 
@@ -611,13 +612,22 @@ def _make_pv(fc, d, P, LG):
     if on:
         for k in range(d):
             PV[8, k] = math.sqrt(fc[1, k])
-    if on and fc.shape[1] > 0 and fc[1].min() > 0.0:
+    positive = on and d > 0
+    for k in range(d):
+        if not (fc[1, k] > 0.0):
+            positive = False
+    vb = np.empty(d)
+    mark = np.empty(d, dtype=np.int8)
+    for k in range(d):
+        vb[k] = fc[1, k]
+        mark[k] = 0
+    if positive:
         Qs[3] = 1.0
         for k in range(d):
             PV[4, k] = math.log(fc[1, k])
             PV[5, k] = 1.0 / fc[1, k]
             PV[6, k] = PV[4, k]
-    return (fc[1].copy(), np.zeros(d, dtype=np.int8), PV, P, LG, Qs)
+    return (vb, mark, PV, P, LG, Qs)
 
 
 # Parallel regions are entered only for enough work (see PAR_REFINE in .linkage_generic).
@@ -717,8 +727,7 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
     memo = memos[q]
     memo[0, 0] = 0.0
     if task == EXACT:
-        d = A.shape[1]
-        work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+        work = np.zeros((1, 1))  # no scratch: separable costs
         for r in range(r0, r1):
             t = idx[r]
             x = act[t]
@@ -1023,8 +1032,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     if g > K and buf[order[K]] < low:
         low = buf[order[K]]
     ctau[x] = low
-    d = st[0].shape[1]
-    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))
+    work = np.zeros((1, 1))  # no scratch: separable costs
     if _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf) != OK:
         return NAN_COST
     if _certified(x, cand):
@@ -1191,7 +1199,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     d = A.shape[1]
     for q in range(stats.shape[0]):
         stats[q] = 0
-    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
+    work = np.zeros((1, 1))  # no scratch: separable costs
     ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
     if kcand <= 0:
         kcand = K_CAND
@@ -1199,14 +1207,28 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     # the candidate lists (see the comment above .linkage_generic.K_CAND)
     cc = np.empty((n, K))
     ci, cg = np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
-    cn, ctau, gen = np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64)
+    cn, ctau, gen = np.zeros(n, dtype=np.int64), np.empty(n), np.zeros(n, dtype=np.int64)
     cand = (cc, ci, cg, cn, ctau, gen)
+    # element loops instead of np.arange / np.full (each compiles numpy's generic machinery)
+    act = np.empty(n, dtype=np.int64)  # active slots, ascending
+    heap = np.empty(n, dtype=np.int64)
+    where = np.empty(n, dtype=np.int64)
+    nn = np.empty(n, dtype=np.int64)
+    mind = np.empty(n)
+    wtot = 0.0
+    for x in range(n):
+        act[x] = x
+        heap[x] = x
+        where[x] = x
+        nn[x] = -1
+        mind[x] = np.inf
+        ctau[x] = np.inf
+        wtot += w[x]
     # per-slot sums of the level-1 bound (kl only)
     P = np.zeros((n if gcode == _GEN_KL else 0, N_SUMS))
     LG = np.zeros((P.shape[0], 2 * sup.shape[1] if P.shape[0] > 0 else 0))
     for x in range(P.shape[0]):
         _slot_sums(x, st, fc, P, LG)
-    act = np.arange(n)  # active slots, ascending
     na = n
     row = np.empty(n)
     lob = np.empty(n)
@@ -1219,7 +1241,6 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     pv = _make_pv(fc, d, P, LG)
     cap = 8 * nthreads
     # F_b memos of the parallel blocks, indexed by integral weights up to the total weight
-    wtot = w.sum()
     integral = wtot <= 4.0 * n
     for x in range(n):
         if w[x] != math.floor(w[x]):
@@ -1228,11 +1249,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     memos = np.zeros((cap, max(mlen, N_MEMO + 1), 3))
     dstamp = 1.0 if integral else 0.0  # stamp 0: the small per-pivot memo
     stamp = 0.0
-    nn = np.full(n, -1, dtype=np.int64)
-    mind = np.full(n, np.inf)
     stale = np.zeros(n, dtype=np.bool_)
-    heap = np.arange(n)
-    where = np.arange(n)
     # the initial candidate lists: rows in parallel blocks (the lists of different rows do not
     # interact, so the blocks do not change them)
     nbr = min(n // 2, 8 * nthreads) if nthreads > 1 else 1
@@ -1263,7 +1280,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
                 stats[ST_LISTHIT] += 1
             else:  # list not certified: rescan
                 stats[ST_RESCAN] += 1
-                lo = np.searchsorted(act[:na], a) + 1
+                lo = _position(act, na, a) + 1
                 stamp += dstamp
                 stats[ST_B_RESCAN] += na - lo
                 _pivot_set(a, st, fc, pv)
@@ -1281,11 +1298,11 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
         out_i[t] = a
         out_j[t] = b
         out_h[t] = mind[a]
-        merge(kind, a, b, st, fc, gcode, fn, work, ibuf)
+        merge_separable(a, b, st, fc, gcode, fn, ibuf)
         if t >= first:  # a cluster of the last merges: kept for the tree features
             keep(b, n - 2 - t, st, outs)
         na = _retire(a, b, t, act, na, cand, mind, stale, heap, where)
-        pb = np.searchsorted(act[:na], b)
+        pb = _position(act, na, b)
         stamp += dstamp
         if P.shape[0] > 0:
             _slot_sums(b, st, fc, P, LG)
@@ -1302,29 +1319,44 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     return OK
 
 
-def pointers(st, fc, fn):
-    """The C callbacks ``(scan, block, costf)`` of :func:`_scan`, :func:`_block` and
-    :func:`.agglomerative.cost` for the types of ``st``, ``fc`` and ``fn`` (compiled or loaded
-    from numba's cache on first use, see :func:`.generators.compiled_pointer`): the driver's
-    last three arguments. The bounds, the scan and the merge cost are most of the driver's
-    code; called through pointers, each is compiled once instead of once in every library that
-    calls it (the driver, its two parallel loops, the scan, the list kernels)."""
-    costf = cost_pointer(st, fc, fn)
-    if config.DISABLE_JIT:
-        return _scan, _block, costf
-    st_t, fc_t, fn_t = state_types(st, fc, fn)
+def _costf(kind, i, j, st, fc, gcode, fn, work):
+    """The merge cost of a separable model (:func:`.agglomerative.sep_cost`, the driver runs no
+    other) with the arguments of :func:`.agglomerative.cost`: the driver's ``costf``, compiled
+    only as its C callback."""
+    return sep_cost(i, j, st, fc, gcode, fn)
+
+
+def pointer_specs(st_t, fc_t, fn_t):
+    """The driver's C callbacks ``(scan, block, costf)`` as ``(function, signature)`` pairs for
+    the types of a state, the generator constants and the generator function (see
+    :func:`pointers`); a driver is compiled from their types alone
+    (``types.FunctionType(signature)``)."""
     i8, f8 = types.int64, types.float64
     i1, b1 = types.int8, types.boolean
     pv_t = types.Tuple((_vector(f8), _vector(i1), _matrix(f8), _matrix(f8), _matrix(f8),
                         _vector(f8)))
     memos_t = _matrix(f8, 3)
-    cost_t = typeof(costf)
-    block = compiled_pointer(_block, types.void(
+    cost_sig = cost_signature(st_t, fc_t, fn_t)
+    cost_t = types.FunctionType(cost_sig)
+    block_sig = types.void(
         i8, i8, i8, _vector(i8), _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t, pv_t,
-        _vector(f8), _vector(i1), memos_t, f8, _vector(f8), cost_t))
-    scan = compiled_pointer(_scan, i8(
+        _vector(f8), _vector(i1), memos_t, f8, _vector(f8), cost_t)
+    scan_sig = i8(
         i8, i8, i8, i8, i8, _vector(i8), i8, st_t, fc_t, i8, fn_t, pv_t, _vector(f8), _vector(i1),
         _vector(f8), _vector(i8), _vector(b1), CAND_TYPE, _vector(i8), _vector(f8), _vector(b1),
         _vector(i8), _vector(i8), memos_t, f8, i8, _vector(i8), _vector(f8), _vector(i8),
-        _vector(i8), typeof(block), cost_t))
-    return scan, block, costf
+        _vector(i8), types.FunctionType(block_sig), cost_t)
+    return [(_scan, scan_sig), (_block, block_sig), (_costf, cost_sig)]
+
+
+def pointers(st, fc, fn):
+    """The C callbacks ``(scan, block, costf)`` of :func:`_scan`, :func:`_block` and
+    :func:`_costf` for the types of ``st``, ``fc`` and ``fn`` (compiled or loaded
+    from numba's cache on first use, see :func:`.generators.compiled_pointer`): the driver's
+    last three arguments. The bounds, the scan and the merge cost are most of the driver's
+    code; called through pointers, each is compiled once instead of once in every library that
+    calls it (the driver, its two parallel loops, the scan, the list kernels)."""
+    if config.DISABLE_JIT:
+        return _scan, _block, _costf
+    return tuple(compiled_pointer(getattr(f, "py_func", f), sig)
+                 for f, sig in pointer_specs(*state_types(st, fc, fn)))
