@@ -409,21 +409,17 @@ def pointer_signature_cached(pyfunc, signature):
 #: Environment variable: "0" compiles every kernel in the fitting process itself.
 COMPILE_PROCESS_ENV = "BREGCLUST_COMPILE_PROCESS"
 
-# The helper process: the parent's import path, then (module, name, signature, is_callback)
-# tuples; each C callback (or kernel, for its argument types) is compiled into numba's on-disk
-# cache, from which the parent loads it. It imports the kernels without running the package's
+# The helper process: the parent's import path, then (module, name, signature) triples; each
+# C callback is compiled into numba's on-disk cache, from which the parent loads it. It imports the kernels without running the package's
 # __init__ (the estimators, scikit-learn, scipy: a second of imports the helper does not use).
 _HELPER = """
 import importlib, importlib.util, pickle, sys
 sys.path[:] = pickle.load(sys.stdin.buffer)
 sys.modules["bregclust"] = importlib.util.module_from_spec(importlib.util.find_spec("bregclust"))
 from bregclust._kernels.generators import compiled_pointer
-for mod, name, sig, is_callback in pickle.load(sys.stdin.buffer):
+for mod, name, sig in pickle.load(sys.stdin.buffer):
     f = getattr(importlib.import_module(mod), name)
-    if is_callback:
-        compiled_pointer(getattr(f, "py_func", f), sig)
-    else:
-        f.compile(sig)
+    compiled_pointer(getattr(f, "py_func", f), sig)
 """
 
 
@@ -442,7 +438,7 @@ def helper_allowed():
 
 
 class CompileJob:
-    """C callbacks and kernels being compiled into numba's on-disk cache by a helper Python
+    """C callbacks being compiled into numba's on-disk cache by a helper Python
     process (see :func:`compile_elsewhere`); :meth:`wait` before loading them."""
 
     def __init__(self, proc):
@@ -462,13 +458,12 @@ class CompileJob:
         return self.proc.returncode
 
 
-def compile_elsewhere(pointers, kernels=()):
+def compile_elsewhere(pointers):
     """Start compiling the C callbacks ``pointers`` (``(function, signature)`` pairs, as for
-    :func:`compiled_pointer`) and the kernels ``kernels`` (``(dispatcher, argument types)``) in
-    a helper Python process, so that this process can compile a kernel that calls them
-    meanwhile: numba compiles one function at a time in a process, and a kernel is compiled
+    :func:`compiled_pointer`) in a helper Python process, so that this process can compile a
+    kernel that calls them meanwhile: numba compiles one function at a time in a process, and a kernel is compiled
     from its callbacks' types alone. The helper writes numba's on-disk cache (the same cache
-    directory), from which :func:`compiled_pointer` and the dispatchers then load them.
+    directory), from which :func:`compiled_pointer` then loads them.
 
     Written by hand: compiling in another process is the one way to use a second core for numba's
     compiler, and no library runs numba compilations in parallel. ``None`` (compile here,
@@ -481,8 +476,6 @@ def compile_elsewhere(pointers, kernels=()):
     pointers : list of (function, numba signature)
         Plain Python functions or numba dispatchers (their ``py_func`` is compiled) importable
         by module and name.
-    kernels : list of (numba dispatcher, tuple of numba types)
-        Kernels (``cache=True``) importable by module and name, compiled when not cached.
 
     Returns
     -------
@@ -494,12 +487,9 @@ def compile_elsewhere(pointers, kernels=()):
     for f, sig in pointers:
         pyfunc = getattr(f, "py_func", f)
         if not pointer_signature_cached(pyfunc, sig):
-            todo.append((pyfunc.__module__, pyfunc.__qualname__, sig, True))
+            todo.append((pyfunc.__module__, pyfunc.__qualname__, sig))
     if not todo:
         return None
-    for disp, argtypes in kernels:
-        if not is_compiled(disp):
-            todo.append((disp.py_func.__module__, disp.py_func.__qualname__, argtypes, False))
     try:
         from numba.core.caching import FunctionCache
 
