@@ -54,7 +54,6 @@ import warnings
 import numba
 import numpy as np
 import scipy.sparse as sp
-from numba.core.typing.typeof import Purpose
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -181,8 +180,12 @@ class _Plan:
         if kind != _WARD and init:  # Ward caches nothing (C = 0)
             work = np.zeros((d + 1, d)) if kind == _GFULL else np.zeros((1, 1))  # Cholesky
             with KG.callback_errors():  # a user generator's exception, raised once
-                KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode, self.fn,
-                              work)
+                if kind == _SEP:  # without the other models' code (see init_cache_separable)
+                    KA.init_cache_separable((A, B, C, w, sup, slen, aux), self.fc, self.gcode,
+                                            self.fn)
+                else:
+                    KA.init_cache(kind, (A, B, C, w, sup, slen, aux), self.fc, self.gcode,
+                                  self.fn, work)
         return A, B, C, w, sup, slen, aux
 
 
@@ -612,38 +615,54 @@ def _generic_driver(n, sparse_supports):
     """The kernel of Muellner's generic algorithm for a fit: with sparse supports (sparse
     separable models) the pruned driver when it is compiled or ``n > PRUNED_MIN_N``, else the
     exact driver (compiled only for the fits that run it)."""
-    if sparse_supports and (n > PRUNED_MIN_N or KG.is_compiled(KLP.pruned_linkage)):
+    if sparse_supports and (n > PRUNED_MIN_N or _driver_compiled(KLP.pruned_linkage)):
         return KLP.pruned_linkage
     return KLG.generic_linkage
+
+
+def _driver_module(driver):
+    """The kernel module of a generic driver (``pointers``, ``pointer_specs``,
+    ``DRIVER_KERNELS``, ``compile_driver``)."""
+    return KLP if driver is KLP.pruned_linkage else KLG
+
+
+def _driver_compiled(driver):
+    """Whether a fit by ``driver`` compiles none of its kernels (see
+    :func:`._kernels.generators.is_compiled`)."""
+    return all(KG.is_compiled(k) for k in _driver_module(driver).DRIVER_KERNELS)
 
 
 def _driver_pointers(driver, st, plan):
     """The kernels a generic driver calls through function pointers, its last arguments (see
     :func:`._kernels.linkage_generic.pointers`): compiled or loaded from numba's cache on the
     first fit of a state type."""
-    module = KLP if driver is KLP.pruned_linkage else KLG
-    return module.pointers(st, plan.fc, plan.fn)
+    return _driver_module(driver).pointers(st, plan.fc, plan.fn)
 
 
 def _first_compile(driver, plan, X, w, n_top):
     """Compile ``driver`` (not in numba's cache: a first fit) for the fit of ``X`` on two cores:
     its C callbacks (see :func:`_driver_pointers`) in a helper process
     (:func:`._kernels.generators.compile_elsewhere`), the driver here from the types alone (the
-    state of two points). Returns the helper's job, to be waited for before the fit loads the
-    callbacks, or ``None`` (no helper: the fit compiles everything in this process)."""
-    module = KLP if driver is KLP.pruned_linkage else KLG
+    state of two points), then the callbacks the module leaves to this process
+    (``N_LOCAL``, the last ones, which balances the two processes). Returns the helper's job,
+    to be waited for before the fit loads the callbacks, or ``None`` (no helper: the fit
+    compiles everything in this process)."""
+    module = _driver_module(driver)
     st = plan.state(X[:2], w[:2], init=False)
     specs = module.pointer_specs(*KLG.state_types(st, plan.fc, plan.fn))
-    job = KG.compile_elsewhere(specs)
+    split = len(specs) - module.N_LOCAL
+    job = KG.compile_elsewhere(specs[:split])
     if job is None:
         return None
     try:
         i8 = np.zeros(1, dtype=np.int64)
         f8 = np.zeros(1)
+        stats = np.zeros(KLG.N_STATS, dtype=np.int64)
         args = (plan.kind, st, plan.fc, plan.gcode, plan.fn, i8, i8, f8, numba.get_num_threads(),
-                0, i8, n_top, _top_buffers(st, 1))
-        sig = tuple(numba.typeof(a, Purpose.argument) for a in args)
-        driver.compile(sig + tuple(numba.types.FunctionType(s) for _, s in specs))
+                0, stats, n_top, _top_buffers(st, 1))
+        module.compile_driver(args, [numba.types.FunctionType(s) for _, s in specs])
+        for f, s in specs[split:]:
+            KG.compiled_pointer(getattr(f, "py_func", f), s)
     except BaseException:
         job.wait()
         raise
@@ -656,7 +675,7 @@ def _driver_state(driver, plan, X, w, first):
     with its callbacks on two cores (:func:`_first_compile`), the state's own kernel compiled
     while the helper still works."""
     job = None
-    if not KG.is_compiled(driver):
+    if not _driver_compiled(driver):
         _announce_compile(driver)
         job = _first_compile(driver, plan, X, w, first)
     try:
@@ -670,7 +689,7 @@ def _announce_compile(driver):
     """One line on stderr, once per process, when numba is about to compile ``driver`` (an
     empty cache: the first fit after installing)."""
     name = "pruned" if driver is KLP.pruned_linkage else "generic"
-    if name in _ANNOUNCED or KG.is_compiled(driver):
+    if name in _ANNOUNCED or _driver_compiled(driver):
         return
     _ANNOUNCED.add(name)
     two, one = _COMPILE_SECONDS[name]
@@ -728,7 +747,8 @@ def _linkage_from_merges(n, si, sj, h, heights):
         vals = np.maximum(h, 0.0)
     Z = np.zeros((max(n - 1, 0), 4))
     if n >= 2:
-        KA.slots_to_linkage(n, si, sj, vals, np.ones(n, dtype=np.int64), Z)
+        KA.slots_to_linkage(n, si, sj, vals, np.arange(n, dtype=np.int64),
+                            np.ones(n, dtype=np.int64), Z)
     return Z
 
 

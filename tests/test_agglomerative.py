@@ -714,7 +714,7 @@ def _bounds_and_costs(plan, st, alive, stored_factors=True):
     LG = np.zeros((P.shape[0], st[4].shape[1] * (2 if stored_factors else 1)))
     for x in alive if P.shape[0] else []:
         KP._slot_sums(x, st, fc, P, LG)
-    pv = KP._make_pv(fc, d, P, LG)
+    pv = KP._make_pv(fc, P, LG)
     work = np.zeros((1, 1))
     out = []
     for b in alive:
@@ -1001,6 +1001,7 @@ def test_is_compiled_sees_kernels_compiled_in_this_process():
     from bregclust._kernels import generators as KGen
 
     Z = np.zeros((1, 4))
-    KA.slots_to_linkage(2, np.array([0]), np.array([1]), np.array([1.0]), np.ones(2, np.int64), Z)
+    KA.slots_to_linkage(2, np.array([0]), np.array([1]), np.array([1.0]), np.arange(2),
+                        np.ones(2, np.int64), Z)
     assert KGen.is_compiled(KA.slots_to_linkage)
     np.testing.assert_array_equal(Z, [[0.0, 1.0, 1.0, 2.0]])

@@ -346,7 +346,7 @@ X = sp.random(80, 40, density=0.1, random_state=3, format="csr")
 X.data = np.ceil(X.data * 4)
 Z = AG.bregman_linkage(X, "multinomial")
 plan = AG._build_plan(*AG._validate(X, "multinomial", None, None), "multinomial", None, "auto")
-print("OVERLOADS", len(KLP.pruned_linkage.overloads))
+print("OVERLOADS", [len(k.overloads) for k in KLP.DRIVER_KERNELS])
 print("HITS", [getattr(p, "cache_hits", None) for p in AG._driver_pointers(
     KLP.pruned_linkage, plan.state(*AG._validate(X, "multinomial", None, None)), plan)])
 np.save(__import__("sys").argv[1], Z)
@@ -356,9 +356,10 @@ np.save(__import__("sys").argv[1], Z)
 @pytest.mark.slow
 def test_a_first_fit_compiled_on_two_cores_builds_the_same_tree(tmp_path):
     """The first pruned fit with an empty cache: the driver compiled here from its callbacks'
-    types while a helper process compiles the callbacks; one compiled specialisation of the
-    driver (the one the fit calls), every callback loaded from the helper's cache, and the same
-    tree as a first fit compiled in one process (`BREGCLUST_COMPILE_PROCESS=0`)."""
+    types while a helper process compiles the callbacks but the last (``N_LOCAL``, compiled
+    here after the driver); one compiled specialisation of each part of the driver (the one the
+    fit calls), the helper's callbacks loaded from its cache, and the same tree as a first fit
+    compiled in one process (`BREGCLUST_COMPILE_PROCESS=0`)."""
     import os
     import subprocess
     import sys
@@ -375,9 +376,12 @@ def test_a_first_fit_compiled_on_two_cores_builds_the_same_tree(tmp_path):
         out = subprocess.run([sys.executable, "-c", _FIRST_PRUNED_FIT, path], env=env,
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stderr[-2000:]
-        assert "OVERLOADS 1" in out.stdout
+        assert "OVERLOADS [1, 1, 1]" in out.stdout
         outs[mode] = (out.stdout, np.load(path))
-    assert "HITS [1, 1, 1]" in outs["1"][0]  # compiled by the helper, loaded here
+    from bregclust._kernels import linkage_pruned as KLP
+
+    assert KLP.N_LOCAL == 1
+    assert "HITS [1, 1, 0]" in outs["1"][0]  # compiled by the helper, loaded here; costf here
     assert "HITS [0, 0, 0]" in outs["0"][0]
     np.testing.assert_array_equal(outs["1"][1], outs["0"][1])
 

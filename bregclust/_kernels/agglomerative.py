@@ -288,6 +288,17 @@ def init_cache(kind, st, fc, gcode, fn, work):
         _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work)
 
 
+@njit(**JIT)
+def init_cache_separable(st, fc, gcode, fn):
+    """:func:`init_cache` for a separable model (the same arithmetic), without the other models'
+    code: a first fit of the pruned driver, which runs only separable models, compiles no
+    Cholesky factorisation."""
+    A, B, C, w, sup, slen, aux = st
+    for j in range(A.shape[0]):
+        C[j, 1] = 0.0
+        _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn)
+
+
 @njit(**INNER_JIT)
 def _sep_union(i, j, A, B, sup, slen, ibuf):
     """Support of the union in slot ``j`` (sparse) after a separable merge of ``i`` into ``j``
@@ -375,15 +386,15 @@ def merge(kind, i, j, st, fc, gcode, fn, work, ibuf):
 
 
 @njit(**JIT)
-def slots_to_linkage(n, si, sj, h, counts0, Z):
-    """scipy linkage rows from merges of slots (the union lives in slot ``sj``)."""
-    node = np.arange(n)
-    size = counts0.copy()
+def slots_to_linkage(n, si, sj, h, node, size, Z):
+    """scipy linkage rows from merges of slots (the union lives in slot ``sj``); ``node`` and
+    ``size`` (IN/OUT, scratch) the node ids and sizes of the slots (``0 .. n-1``, ones).
+    Comparisons instead of ``min`` and ``max``, which compile numba's generic implementation."""
     for t in range(n - 1):
         a = node[si[t]]
         b = node[sj[t]]
-        Z[t, 0] = min(a, b)
-        Z[t, 1] = max(a, b)
+        Z[t, 0] = a if a < b else b
+        Z[t, 1] = b if a < b else a
         Z[t, 2] = h[t]
         size[sj[t]] += size[si[t]]
         Z[t, 3] = size[sj[t]]

@@ -19,6 +19,7 @@ every kernel) and passed to the driver as a first-class function, it is compiled
 
 import numpy as np
 from numba import config, njit, prange, typeof, types
+from numba.core.typing.typeof import Purpose
 
 from .agglomerative import GAUSS_FULL, cost, keep, merge
 from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer
@@ -107,12 +108,20 @@ PAR_REFINE = np.int64(128)  # level-2 refinements or exact costs per region
 
 
 @njit(**INNER_JIT)
+def _slot(e):
+    """The slot of a list entry ``e`` (``y`` for an exact cost, ``-y - 1`` for a bound):
+    ``max(e, -e - 1)`` by a comparison (numba's builtin ``max`` compiles its generic
+    implementation)."""
+    return e if e >= 0 else -e - 1
+
+
+@njit(**INNER_JIT)
 def _cand_compact(cand, x):
     """Drop the entries of the list of ``x`` whose slot changed since they were stored."""
     cc, ci, cg, cn, ctau, gen = cand
     r = 0
     for p in range(cn[x]):
-        if gen[max(ci[x, p], -ci[x, p] - 1)] == cg[x, p]:
+        if gen[_slot(ci[x, p])] == cg[x, p]:
             if r != p:
                 cc[x, r] = cc[x, p]
                 ci[x, r] = ci[x, p]
@@ -130,10 +139,10 @@ def _cand_insert(cand, x, c, y):
     entry."""
     cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
-    s = max(y, -y - 1)
+    s = _slot(y)
     if cn[x] == K:
-        if gen[max(ci[x, K - 1], -ci[x, K - 1] - 1)] == cg[x, K - 1] and not (
-                c < cc[x, K - 1] or (c == cc[x, K - 1] and s < max(ci[x, K - 1], -ci[x, K - 1] - 1))):
+        if gen[_slot(ci[x, K - 1])] == cg[x, K - 1] and not (
+                c < cc[x, K - 1] or (c == cc[x, K - 1] and s < _slot(ci[x, K - 1]))):
             if c < ctau[x]:
                 ctau[x] = c
             return
@@ -144,7 +153,7 @@ def _cand_insert(cand, x, c, y):
             ctau[x] = cc[x, K - 1]
         m = K - 1
     p = m
-    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and s < max(ci[x, p - 1], -ci[x, p - 1] - 1))):
+    while p > 0 and (c < cc[x, p - 1] or (c == cc[x, p - 1] and s < _slot(ci[x, p - 1]))):
         cc[x, p] = cc[x, p - 1]
         ci[x, p] = ci[x, p - 1]
         cg[x, p] = cg[x, p - 1]
@@ -162,7 +171,7 @@ def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
     refused). ``costf``: the driver's (:func:`cost_pointer`)."""
     cc, ci, cg, cn, ctau, gen = cand
     while True:
-        if cn[x] > 0 and gen[max(ci[x, 0], -ci[x, 0] - 1)] != cg[x, 0]:  # dead head
+        if cn[x] > 0 and gen[_slot(ci[x, 0])] != cg[x, 0]:  # dead head
             _cand_compact(cand, x)
         if not (cn[x] > 0 and ci[x, 0] < 0 and cc[x, 0] < ctau[x]):
             return OK
@@ -175,7 +184,7 @@ def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
         # the rest of the list is sorted: shift its smaller entries one place to the front
         p = 0
         m = cn[x]
-        while p + 1 < m and (cc[x, p + 1] < c or (cc[x, p + 1] == c and max(ci[x, p + 1], -ci[x, p + 1] - 1) < y)):
+        while p + 1 < m and (cc[x, p + 1] < c or (cc[x, p + 1] == c and _slot(ci[x, p + 1]) < y)):
             cc[x, p] = cc[x, p + 1]
             ci[x, p] = ci[x, p + 1]
             cg[x, p] = cg[x, p + 1]
@@ -189,7 +198,7 @@ def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
 def _certified(x, cand):
     """True when the head of the list of ``x`` is an exact cost below ``ctau[x]``."""
     cc, ci, cg, cn, ctau, gen = cand
-    if cn[x] > 0 and gen[max(ci[x, 0], -ci[x, 0] - 1)] != cg[x, 0]:  # dead head
+    if cn[x] > 0 and gen[_slot(ci[x, 0])] != cg[x, 0]:  # dead head
         _cand_compact(cand, x)
     return cn[x] > 0 and ci[x, 0] >= 0 and cc[x, 0] < ctau[x]
 
@@ -229,7 +238,8 @@ def _block(task, kind, b, act, lo, na, q, nb, st, fc, gcode, fn, row, cand, stat
     work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
     if task == COSTS:
         per = (na - lo + nb - 1) // nb
-        for t in range(lo + q * per, min(na, lo + (q + 1) * per)):
+        t1 = lo + (q + 1) * per
+        for t in range(lo + q * per, na if na < t1 else t1):
             x = act[t]
             if x < b:
                 row[t] = costf(kind, x, b, st, fc, gcode, fn, work)
@@ -284,6 +294,12 @@ def cost_pointer(st, fc, fn):
     if config.DISABLE_JIT:
         return cost
     return compiled_pointer(cost.py_func, cost_signature(*state_types(st, fc, fn)))
+
+
+#: Callbacks of :func:`pointer_specs` compiled by the fitting process on a first fit (see
+#: ``N_LOCAL`` in :mod:`.linkage_pruned`): none, the helper process compiles both (the merge
+#: cost here made the first fit slower).
+N_LOCAL = 0
 
 
 def pointer_specs(st_t, fc_t, fn_t):
@@ -505,3 +521,14 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
             return NAN_COST
         _set_candidate(b, cand, nn, mind, stale, heap, where)
     return OK
+
+
+#: The compiled parts of :func:`generic_linkage` (it is one kernel)
+DRIVER_KERNELS = (generic_linkage,)
+
+
+def compile_driver(args, callback_types):
+    """Compile :func:`generic_linkage` for its arguments ``args`` (all but the callbacks, whose
+    numba types are ``callback_types``) without running it."""
+    generic_linkage.compile(tuple(typeof(a, Purpose.argument) for a in args)
+                            + tuple(callback_types))

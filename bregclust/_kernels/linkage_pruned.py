@@ -8,9 +8,11 @@ yet, only for fits large enough to pay for its compilation: see
 """
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import config, njit, prange, types
+from numba import config, njit, prange, typeof, types
+from numba.core.typing.typeof import Purpose
 
 from .agglomerative import keep, merge_separable, sep_cost
 from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer, kl_phi, phi_of
@@ -181,8 +183,8 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     weight: with ``stamp > 0`` row ``int(w)`` holds ``(stamp, F, magnitude)`` for integral
     weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
     entries ``(w, F, magnitude)`` from row 1, with row 0 column 0 their number (zeroed by the
-    caller for each pivot). ``pv`` from :func:`_make_pv` (see :func:`_level1`); with ``first``
-    the level-1 bound is returned where it applies. Returns ``(bound, level)``."""
+    caller for each pivot). ``pv`` from :func:`_make_pv`; with ``first`` a level-1 bound
+    (:func:`_level1s`, :func:`_level1b`) is returned where it applies. Returns ``(bound, level)``."""
     vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
     lx = slen[x]
@@ -199,11 +201,10 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
         if lo1 != NO_BOUND:
             return lo1, 1
     F, mag = _memo_F(b, wx, st, fc, gcode, fn, memo, stamp)
-    if first and not tables and gcode == _GEN_KL:
-        if wx < 0.25 * W and Qs[3] > 0.0:  # light x, heavy pivot
-            lo1 = _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs)
-        else:
-            lo1 = _level1(b, x, st, fc, PV, P, F, mag)
+    if first and not tables and gcode == _GEN_KL and wx < 0.25 * W and Qs[3] > 0.0:
+        # light x, heavy dense pivot (a dense pivot otherwise gets level 2: a level-1 bound for
+        # it paid for neither its compilation nor its evaluations on 20 Newsgroups)
+        lo1 = _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs)
         if lo1 != NO_BOUND:
             return lo1, 1
     if tables:
@@ -229,19 +230,6 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     return lo, 2
 
 
-# Level-1 bound (kl, ``phi(t) = t log t - t``, every statistic >= ``c_k >= 0`` on a support): no
-# logarithm per coordinate. With ``pi = wx / W``, ``rho = wb / W`` and ``I`` = supp x & supp b,
-#     sum_{k in supp x} psi_k(pi a_k + rho c_k) <= pi P1 + pi log(pi) P2 + rho P3 - P0
-# (convexity: phi(m) <= phi(pi a) + phi'(m) (m - pi a), phi(pi a) = pi phi(a) + pi a log pi,
-# log m <= log max(a, c)), with the per-slot sums P1 = sum phi(a), P2 = sum a,
-# P3 = sum c log max(a, c), P0 = sum phi(c) over supp x; and on I, by Jensen for phi(m) and
-# tangents at pi a and rho v (log a, log v >= lc_k = log c_k - 1e-6) for the two one-sided means,
-#     psi(m) - psi(pi a + rho c) - psi(pi c + rho v)
-#         <= -pi log(pi) a - rho log(rho) v - (rho log(pi) + pi log(rho)) c + phi(c) - c lc,
-# whose sums over I are four gathers from dense copies of the pivot. The bound loses the Jensen
-# gaps of the shared coordinates (and ``rho c log(a / m)`` per coordinate of x), so it is used to
-# rule out pairs first; the pairs it cannot rule out get the level-2 bound (_pivot_lower).
-TOL1 = 0.05  # level 1 when its loss bound W rho log(1/pi) sum_x c is below TOL1 wx wb / W
 # Level-2 bound in intersection form (kl, sparse x and sparse pivot b): with ``r = wb / W`` and
 # ``h_x(r) = sum_{k in supp x} psi_k((1 - r) a_k + r c_k)`` (x's one-sided part), the same sum is
 #     sum_U psi(m) = F_b(wx) + h_x(r) + sum_{k in I} [psi(m_k) - psi(m0x_k) - psi(m0b_k)],
@@ -288,7 +276,8 @@ def _slot_sums(x, st, fc, P, LG):
             LG[x, p] = math.log(B[x, p])
         if LG.shape[1] >= 2 * sw:
             for p in range(slen[x]):
-                LG[x, sw + p] = max(0.0, math.sqrt(B[x, p]) - math.sqrt(fc[1, sup[x, p]]))
+                u = math.sqrt(B[x, p]) - math.sqrt(fc[1, sup[x, p]])
+                LG[x, sw + p] = u if u > 0.0 else 0.0
     lx = slen[x]
     nk = A.shape[1] if lx < 0 else lx
     p1 = 0.0
@@ -306,7 +295,7 @@ def _slot_sums(x, st, fc, P, LG):
             a = B[x, p]
         c = fc[1, k]
         f = kl_phi(a)
-        t = c * math.log(max(a, c)) if c > 0.0 else 0.0
+        t = c * math.log(c if c > a else a) if c > 0.0 else 0.0
         p1 += f
         p2 += a
         p3 += t
@@ -333,13 +322,16 @@ def _slot_sums(x, st, fc, P, LG):
             c = fc[1, k]
             h0 += kl_phi(a) - fc[0, k]
             magi += (a * abs(math.log(a)) if a > 0.0 else 0.0) + 2.0 * abs(a)
-            hi = max(a, c)
-            lo = min(a, c)
+            hi = c if c > a else a
+            lo = c if c < a else a
             t = hi * abs(math.log(hi)) if hi > 0.0 else 0.0
             if lo > 0.0:
-                t = max(t, lo * abs(math.log(lo)))
+                u = lo * abs(math.log(lo))
+                if u > t:
+                    t = u
             if lo < 1.0 / math.e < hi:
-                t = max(t, 1.0 / math.e)
+                if 1.0 / math.e > t:
+                    t = 1.0 / math.e
             mag += t + 2.0 * hi + abs(fc[0, k])
         for i in range(N_GRID):
             r = _RHO[i]
@@ -372,7 +364,10 @@ def _chord_at(wx, wb):
         j1 = -1
     else:
         i = np.int64((math.log2(wb / wx) - GRID_LO) / GRID_STEP)
-        i = min(max(i, 0), N_GRID - 2)
+        if i < 0:
+            i = 0
+        if i > N_GRID - 2:
+            i = N_GRID - 2
         while i > 0 and _RHO[i] > r:
             i -= 1
         while i < N_GRID - 2 and _RHO[i + 1] < r:
@@ -412,7 +407,7 @@ def _chord_h(x, wx, wb, P):
 def _level1s(b, x, st, fc, PV, P, LG):
     """Log-free intersection-form bound (see the comment above :data:`N_SUMS`) of the cost of a
     sparse ``x`` and the sparse pivot ``b`` (kl); the pivot's ``max(0, sqrt v - sqrt c)`` is
-    ``PV[7]`` and ``sqrt c`` is ``PV[8]``; x's factors are read from ``LG`` when stored there
+    ``PV[3]`` and ``sqrt c`` is ``PV[4]``; x's factors are read from ``LG`` when stored there
     (see :func:`_slot_sums`)."""
     A, B, C, w, sup, slen, aux = st
     wx = w[x]
@@ -425,13 +420,13 @@ def _level1s(b, x, st, fc, PV, P, LG):
     sw = sup.shape[1]
     if LG.shape[1] >= 2 * sw:
         for p in range(slen[x]):
-            dot += LG[x, sw + p] * PV[7, sup[x, p]]
+            dot += LG[x, sw + p] * PV[3, sup[x, p]]
     else:
         for p in range(slen[x]):
             k = sup[x, p]
-            u = math.sqrt(B[x, p]) - PV[8, k]
+            u = math.sqrt(B[x, p]) - PV[4, k]
             if u > 0.0:
-                dot += u * PV[7, k]
+                dot += u * PV[3, k]
     g = 2.0 * math.sqrt(r * (1.0 - r)) * dot
     est = C[x, 0] + C[b, 0] - W * (F + _chord_h(x, wx, wb, P) + g)
     mag = Fmag + P[x, 8 + N_GRID] + P[x, 9 + N_GRID] + P[b, 9 + N_GRID] + g
@@ -477,9 +472,8 @@ def _level2i(b, x, st, fc, vb, mark, P, F, Fmag):
 @njit(**INNER_JIT)
 def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
     """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
-    ``PV = (mark, mark v, mark c, mark (phi(c) - c lc), log v, 1 / v, log c,
-    mark max(0, sqrt v - sqrt c), sqrt c)`` (rows 0-3 and 7 zero and rows 4-5 ``log c``,
-    ``1 / c`` off the pivot's support; rows 6 and 8 constant) and the level-1b sums
+    ``PV = (log v, 1 / v, log c, mark max(0, sqrt v - sqrt c), sqrt c)`` (row 3 zero and rows
+    0-1 ``log c``, ``1 / c`` off the pivot's support; rows 2 and 4 constant) and the level-1b sums
     ``Qs = (sum D(c, v), sum (c - v)^2 / v, magnitude, [every c > 0])`` over its support."""
     A, B, C, w, sup, slen, aux = st
     lb = slen[b]
@@ -492,29 +486,22 @@ def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
         c = fc[1, k]
         if sign == 1:
             v = vb[k]
-            PV[7, k] = max(0.0, math.sqrt(v) - PV[8, k])
-            PV[0, k] = 1.0
-            PV[1, k] = v
-            PV[2, k] = c
-            PV[3, k] = fc[0, k] - c * (math.log(c) - 1e-6) if c > 0.0 else 0.0
+            u = math.sqrt(v) - PV[4, k]
+            PV[3, k] = u if u > 0.0 else 0.0
             if Qs[3] > 0.0:
                 lv = math.log(v)
                 iv = 1.0 / v
-                PV[4, k] = lv
-                PV[5, k] = iv
-                lc = PV[6, k]
+                PV[0, k] = lv
+                PV[1, k] = iv
+                lc = PV[2, k]
                 q1 += c * (lc - lv) - c + v
                 q2 += (c - v) * (c - v) * iv
                 qm += abs(c * lc) + abs(c * lv) + c + abs(v) + (c - v) * (c - v) * iv
         else:
-            PV[7, k] = 0.0
-            PV[0, k] = 0.0
-            PV[1, k] = 0.0
-            PV[2, k] = 0.0
             PV[3, k] = 0.0
             if Qs[3] > 0.0:
-                PV[4, k] = PV[6, k]
-                PV[5, k] = 1.0 / c
+                PV[0, k] = PV[2, k]
+                PV[1, k] = 1.0 / c
     Qs[0] = q1
     Qs[1] = q2
     Qs[2] = qm
@@ -540,8 +527,8 @@ def _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs):
         k = sup[x, p]
         a = B[x, p]
         v = vb[k]
-        lv = PV[4, k]
-        iv = PV[5, k]
+        lv = PV[0, k]
+        iv = PV[1, k]
         la = LG[x, p]
         t = (a - v) * (a - v) * iv
         f = a * (la - lv) - a + v - pi * t
@@ -550,7 +537,7 @@ def _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs):
         mag += abs(a * la) + abs(a * lv) + abs(a) + abs(v) + t
         if mark[k] != 0:
             c = fc[1, k]
-            lc = PV[6, k]
+            lc = PV[2, k]
             t0 = (c - v) * (c - v) * iv
             s -= c * (lc - lv) - c + v - pi * t0
             mag += abs(c * lc) + abs(c * lv) + c + abs(v) + t0
@@ -563,73 +550,6 @@ def _level1b(b, x, st, fc, vb, mark, PV, P, LG, Qs):
     return lo
 
 
-@njit(**INNER_JIT)
-def _level1(b, x, st, fc, PV, P, F, Fmag):
-    """Level-1 lower bound of the cost of ``x`` (sparse) and the pivot ``b`` (kl), given
-    ``F = F_b(w_x)`` and its magnitude (see the comment above); ``NO_BOUND`` when its loss bound
-    exceeds ``TOL1``."""
-    A, B, C, w, sup, slen, aux = st
-    wx = w[x]
-    wb = w[b]
-    W = wx + wb
-    pi = wx / W
-    rho = wb / W
-    lp = math.log(pi)
-    lr = math.log(rho)
-    if W * rho * (-lp) * P[x, 4] > TOL1 * wx * rho:
-        return NO_BOUND
-    sa = 0.0
-    sv = 0.0
-    sc = 0.0
-    sq = 0.0
-    for p in range(slen[x]):
-        k = sup[x, p]
-        sa += PV[0, k] * B[x, p]
-        sv += PV[1, k]
-        sc += PV[2, k]
-        sq += PV[3, k]
-    g = pi * P[x, 0] + pi * lp * P[x, 1] + rho * P[x, 2] - P[x, 3]
-    ci = rho * lp + pi * lr
-    iu = -pi * lp * sa - rho * lr * sv - ci * sc + sq
-    est = C[x, 0] + C[b, 0] - W * (F + g + iu)
-    mag = (Fmag + P[x, 5] + P[b, 5] + P[x, 6] + P[b, 6] + abs(pi * lp) * sa + abs(rho * lr) * sv
-           + abs(ci) * sc + abs(sq))
-    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
-    lo = est - err
-    if lo != lo:
-        return NO_BOUND
-    return lo
-
-
-@njit(**JIT)
-def _make_pv(fc, d, P, LG):
-    """Pivot scratch ``pv = (vb, mark, PV, P, LG, Qs)`` for the pruning bounds (see
-    :func:`_pivot_set`, :func:`_pivot_dense`); ``P`` and ``LG`` hold the per-slot level-1 data
-    (no rows: level 2 only)."""
-    on = P.shape[0] > 0
-    PV = np.zeros((9, d if on else 0))
-    Qs = np.zeros(4)
-    if on:
-        for k in range(d):
-            PV[8, k] = math.sqrt(fc[1, k])
-    positive = on and d > 0
-    for k in range(d):
-        if not (fc[1, k] > 0.0):
-            positive = False
-    vb = np.empty(d)
-    mark = np.empty(d, dtype=np.int8)
-    for k in range(d):
-        vb[k] = fc[1, k]
-        mark[k] = 0
-    if positive:
-        Qs[3] = 1.0
-        for k in range(d):
-            PV[4, k] = math.log(fc[1, k])
-            PV[5, k] = 1.0 / fc[1, k]
-            PV[6, k] = PV[4, k]
-    return (vb, mark, PV, P, LG, Qs)
-
-
 # Parallel regions are entered only for enough work (see PAR_REFINE in .linkage_generic).
 PAR_BOUNDS = np.int64(2048)  # bounds (level 1) per region
 # typed constants (see _ZERO in .linkage_generic)
@@ -639,7 +559,7 @@ _MINUS_ONE = np.int64(-1)
 
 
 @njit(**INNER_JIT)
-def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, out, lvl):
+def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV3, out, lvl):
     """:func:`_level1s` (stored factors) of the pivot ``b`` and the slots ``x = xs[t]``,
     ``t0 <= t < t1``, with the pivot's terms read once and the weight-dependent terms (chord
     positions, ``F_b``) computed once per weight (kept for weight 1 and for the last other
@@ -690,7 +610,7 @@ def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV7, out, lvl):
             j0, j1, mode, lam, F, gs = l0, l1, lmode, llam, Fl, gsl
         dot = 0.0
         for p in range(slen[x]):
-            dot += LG[x, sw + p] * PV7[sup[x, p]]
+            dot += LG[x, sw + p] * PV3[sup[x, p]]
         g = gs * dot
         est = C[x, 0] + cb0 - W * (F + _chord_eval(x, P, j0, j1, mode, lam) + g)
         mag = Fmag + P[x, 8 + N_GRID] + P[x, 9 + N_GRID] + pb9 + g
@@ -723,18 +643,21 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
     A, B, C, w, sup, slen, aux = st
     per = (hi - lo + nb - 1) // nb
     r0 = lo + q * per
-    r1 = min(hi, lo + (q + 1) * per)
+    r1 = lo + (q + 1) * per
+    if r1 > hi:
+        r1 = hi
     memo = memos[q]
     memo[0, 0] = 0.0
     if task == EXACT:
-        work = np.zeros((1, 1))  # no scratch: separable costs
+        # separable costs use no scratch: any matrix serves as the argument (an allocation
+        # here would compile numba's np.zeros)
         for r in range(r0, r1):
             t = idx[r]
             x = act[t]
             if x < b:
-                row[t] = costf(kind, x, b, st, fc, gcode, fn, work)
+                row[t] = costf(kind, x, b, st, fc, gcode, fn, memo)
             else:
-                row[t] = costf(kind, b, x, st, fc, gcode, fn, work)
+                row[t] = costf(kind, b, x, st, fc, gcode, fn, memo)
     elif task == REFINE:
         for r in range(r0, r1):
             t = idx[r]
@@ -748,7 +671,7 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
         # LOWER, the common case (kl, sparse pivot and slots, stored factors) through
         # _level1s_rows: the bound _pivot_lower returns for it, computed the same way; the
         # other slots through _pivot_lower
-        _level1s_rows(b, act, r0, r1, w, C, P, sup, slen, LG, PV[7], out, lvl)
+        _level1s_rows(b, act, r0, r1, w, C, P, sup, slen, LG, PV[3], out, lvl)
         for t in range(r0, r1):
             x = act[t]
             if x == b:
@@ -767,8 +690,8 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
 @njit(**INNER_PJIT)
 def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
                 row, nb, block, costf):
-    """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (with the initial lists of
-    :func:`_rows`, the driver's parallel loops)."""
+    """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (the driver's parallel
+    loop)."""
     for q in prange(nb):
         # prange's index is unsigned: cast, so that the callee has one integer type
         block(task, kind, b, act, idx, lo, hi, np.int64(q), nb, st, fc, gcode, fn, pv, out, lvl,
@@ -776,8 +699,17 @@ def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl
 
 
 # The callers below run a task as ``_par_blocks`` in ``nb`` blocks when there is enough work
-# (``nb = min(m, cap)`` above a threshold, with threads) and as ``block(..., 0, 1, ...)``
-# otherwise, written out at each call site.
+# (:func:`_nblocks`) and as ``block(..., 0, 1, ...)`` otherwise, written out at each call site.
+
+
+@njit(**INNER_JIT)
+def _nblocks(m, cap, threshold, nthreads):
+    """Blocks of a parallel task of ``m`` items: ``min(m, cap)`` above ``threshold`` items with
+    threads, else 1 (serial). Comparisons instead of ``min``, whose numba implementation is
+    compiled as a function of its own."""
+    if m > threshold and nthreads > 1:
+        return m if m < cap else cap
+    return 1
 
 
 @njit(**JIT)
@@ -845,8 +777,8 @@ def _argsort(vals, g, order, tmp):
     width = 1
     while width < g:
         for s in range(0, g, 2 * width):
-            mid = min(s + width, g)
-            e = min(s + 2 * width, g)
+            mid = s + width if s + width < g else g
+            e = s + 2 * width if s + 2 * width < g else g
             i = s
             j = mid
             o = s
@@ -920,7 +852,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     K = cc.shape[1]
     cap = memos.shape[0]
     n = heap.shape[0]
-    nb = min(na - lo_bounds, cap) if na - lo_bounds > PAR_BOUNDS and nthreads > 1 else 1
+    nb = _nblocks(na - lo_bounds, cap, PAR_BOUNDS, nthreads)
     if nb > 1:
         _par_blocks(LOWER, _ZERO, x, act, act, lo_bounds, na, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb, block, costf)
@@ -936,7 +868,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
             if not (lob[p] > mind[y]):
                 idx[cnt] = p
                 cnt += 1
-        nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
+        nb = _nblocks(cnt, cap, PAR_REFINE, nthreads)
         if nb > 1:
             _par_blocks(REFINE, kind, b, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                         memos, stamp, row, nb, block, costf)
@@ -954,7 +886,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                 done[p] = True
                 idx[c2] = p
                 c2 += 1
-        nb = min(c2, cap // 2) if c2 > PAR_REFINE // 4 and nthreads > 1 else 1
+        nb = _nblocks(c2, cap // 2, PAR_REFINE // 4, nthreads)
         if nb > 1:
             _par_blocks(EXACT, kind, b, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
                         memos, stamp, row, nb, block, costf)
@@ -995,7 +927,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         if lob[t] == NO_BOUND:
             idx[cnt] = t
             cnt += 1
-    nb = min(cnt, cap // 2) if cnt > PAR_REFINE // 4 and nthreads > 1 else 1
+    nb = _nblocks(cnt, cap // 2, PAR_REFINE // 4, nthreads)
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb, block, costf)
@@ -1021,7 +953,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         t = idx[r]
         buf[r] = row[t] if lob[t] == NO_BOUND else lob[t]
     _argsort(buf, g, order, tmp)
-    m = min(g, K)
+    m = g if g < K else K
     for r in range(m):
         t = idx[order[r]]
         y = act[t]
@@ -1032,8 +964,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     if g > K and buf[order[K]] < low:
         low = buf[order[K]]
     ctau[x] = low
-    work = np.zeros((1, 1))  # no scratch: separable costs
-    if _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf) != OK:
+    # separable costs use no scratch: any matrix serves as the argument (see _block)
+    if _cand_resolve(kind, x, st, fc, gcode, fn, memos[0], cand, stats, costf) != OK:
         return NAN_COST
     if _certified(x, cand):
         return OK
@@ -1050,7 +982,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                 cnt += 1
         if cnt == 0:
             break
-        nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
+        nb = _nblocks(cnt, cap, PAR_REFINE, nthreads)
         if nb > 1:
             _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                         memos, stamp, row, nb, block, costf)
@@ -1063,7 +995,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         if not (lob[t] > lam):
             idx[cnt] = t
             cnt += 1
-    nb = min(cnt, cap // 2) if cnt > PAR_REFINE // 4 and nthreads > 1 else 1
+    nb = _nblocks(cnt, cap // 2, PAR_REFINE // 4, nthreads)
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb, block, costf)
@@ -1088,7 +1020,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
             else:
                 idx[cnt] = t
                 cnt += 1
-    nb = min(cnt, cap) if cnt > PAR_REFINE and nthreads > 1 else 1
+    nb = _nblocks(cnt, cap, PAR_REFINE, nthreads)
     if nb > 1:
         _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb, block, costf)
@@ -1105,7 +1037,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         else:
             idx[c2] = t
             c2 += 1
-    nb = min(c2, cap // 2) if c2 > PAR_REFINE // 4 and nthreads > 1 else 1
+    nb = _nblocks(c2, cap // 2, PAR_REFINE // 4, nthreads)
     if nb > 1:
         _par_blocks(EXACT, kind, x, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
                     memos, stamp, row, nb, block, costf)
@@ -1123,147 +1055,59 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     return OK
 
 
-@njit(**INNER_PJIT)
-def _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, status, stats, nb,
-          scan, block, costf):
-    """The initial candidate lists in ``nb`` parallel blocks (the driver's second parallel loop;
-    its body calls ``scan``, so the scan code is not compiled into this loop): block ``q``
-    builds, for ``i = q, q + nb, ...`` below ``n // 2``, the lists of the slots ``i`` and
-    ``n - 2 - i`` (together ``n - 1`` pairs, which balances the blocks), each by :func:`_scan`
-    among every slot above it, serially, with the block's own scratch; OUT their ``status`` and
-    the counters (block ``q`` adds to ``stats[q]``). The lists of different slots do not
-    interact, so the blocks do not change them."""
-    n, d = st[0].shape
-    act = np.empty(n, dtype=np.int64)
-    for t in range(n):
-        act[t] = t
-    # per-block scratch, allocated outside the loop (an allocation inside a prange body is
-    # rewritten by numba's parfor passes), in array types the driver allocates anyway (each new
-    # dtype and rank of np.empty is one more compiled function)
-    fl = np.empty((3 * nb, n))
-    ix = np.empty((3 * nb, n), dtype=np.int64)
-    lvls = np.empty(nb * n, dtype=np.int8)
-    dones = np.empty(nb * n, dtype=np.bool_)
-    memos = np.empty((nb, N_MEMO + 1, 3))  # stamp 0: the small per-pivot memo
-    for t in range(nb * n):
-        dones[t] = False
-    for q in range(nb):
-        for r in range(N_MEMO + 1):
-            for j in range(3):
-                memos[q, r, j] = 0.0
-    for q0 in prange(nb):
-        # prange's index is unsigned: cast, so that the callees have one integer type
-        q = np.int64(q0)
-        pv = _make_pv(fc, d, P, LG)
-        for i in range(q, n // 2, nb):
-            for r in range(2):
-                x = i if r == 0 else n - 2 - i
-                if r == 1 and x <= i:
-                    break
-                _pivot_set(x, st, fc, pv)
-                status[x] = scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn,
-                                 pv, fl[3 * q], lvls[q * n:(q + 1) * n], fl[3 * q + 1],
-                                 ix[3 * q], dones[q * n:(q + 1) * n], cand, nn, mind, stale,
-                                 heap, where, memos[q:q + 1], 0.0, _ONE, stats[q], fl[3 * q + 2],
-                                 ix[3 * q + 1], ix[3 * q + 2], block, costf)
-                _pivot_clear(x, st, fc, pv)
+# The driver runs in three compiled parts called from Python (:func:`pruned_linkage`): the
+# per-slot sums, the initial candidate lists in blocks run by a thread pool, and the merges. The
+# initial lists were a ``prange`` loop of the driver; numba builds a parallel loop as a gufunc
+# with its own wrappers and compiles it in the driver's library, which cost about 2 s of the
+# first fit's compilation (more than the loop body itself). The blocks release the GIL
+# (``nogil``), so a standard-library thread pool runs them in parallel with no compiled
+# parallel machinery; its scratch is allocated here by numpy (numba compiles every shape and
+# dtype of ``np.empty`` / ``np.zeros`` it sees as a function of its own).
 
 
 @njit(**JIT)
-def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
-                   outs, scan, block, costf):
-    """:func:`.linkage_generic.generic_linkage` for a sparse separable model (statistics with
-    sparse supports, ``sup.shape[1] > 0``), with the pruning bounds: a cost is first bounded
-    from below (:func:`_pivot_lower`, :func:`_level1`, :func:`_level1b`) and evaluated only when
-    the bound cannot show that it changes no candidate list and no candidate, so the merges and
-    heights are those of the exhaustive evaluation, bit for bit.
-
-    Parameters
-    ----------
-    kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs
-        As for :func:`.linkage_generic.generic_linkage`.
-    kcand : int
-        Length of the candidate lists; 0 for :data:`~.linkage_generic.K_CAND` (the results do
-        not depend on it, only the number of rescans does).
-    scan, block, costf : function
-        :func:`pointers` ``(st, fc, fn)``.
-
-    Returns
-    -------
-    int
-        :data:`~.linkage_generic.OK`, or :data:`~.linkage_generic.NAN_COST` when a merge cost
-        is NaN (the outputs are then incomplete).
-    """
-    A, B, C, w, sup, slen, aux = st
-    n = A.shape[0]
-    d = A.shape[1]
-    for q in range(stats.shape[0]):
-        stats[q] = 0
-    work = np.zeros((1, 1))  # no scratch: separable costs
-    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    if kcand <= 0:
-        kcand = K_CAND
-    K = min(kcand, max(n - 1, 1))
-    # the candidate lists (see the comment above .linkage_generic.K_CAND)
-    cc = np.empty((n, K))
-    ci, cg = np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
-    cn, ctau, gen = np.zeros(n, dtype=np.int64), np.empty(n), np.zeros(n, dtype=np.int64)
-    cand = (cc, ci, cg, cn, ctau, gen)
-    # element loops instead of np.arange / np.full (each compiles numpy's generic machinery)
-    act = np.empty(n, dtype=np.int64)  # active slots, ascending
-    heap = np.empty(n, dtype=np.int64)
-    where = np.empty(n, dtype=np.int64)
-    nn = np.empty(n, dtype=np.int64)
-    mind = np.empty(n)
-    wtot = 0.0
-    for x in range(n):
-        act[x] = x
-        heap[x] = x
-        where[x] = x
-        nn[x] = -1
-        mind[x] = np.inf
-        ctau[x] = np.inf
-        wtot += w[x]
-    # per-slot sums of the level-1 bound (kl only)
-    P = np.zeros((n if gcode == _GEN_KL else 0, N_SUMS))
-    LG = np.zeros((P.shape[0], 2 * sup.shape[1] if P.shape[0] > 0 else 0))
+def _slot_sums_all(st, fc, P, LG):
+    """:func:`_slot_sums` of every slot (the rows of ``P``; none for other generators than
+    kl)."""
     for x in range(P.shape[0]):
         _slot_sums(x, st, fc, P, LG)
+
+
+@njit(**JIT)
+def _rows_block(kind, q, nb, act, st, fc, gcode, fn, pv, cand, nn, mind, stale, heap, where,
+                status, stats, scratch, scan, block, costf):
+    """Block ``q`` of ``nb`` of the initial candidate lists: for ``i = q, q + nb, ...`` below
+    ``n // 2``, the lists of the slots ``i`` and ``n - 2 - i`` (together ``n - 1`` pairs, which
+    balances the blocks), each by ``scan`` (:func:`_scan`) among every slot above it, serially,
+    with the block's own pivot scratch ``pv`` and ``scratch`` (see :func:`_block_scratch`); OUT
+    their ``status`` and the block's counters ``stats``. The lists of different slots do not
+    interact, so the blocks may run at once (the GIL is released) and do not change them."""
+    lob, row, buf, idx, order, tmp, lvl, done, memo = scratch
+    n = act.shape[0]
+    for i in range(q, n // 2, nb):
+        for r in range(2):
+            x = i if r == 0 else n - 2 - i
+            if r == 1 and x <= i:
+                break
+            _pivot_set(x, st, fc, pv)
+            status[x] = scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn, pv,
+                             lob, lvl, row, idx, done, cand, nn, mind, stale, heap, where, memo,
+                             0.0, _ONE, stats, buf, order, tmp, block, costf)
+            _pivot_clear(x, st, fc, pv)
+
+
+@njit(**JIT)
+def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs, cand, ws,
+            pv, dstamp, scan, block, costf):
+    """The merges of :func:`pruned_linkage` after the initial candidate lists (``cand``, the
+    workspace ``ws`` of :func:`_workspace`); returns the status."""
+    A, B, C, w, sup, slen, aux = st
+    cc, ci, cg, cn, ctau, gen = cand
+    act, heap, where, nn, mind, stale, P, LG, row, lob, buf, idx, order, tmp, done, lvl, memos, \
+        ibuf, work = ws
+    n = A.shape[0]
     na = n
-    row = np.empty(n)
-    lob = np.empty(n)
-    buf = np.empty(n)
-    idx = np.empty(n, dtype=np.int64)
-    order = np.empty(n, dtype=np.int64)
-    tmp = np.empty(n, dtype=np.int64)
-    done = np.zeros(n, dtype=np.bool_)
-    lvl = np.empty(n, dtype=np.int8)
-    pv = _make_pv(fc, d, P, LG)
-    cap = 8 * nthreads
-    # F_b memos of the parallel blocks, indexed by integral weights up to the total weight
-    integral = wtot <= 4.0 * n
-    for x in range(n):
-        if w[x] != math.floor(w[x]):
-            integral = False
-    mlen = np.int64(wtot) + 1 if integral else N_MEMO + 1
-    memos = np.zeros((cap, max(mlen, N_MEMO + 1), 3))
-    dstamp = 1.0 if integral else 0.0  # stamp 0: the small per-pivot memo
     stamp = 0.0
-    stale = np.zeros(n, dtype=np.bool_)
-    # the initial candidate lists: rows in parallel blocks (the lists of different rows do not
-    # interact, so the blocks do not change them)
-    nbr = min(n // 2, 8 * nthreads) if nthreads > 1 else 1
-    rstatus = np.zeros(n, dtype=np.int64)
-    rstats = np.zeros((max(nbr, 1), N_STATS), dtype=np.int64)
-    _rows(kind, st, fc, gcode, fn, P, LG, cand, nn, mind, stale, heap, where, rstatus, rstats,
-          np.int64(max(nbr, 1)), scan, block, costf)
-    for x in range(n):
-        if rstatus[x] != OK:
-            return NAN_COST
-    for q in range(rstats.shape[0]):
-        for j in range(N_STATS):
-            stats[j] += rstats[q, j]
-    stats[ST_B_INIT] = n * (n - 1) // 2
     for x in range(n - 1):
         nn[x] = ci[x, 0]
         mind[x] = cc[x, 0]
@@ -1319,11 +1163,159 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     return OK
 
 
+def _make_pv(fc, P, LG):
+    """Pivot scratch ``pv = (vb, mark, PV, P, LG, Qs)`` for the pruning bounds (see
+    :func:`_pivot_set`, :func:`_pivot_dense`); ``P`` and ``LG`` hold the per-slot level-1 data
+    (no rows: level 2 only)."""
+    c = np.ascontiguousarray(fc[1], dtype=np.float64)
+    d = c.shape[0]
+    on = P.shape[0] > 0
+    PV = np.zeros((5, d if on else 0))
+    Qs = np.zeros(4)
+    if on:
+        PV[4] = np.sqrt(c)  # correctly rounded, as math.sqrt in the kernels
+    if on and d > 0 and bool(np.all(c > 0.0)):
+        Qs[3] = 1.0
+        # math.log: the C library's logarithm, which the kernels call (numpy's own may differ
+        # in the last bit)
+        PV[0] = [math.log(v) for v in c]
+        PV[1] = 1.0 / c
+        PV[2] = PV[0]
+    return (c.copy(), np.zeros(d, dtype=np.int8), PV, P, LG, Qs)
+
+
+def _block_scratch(n):
+    """Scratch of one block of initial lists (see :func:`_rows_block`)."""
+    return (np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64),
+            np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int8),
+            np.zeros(n, dtype=np.bool_), np.zeros((1, N_MEMO + 1, 3)))
+
+
+def _workspace(st, gcode, nthreads, kcand):
+    """The driver's arrays: the candidate lists ``cand`` (see the comment above
+    :data:`.linkage_generic.K_CAND`), the workspace ``ws`` of :func:`_merges` and the memo
+    stamp increment."""
+    A, B, C, w, sup, slen, aux = st
+    n = A.shape[0]
+    K = min(kcand if kcand > 0 else K_CAND, max(n - 1, 1))
+    cand = (np.empty((n, K)), np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64))
+    act = np.arange(n, dtype=np.int64)  # active slots, ascending
+    # per-slot sums of the level-1 bound (kl only)
+    m = n if gcode == _GEN_KL else 0
+    P = np.zeros((m, N_SUMS))
+    LG = np.zeros((m, 2 * sup.shape[1] if m > 0 else 0))
+    # F_b memos of the parallel blocks, indexed by integral weights up to the total weight (the
+    # total is exact for integral weights, whatever the order of summation)
+    wtot = float(w.sum())
+    integral = wtot <= 4.0 * n and bool(np.all(w == np.floor(w)))
+    mlen = int(wtot) + 1 if integral else N_MEMO + 1
+    memos = np.zeros((8 * nthreads, max(mlen, N_MEMO + 1), 3))
+    ws = (act, act.copy(), act.copy(), np.full(n, -1, dtype=np.int64), np.full(n, np.inf),
+          np.zeros(n, dtype=np.bool_), P, LG, np.empty(n), np.empty(n), np.empty(n),
+          np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+          np.zeros(n, dtype=np.bool_), np.empty(n, dtype=np.int8), memos,
+          np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype), np.zeros((1, 1)))
+    return cand, ws, 1.0 if integral else 0.0
+
+
+def _parts(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first, outs):
+    """The driver's compiled parts and their arguments (the callbacks left out): ``(nb, sums,
+    rows, merges, rstatus, rstats)`` with ``rows(q)`` the arguments of block ``q`` of ``nb``;
+    :func:`pruned_linkage` runs them, :func:`compile_driver` compiles them."""
+    n = st[0].shape[0]
+    nthreads = max(int(nthreads), 1)
+    cand, ws, dstamp = _workspace(st, gcode, nthreads, kcand)
+    act, heap, where, nn, mind, stale, P, LG = ws[:8]
+    nb = max(min(n // 2, 8 * nthreads), 1) if nthreads > 1 else 1
+    rstatus = np.zeros(n, dtype=np.int64)
+    rstats = np.zeros((nb, N_STATS), dtype=np.int64)
+
+    def rows(q):
+        return (kind, q, nb, act, st, fc, gcode, fn, _make_pv(fc, P, LG), cand, nn, mind, stale,
+                heap, where, rstatus, rstats[q], _block_scratch(n))
+
+    merges = (kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs, cand, ws,
+              _make_pv(fc, P, LG), dstamp)
+    return nb, (st, fc, P, LG), rows, merges, rstatus, rstats
+
+
+#: The compiled parts of :func:`pruned_linkage` (it is compiled when they all are)
+DRIVER_KERNELS = (_slot_sums_all, _rows_block, _merges)
+
+
+def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
+                   outs, scan, block, costf):
+    """:func:`.linkage_generic.generic_linkage` for a sparse separable model (statistics with
+    sparse supports, ``sup.shape[1] > 0``), with the pruning bounds: a cost is first bounded
+    from below (:func:`_pivot_lower`, :func:`_level1s`, :func:`_level1b`) and evaluated only when
+    the bound cannot show that it changes no candidate list and no candidate, so the merges and
+    heights are those of the exhaustive evaluation, bit for bit. Runs its compiled parts
+    (:data:`DRIVER_KERNELS`): the per-slot sums, the initial candidate lists in ``nthreads``
+    threads (blocks of :func:`_rows_block`), the merges (:func:`_merges`).
+
+    Parameters
+    ----------
+    kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs
+        As for :func:`.linkage_generic.generic_linkage`.
+    kcand : int
+        Length of the candidate lists; 0 for :data:`~.linkage_generic.K_CAND` (the results do
+        not depend on it, only the number of rescans does).
+    scan, block, costf : function
+        :func:`pointers` ``(st, fc, fn)``.
+
+    Returns
+    -------
+    int
+        :data:`~.linkage_generic.OK`, or :data:`~.linkage_generic.NAN_COST` when a merge cost
+        is NaN (the outputs are then incomplete).
+    """
+    stats[:] = 0
+    nb, sums, rows, merges, rstatus, rstats = _parts(kind, st, fc, gcode, fn, out_i, out_j, out_h,
+                                                    nthreads, kcand, stats, first, outs)
+    _slot_sums_all(*sums)
+
+    def run(q):
+        _rows_block(*rows(q), scan, block, costf)
+
+    if nb == 1:
+        run(0)
+    else:
+        with ThreadPoolExecutor(min(int(nthreads), nb)) as pool:
+            list(pool.map(run, range(nb)))
+    if np.any(rstatus != OK):
+        return NAN_COST
+    stats += rstats.sum(axis=0)
+    n = st[0].shape[0]
+    stats[ST_B_INIT] = n * (n - 1) // 2
+    return _merges(*merges, scan, block, costf)
+
+
+def compile_driver(args, callback_types):
+    """Compile the parts of :func:`pruned_linkage` for its arguments ``args`` (all but the
+    callbacks, whose numba types are ``callback_types``) without running them."""
+    nb, sums, rows, merges, _, _ = _parts(*args)
+
+    def sig(values):
+        return tuple(typeof(v, Purpose.argument) for v in values)
+
+    _slot_sums_all.compile(sig(sums))
+    _rows_block.compile(sig(rows(0)) + tuple(callback_types))
+    _merges.compile(sig(merges) + tuple(callback_types))
+
+
 def _costf(kind, i, j, st, fc, gcode, fn, work):
     """The merge cost of a separable model (:func:`.agglomerative.sep_cost`, the driver runs no
     other) with the arguments of :func:`.agglomerative.cost`: the driver's ``costf``, compiled
     only as its C callback."""
     return sep_cost(i, j, st, fc, gcode, fn)
+
+
+#: On a first fit the last ``N_LOCAL`` callbacks of :func:`pointer_specs` are compiled by the
+#: fitting process after the driver, the others by a helper process (see
+#: ``bregclust.agglomerative._first_compile``): with the merge cost here the two take about
+#: the same time.
+N_LOCAL = 1
 
 
 def pointer_specs(st_t, fc_t, fn_t):
