@@ -601,13 +601,14 @@ def _run(X, w, plan, algorithm, n_top=0):
 
 
 #: Sparse fits of at most this many points run the exact driver while the pruned one is not
-#: compiled yet: on them its one-time compilation costs more than its bounds save (on 20
-#: Newsgroups documents the two cross near this size, see benchmarks/RESULTS.md); the two
-#: drivers give the same tree, bit for bit.
-PRUNED_MIN_N = 2000
+#: compiled yet: on them its one-time compilation costs more than its bounds save. On 20
+#: Newsgroups documents the first fits cross near 1,100 points with a helper process (two
+#: cores) and near 1,700 in one process (see benchmarks/RESULTS.md); the two drivers give the
+#: same tree, bit for bit.
+PRUNED_MIN_N = 1500
 #: Typical one-time compile of each driver (cold numba cache), for the notice: with a helper
 #: process on a second core, and in this process alone (see :func:`_first_compile`)
-_COMPILE_SECONDS = {"generic": (6, 8), "pruned": (10, 20)}
+_COMPILE_SECONDS = {"generic": (6, 8), "pruned": (8, 13)}
 _ANNOUNCED = set()
 
 

@@ -798,6 +798,106 @@ def test_pruned_engine_equals_plain_generic_algorithm(model, smoothing, weights)
     np.testing.assert_array_equal(sj, rj)
     np.testing.assert_array_equal(h, rh)
 
+def test_pruned_initial_lists_in_threads_do_not_change_the_tree_or_the_counters():
+    """The pruned driver builds its initial candidate lists in blocks run by a thread pool: 1, 2
+    or 3 threads (1, 16 or 24 blocks) give the same merges, heights and engine counters."""
+    rng = np.random.default_rng(2)
+    X = _sparse_counts(rng, 150, 60, density=0.12)
+    Xv, w = AG._validate(X, "kl", None, None)
+    plan = AG._build_plan(Xv, w, "kl", None, "auto")
+    runs = [_driver_linkage(plan, Xv, w, pruned=True, nthreads=t) for t in (1, 2, 3)]
+    for si, sj, h, stats in runs[1:]:
+        np.testing.assert_array_equal(si, runs[0][0])
+        np.testing.assert_array_equal(sj, runs[0][1])
+        np.testing.assert_array_equal(h, runs[0][2])
+        np.testing.assert_array_equal(stats, runs[0][3])
+
+
+_DIRECT_PRUNED_CALL = """
+import bregclust.agglomerative as AG
+from bregclust._kernels import linkage_generic as KG, linkage_pruned as KP
+rng = np.random.default_rng(4)
+X = np.where(rng.random((60, 30)) < 0.15, rng.integers(1, 4, (60, 30)), 0).astype(float)
+X[:, 0] += 1.0
+Xv, w = AG._validate(sp.csr_matrix(X), "multinomial", None, None)
+plan = AG._build_plan(Xv, w, "multinomial", None, "auto")
+st = plan.state(Xv, w)
+n = Xv.shape[0]
+out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1))
+print("STATUS", KP.pruned_linkage(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out, 2, 0,
+      np.zeros(KG.N_STATS, dtype=np.int64), n - 1, AG._top_buffers(st, 0),
+      *AG._driver_pointers(KP.pruned_linkage, st, plan)))
+"""
+
+
+def test_pruned_driver_called_directly_in_a_fresh_process_loads_its_callbacks():
+    """The pruned driver has no parallel loop of its own; its scan callback has one, which links
+    against numba's threading layer when loaded from the cache. Called directly in a fresh
+    process (no estimator started the threading layer), the second time from the cache, it
+    runs instead of aborting the process ("Symbol not found: allocate_sched")."""
+    for _ in range(2):  # the first run may compile (and cache) the callbacks, the second loads
+        code, out, err = run_isolated(_DIRECT_PRUNED_CALL)
+        assert code == 0, err[-2000:]
+        assert "STATUS 0" in out
+
+
+@pytest.mark.slow
+def test_pruned_driver_reports_a_nan_cost_from_its_threaded_initial_lists():
+    """A user generator that returns NaN at a merged mean: the initial lists (serial or in the
+    thread pool) report it and the driver returns NAN_COST, which the estimator turns into a
+    clear error."""
+    from bregclust._kernels import linkage_generic as KG
+    from bregclust._kernels import linkage_pruned as KP
+
+    name = "agglo_test_nan_at_three_halves"
+    register_divergence(name, phi=lambda x: math.nan if x == 1.5 else (
+        x * math.log(x) - x if x > 0 else 0.0), dphi=lambda x: math.log(x), domain="nonnegative")
+    try:
+        rng = np.random.default_rng(0)
+        X = np.zeros((40, 30))
+        X[:, 0] = 1.0
+        for i in range(40):
+            X[i, rng.choice(30, 3, replace=False)] = rng.integers(1, 3, 3)
+        Xv, w = AG._validate(sp.csr_matrix(X), name, None, None)
+        plan = AG._build_plan(Xv, w, name, None, "none")
+        assert plan.smax > 0
+        n = Xv.shape[0]
+        for nthreads in (1, 2):
+            st = plan.state(Xv, w)
+            out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1))
+            status = KP.pruned_linkage(
+                plan.kind, st, plan.fc, plan.gcode, plan.fn, *out, nthreads, 0,
+                np.zeros(KG.N_STATS, dtype=np.int64), n - 1, AG._top_buffers(st, 0),
+                *AG._driver_pointers(KP.pruned_linkage, st, plan))
+            assert status == KG.NAN_COST
+        AG.PRUNED_MIN_N, old = 10, AG.PRUNED_MIN_N
+        try:
+            with pytest.raises(ValueError, match="not finite"):
+                AgglomerativeBregman(2, model=name, smoothing="none").fit(sp.csr_matrix(X))
+        finally:
+            AG.PRUNED_MIN_N = old
+    finally:
+        unregister_divergence(name)
+
+
+def test_separable_state_kernel_matches_the_all_model_one():
+    """``init_cache_separable`` (the state kernel of separable models) gives the cached terms
+    of ``init_cache``, bit for bit, on sparse and dense statistics."""
+    from bregclust._kernels import agglomerative as KA
+
+    rng = np.random.default_rng(1)
+    for X, model in ((_sparse_counts(rng, 50, 40, density=0.15), "kl"),
+                     (rng.gamma(2.0, 1.0, size=(30, 5)), "itakura_saito")):
+        Xv, w = AG._validate(X, model, None, None)
+        plan = AG._build_plan(Xv, w, model, None, "auto")
+        st = plan.state(Xv, w, init=False)
+        st2 = tuple(a.copy() for a in st)
+        KA.init_cache(plan.kind, st, plan.fc, plan.gcode, plan.fn, np.zeros((1, 1)))
+        KA.init_cache_separable(st2, plan.fc, plan.gcode, plan.fn)
+        assert np.any(st[2] != 0.0)
+        np.testing.assert_array_equal(st[2], st2[2])
+
+
 @pytest.mark.parametrize("kcand", [1, 2, 5])
 @pytest.mark.parametrize("model,case", [("multinomial", "sparse"), ("kl", "duplicates"),
                                         ("itakura_saito", "dense")])

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from llvmlite import ir
-from numba import cfunc, config, njit, types
+from numba import cfunc, config, get_num_threads, njit, types
 from numba.extending import intrinsic
 
 # One preset for every kernel. fastmath is deliberately off: the kernels evaluate logs near the
@@ -384,6 +384,10 @@ def compiled_pointer(pyfunc, signature):
     key = (pyfunc, signature)
     hit = _POINTER_CACHE.get(key)
     if hit is None:
+        # a callback with a parallel loop loaded from the cache links against numba's threading
+        # layer, which nothing else may have started in this process (LLVM then aborts the
+        # process: "Symbol not found: allocate_sched"); get_num_threads starts it
+        get_num_threads()
         hit = _POINTER_CACHE[key] = cfunc(signature, cache=True)(pyfunc)
     return hit
 
