@@ -1231,12 +1231,16 @@ def _parts(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats,
     rstatus = np.zeros(n, dtype=np.int64)
     rstats = np.zeros((nb, N_STATS), dtype=np.int64)
 
+    pv = _make_pv(fc, P, LG)  # the merges' own; each block of initial lists gets a copy
+
     def rows(q):
-        return (kind, q, nb, act, st, fc, gcode, fn, _make_pv(fc, P, LG), cand, nn, mind, stale,
-                heap, where, rstatus, rstats[q], _block_scratch(n))
+        vb, mark, PV, _, _, Qs = pv
+        return (kind, q, nb, act, st, fc, gcode, fn, (vb.copy(), mark.copy(), PV.copy(), P, LG,
+                Qs.copy()), cand, nn, mind, stale, heap, where, rstatus, rstats[q],
+                _block_scratch(n))
 
     merges = (kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs, cand, ws,
-              _make_pv(fc, P, LG), dstamp)
+              pv, dstamp)
     return nb, (st, fc, P, LG), rows, merges, rstatus, rstats
 
 
