@@ -663,7 +663,7 @@ def _first_compile(driver, plan, X, w, n_top):
                 0, stats, n_top, _top_buffers(st, 1))
         module.compile_driver(args, [numba.types.FunctionType(s) for _, s in specs])
         for f, s in specs[split:]:
-            KG.compiled_pointer(getattr(f, "py_func", f), s)
+            KG.compiled_pointer(f, s)
     except BaseException:
         job.wait()
         raise
@@ -688,9 +688,9 @@ def _driver_state(driver, plan, X, w, first):
 
 def _announce_compile(driver):
     """One line on stderr, once per process, when numba is about to compile ``driver`` (an
-    empty cache: the first fit after installing)."""
+    empty cache: the first fit after installing; the caller checks, :func:`_driver_state`)."""
     name = "pruned" if driver is KLP.pruned_linkage else "generic"
-    if name in _ANNOUNCED or _driver_compiled(driver):
+    if name in _ANNOUNCED:
         return
     _ANNOUNCED.add(name)
     two, one = _COMPILE_SECONDS[name]

@@ -295,7 +295,6 @@ def init_cache_separable(st, fc, gcode, fn):
     Cholesky factorisation."""
     A, B, C, w, sup, slen, aux = st
     for j in range(A.shape[0]):
-        C[j, 1] = 0.0
         _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn)
 
 
@@ -335,7 +334,7 @@ def _sep_union(i, j, A, B, sup, slen, ibuf):
 
 @njit(**JIT)
 def merge_separable(i, j, st, fc, gcode, fn, ibuf):
-    """:func:`merge` for a separable model (the same arithmetic), without the other models'
+    """:func:`merge` of a separable model (which :func:`merge` calls), without the other models'
     code: the kernel of the pruned driver, which runs only separable models."""
     A, B, C, w, sup, slen, aux = st
     wi = w[i]
@@ -353,6 +352,9 @@ def merge_separable(i, j, st, fc, gcode, fn, ibuf):
 def merge(kind, i, j, st, fc, gcode, fn, work, ibuf):
     """Merge slot ``i`` into slot ``j`` of the state ``st`` (IN/OUT: slot ``j`` holds the union
     afterwards); ``work``/``ibuf`` are scratch."""
+    if kind == SEPARABLE:
+        merge_separable(i, j, st, fc, gcode, fn, ibuf)
+        return
     A, B, C, w, sup, slen, aux = st
     wi = w[i]
     wj = w[j]
@@ -378,8 +380,6 @@ def merge(kind, i, j, st, fc, gcode, fn, work, ibuf):
             aux[j] = 0
         for k in range(d):
             A[j, k] = (wi * A[i, k] + wj * A[j, k]) / w12
-        if kind == SEPARABLE and slen[j] >= 0:
-            _sep_union(i, j, A, B, sup, slen, ibuf)
     w[j] = w12
     _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work)
 

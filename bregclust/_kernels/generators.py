@@ -370,8 +370,8 @@ def compiled_pointer(pyfunc, signature):
 
     Parameters
     ----------
-    pyfunc : function
-        The kernel's Python source (not a dispatcher).
+    pyfunc : function or numba dispatcher
+        The kernel's Python source (a dispatcher's ``py_func`` is compiled).
     signature : numba signature
         Its exact argument and return types (a caller must pass exactly these types).
 
@@ -379,6 +379,7 @@ def compiled_pointer(pyfunc, signature):
     -------
     numba CFunc or function
     """
+    pyfunc = getattr(pyfunc, "py_func", pyfunc)
     if config.DISABLE_JIT:
         return pyfunc
     key = (pyfunc, signature)
@@ -414,16 +415,16 @@ def pointer_signature_cached(pyfunc, signature):
 COMPILE_PROCESS_ENV = "BREGCLUST_COMPILE_PROCESS"
 
 # The helper process: the parent's import path, then (module, name, signature) triples; each
-# C callback is compiled into numba's on-disk cache, from which the parent loads it. It imports the kernels without running the package's
-# __init__ (the estimators, scikit-learn, scipy: a second of imports the helper does not use).
+# C callback is compiled into numba's on-disk cache, from which the parent loads it. It imports
+# the kernels without running the package's __init__ (the estimators, scikit-learn, scipy: a
+# second of imports the helper does not use).
 _HELPER = """
 import importlib, importlib.util, pickle, sys
 sys.path[:] = pickle.load(sys.stdin.buffer)
 sys.modules["bregclust"] = importlib.util.module_from_spec(importlib.util.find_spec("bregclust"))
 from bregclust._kernels.generators import compiled_pointer
 for mod, name, sig in pickle.load(sys.stdin.buffer):
-    f = getattr(importlib.import_module(mod), name)
-    compiled_pointer(getattr(f, "py_func", f), sig)
+    compiled_pointer(getattr(importlib.import_module(mod), name), sig)
 """
 
 
@@ -465,8 +466,8 @@ class CompileJob:
 def compile_elsewhere(pointers):
     """Start compiling the C callbacks ``pointers`` (``(function, signature)`` pairs, as for
     :func:`compiled_pointer`) in a helper Python process, so that this process can compile a
-    kernel that calls them meanwhile: numba compiles one function at a time in a process, and a kernel is compiled
-    from its callbacks' types alone. The helper writes numba's on-disk cache (the same cache
+    kernel that calls them meanwhile: numba compiles one function at a time in a process, and a
+    kernel is compiled from its callbacks' types alone. The helper writes numba's on-disk cache (the same cache
     directory), from which :func:`compiled_pointer` then loads them.
 
     Written by hand: compiling in another process is the one way to use a second core for numba's

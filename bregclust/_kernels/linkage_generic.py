@@ -168,7 +168,7 @@ def _cand_insert(cand, x, c, y):
 def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
     """Evaluate the pending head of the list of ``x`` exactly (and move it to its place) until
     the head is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are
-    refused). ``costf``: the driver's (:func:`cost_pointer`)."""
+    refused). ``costf``: the driver's (see :func:`pointers`)."""
     cc, ci, cg, cn, ctau, gen = cand
     while True:
         if cn[x] > 0 and gen[_slot(ci[x, 0])] != cg[x, 0]:  # dead head
@@ -287,15 +287,6 @@ def cost_signature(st_t, fc_t, fn_t):
     return types.float64(i8, i8, i8, st_t, fc_t, i8, fn_t, _matrix(types.float64))
 
 
-def cost_pointer(st, fc, fn):
-    """The C callback of :func:`.agglomerative.cost` for the types of ``st``, ``fc`` and ``fn``
-    (the drivers' ``costf``): the merge cost, the largest function the drivers call, compiled
-    once instead of once in every kernel that evaluates costs."""
-    if config.DISABLE_JIT:
-        return cost
-    return compiled_pointer(cost.py_func, cost_signature(*state_types(st, fc, fn)))
-
-
 #: Callbacks of :func:`pointer_specs` compiled by the fitting process on a first fit (see
 #: ``N_LOCAL`` in :mod:`.linkage_pruned`): none, the helper process compiles both (the merge
 #: cost here made the first fit slower).
@@ -321,7 +312,7 @@ def pointers(st, fc, fn):
     plain functions under ``NUMBA_DISABLE_JIT``): the driver's last two arguments."""
     if config.DISABLE_JIT:
         return _block, cost
-    return tuple(compiled_pointer(getattr(f, "py_func", f), sig)
+    return tuple(compiled_pointer(f, sig)
                  for f, sig in pointer_specs(*state_types(st, fc, fn)))
 
 

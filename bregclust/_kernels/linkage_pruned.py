@@ -1354,5 +1354,5 @@ def pointers(st, fc, fn):
     calls it (the driver, its two parallel loops, the scan, the list kernels)."""
     if config.DISABLE_JIT:
         return _scan, _block, _costf
-    return tuple(compiled_pointer(getattr(f, "py_func", f), sig)
+    return tuple(compiled_pointer(f, sig)
                  for f, sig in pointer_specs(*state_types(st, fc, fn)))
