@@ -7,6 +7,7 @@ from .agglomerative import (
     bregman_merge_cost,
     dendrogram_purity,
 )
+from .bisecting import BisectingBregmanKMeans
 from .divergences import (
     Divergence,
     divergence_table,
@@ -19,7 +20,7 @@ from .kernel_mtc import LNKMTC, LSKMTC, NonparametricKernelMTC, SpectralKernelMT
 from .kmeans import BregmanKMeans, bregman_kmeans_plusplus
 from .mbc import MultitaskBregmanClustering, multitask_bregman_clustering
 from .metrics import ari, clustering_accuracy, clustering_scores, nmi, partition_emd
-from .minibatch import BisectingBregmanKMeans, MiniBatchBregmanKMeans
+from .minibatch import MiniBatchBregmanKMeans
 from .mixture import BregmanMixture, select_n_clusters
 from .model_relation import (
     ModelRelationClustering,

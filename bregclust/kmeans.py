@@ -7,7 +7,6 @@ or chunks, the same loop runs the same passes.
 
 import numbers
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import (
@@ -16,13 +15,10 @@ from sklearn.base import (
     ClusterMixin,
     TransformerMixin,
 )
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _conditioning as C
 from . import _execution as E
-from ._progress import progress
 from ._seeding import bregman_kmeans_plusplus, kmeans_parallel, kmeans_plusplus, random_centres
 from ._smoothing import (
     AUTO_SPARSE_CLUSTER_MASSES,
@@ -30,295 +26,28 @@ from ._smoothing import (
     auto_smoothing,
     push_inside,
     resolve_smoothing,
-    smoothed_points,
     smoothing_point,
 )
 from ._sources import as_source
 from ._validation import (
-    EmptyClusterWarning,
-    check_array,
     check_finite,
     check_n_clusters,
     check_scalar,
 )
-from .divergences import get_divergence
 
 __all__ = ["BregmanKMeans", "auto_smoothing", "bregman_kmeans_plusplus", "smoothing_point",
            "AUTO_SPARSE_CLUSTER_MASSES", "AUTO_SPARSE_ZERO_FRACTION"]
 
 
-# ----------------------------------------------------------------------------- the Lloyd loop
-@dataclass
-class LloydResult:
-    """One restart of :func:`lloyd`.
-
-    Attributes
-    ----------
-    centres : ndarray of shape (k, d)
-        Final centres (conditioned units).
-    part : LloydPart
-        The last pass: the labels (or their digest) of ``centres`` and their statistics.
-    n_iter : int
-        Centre updates.
-    history : list of float
-        The objective after every assignment step.
-    converged : bool
-    """
-
-    centres: np.ndarray
-    part: object
-    n_iter: int
-    history: list
-    converged: bool
-
-    @property
-    def objective(self):
-        return self.history[-1]
-
-
-def smoothed_objective(obj, centres, div, beta, z):
-    """The k-means objective from ``sum_i w_i mins_i``: plus the smoothing term
-    ``beta sum_j d(z, u_j)`` when ``beta > 0``."""
-    obj = float(obj)
-    if beta > 0:
-        obj += beta * float(E.pairwise(div, z[None, :], centres).sum())
-    return obj
-
-
-def update_centres(S, W, candidates, div, beta, z, run, previous):
-    """Exact centroid step from the sums ``(S, W)`` (updated in place), re-seeding empty clusters.
-
-    ``candidates`` iterates ``(x_i as a 1 x d row, label_i, w_i, min_i)`` over the points in
-    decreasing ``w_i min_i`` order (ties: lower index first); it is consumed lazily, so a
-    chunked data set fetches the farthest points on demand. A cluster that stays empty (no
-    point could be moved into it with a lower objective, e.g. every other point has zero
-    weight or sits on its centre) keeps its previous centre when ``beta == 0``: the objective
-    does not depend on an empty cluster's centre, so keeping it is still an exact block
-    minimisation, whereas an arbitrary point (such as the origin) could lie outside the domain
-    or far from the data. With ``beta > 0`` the smoothed objective's minimiser for an empty
-    cluster is ``z`` itself.
-    """
-    empty = np.flatnonzero(W <= 0)
-    if empty.size:
-        moved = []
-        stream = iter(candidates)
-        for j in empty:
-            for xi, src, wi, mi in stream:
-                if W[src] - wi <= 0 or wi <= 0 or mi <= 0:
-                    continue
-                cj = smoothed_points(xi, np.array([wi]), beta, z)
-                new_cost = wi * E.pairwise(div, xi, cj)[0, 0]
-                if beta > 0:
-                    new_cost += beta * E.pairwise(div, z[None, :], cj)[0, 0]
-                if new_cost < wi * mi:
-                    S[src] -= wi * xi[0]
-                    W[src] -= wi
-                    S[j] = wi * xi[0]
-                    W[j] = wi
-                    moved.append(j)
-                    break
-        stuck = empty.size - len(moved)
-        kept = ("" if not stuck else
-                f"; {stuck} could not be re-seeded (no other point lowers the objective there) and "
-                + ("keep the smoothing point z as centre" if beta > 0 else
-                   "keep their previous centres"))
-        warnings.warn(
-            f"restart {run}: {empty.size} cluster(s) became empty; {len(moved)} re-seeded with "
-            f"the points farthest from their centres{kept}.",
-            EmptyClusterWarning, stacklevel=5,
-        )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if beta > 0:
-            U = (S + beta * z) / (W + beta)[:, None]
-        else:  # in place: the sums are not used again (k x d can be large on text)
-            U = np.divide(S, W[:, None], out=S)
-    still = W <= 0
-    if still.any():  # no point could be moved (see above): z, or the previous centres
-        U[still] = z if beta > 0 else previous[still]
-    return U
-
-
-def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=None,
-          desc="BregmanKMeans", stacklevel=3):
-    """One restart of Bregman k-means on a (conditioned) data source.
-
-    Each iteration is one fused pass (the labels of the current centres and the centre sums
-    for them, one read of the data), then the exact centroid step. Stops when no label changes
-    or the objective falls by at most ``tol`` times its value.
-
-    Parameters
-    ----------
-    src : data source
-    div : Divergence
-    centres : ndarray of shape (k, d)
-    beta : float
-        Smoothing pseudo-count (conditioned units); ``z`` its point.
-    z : ndarray or None
-    max_iter : int
-    tol : float
-    run : int
-        Restart number (messages).
-    verbose : int, default=0
-    first : LloydPart, optional
-        The pass from ``centres`` when the caller has it.
-    desc : str, default="BregmanKMeans"
-        The estimator named in the progress bar and in the ConvergenceWarning.
-    stacklevel : int, default=3
-        Of the ConvergenceWarning, as seen from the caller of this function.
-
-    Returns
-    -------
-    LloydResult
-    """
-    pc = E.prepare_centres(div, centres)
-    part = first if first is not None else src.lloyd(div, pc)
-    history = [smoothed_objective(part.objective, centres, div, beta, z)]
-    n_iter = 0
-    converged = False
-    with progress(verbose, total=max_iter, desc=f"{desc} restart {run}") as bar:
-        for it in range(max_iter):
-            centres = update_centres(part.S, part.W, src.farthest(div, part, pc), div, beta, z,
-                                     run, centres)
-            pc = E.prepare_centres(div, centres)
-            new = src.lloyd(div, pc)
-            history.append(smoothed_objective(new.objective, centres, div, beta, z))
-            n_iter = it + 1
-            changed = src.labels_changed(part, new)
-            part = new
-            bar.step(history[-1])
-            if not changed or history[-2] - history[-1] <= tol * abs(history[-2]):
-                converged = True
-                break
-    if not converged:
-        warnings.warn(
-            f"{desc} restart {run} reached max_iter={max_iter} before converging; "
-            "increase max_iter or tol.", ConvergenceWarning, stacklevel=stacklevel + 1)
-    return LloydResult(centres, part, n_iter, history, converged)
-
-
-def reported_objective(owner, div, cond, objective, stacklevel=3):
-    """A fit's objective in the data's units, with a warning when it is not a finite number.
-
-    Every estimator written on the k-means pass reports ``inertia_`` through this function, so
-    that an objective that overflowed (or sits on the boundary of the divergence's domain) is
-    never returned in silence: the labels and centres are still exact, only the sum is not.
-
-    Parameters
-    ----------
-    owner : str
-        The estimator's name, first word of the warning.
-    div : Divergence
-    cond : Conditioning
-        The fit's conditioning (its scale is undone here).
-    objective : float
-        The objective in the conditioned units.
-    stacklevel : int, default=3
-        Passed to :func:`warnings.warn`, so the warning points at the user's call.
-
-    Returns
-    -------
-    objective : float
-        ``cond.undo_objective(objective)``.
-    """
-    objective = float(objective)
-    if not np.isfinite(objective):
-        why = ("a divergence overflowed; rescale the data" if div.domain == "real" else
-               "a divergence overflowed or a centre lies on the boundary of the domain; "
-               "rescale the data or use smoothing > 0")
-        warnings.warn(f"{owner}: the objective is {objective} ({why}).",
-                      RuntimeWarning, stacklevel=stacklevel)
-        return float(cond.undo_objective(objective))
-    undone = float(cond.undo_objective(objective))
-    if not np.isfinite(undone):
-        warnings.warn(
-            f"{owner}: inertia_ overflowed to inf (the objective is {objective:.6g} in "
-            "units of 2^" f"{cond.degree * cond.scale + cond.weight_scale}, beyond float64); "
-            "labels_ and cluster_centers_ are exact. Rescale the data to read the "
-            "objective.", RuntimeWarning, stacklevel=stacklevel)
-    return undone
-
-
-class DivergenceEstimatorMixin:
-    """What every single-task estimator with ``divergence`` / ``divergence_params`` shares: the
-    divergence record, scikit-learn's input tags for its domain, and the in-memory validator.
-
-    Class attributes: ``_check_finite`` (whether the validator refuses NaN/inf itself; False
-    where the data source checks the values) and ``_preserves_dtype`` (the transformer tag, or
-    None to leave it).
-    """
-
-    _check_finite = True
-    _preserves_dtype = None
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        if self._preserves_dtype is not None:
-            tags.transformer_tags.preserves_dtype = list(self._preserves_dtype)
-        try:
-            dom = self._get_divergence().domain
-            tags.input_tags.positive_only = dom != "real"
-            # a sparse matrix's implicit zeros lie outside a strictly positive domain
-            tags.input_tags.sparse = dom != "positive"
-        except (TypeError, ValueError):
-            pass
-        return tags
-
-    def _get_divergence(self):
-        return get_divergence(self.divergence, **(self.divergence_params or {}))
-
-    def _validator(self, reset):
-        """In-memory input checked once (our messages), then scikit-learn's bookkeeping of
-        ``n_features_in_`` and ``feature_names_in_`` on the input as given."""
-        def validate(X):
-            Xc = check_array(X, finite=self._check_finite)
-            validate_data(self, X, reset=reset, skip_check_array=True)
-            return Xc
-        return validate
-
-    def _source(self, X, sample_weight=None):
-        check_is_fitted(self)
-        return as_source(X, sample_weight, self.divergence_, validate=self._validator(False),
-                         n_features=self.n_features_in_)
-
-
-class NearestCentreMixin(DivergenceEstimatorMixin):
-    """``predict`` and ``score`` of a fitted set of centres (the estimator's ``_pass_centres()``,
-    in the data's units), on any data source. Each estimator defines its own ``transform`` (on
-    ``_pass_centres()`` too): scikit-learn's ``set_output`` wraps only a ``transform`` defined
-    by the estimator's class itself."""
-
-    def _pass_centres(self):
-        return self.cluster_centers_
-
-    def predict(self, X):
-        """Index of the nearest centre (smallest ``d(x, u)``) for each row of ``X``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-            A lazy dask array when ``X`` is one.
-        """
-        return self._source(X).predict(self.divergence_, self._pass_centres())
-
-    def score(self, X, y=None, sample_weight=None):
-        """Opposite of the (weighted) sum of divergences to the nearest centre.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask.array.Array} of shape (n_samples, n_features)
-        y : ignored
-        sample_weight : array-like or dask array of shape (n_samples,), optional
-
-        Returns
-        -------
-        score : float
-        """
-        return -self._source(X, sample_weight).score(self.divergence_, self._pass_centres())
+from ._centroid import (  # noqa: F401  (re-exported for the estimators' users)
+    DivergenceEstimatorMixin,
+    LloydResult,
+    NearestCentreMixin,
+    lloyd,
+    reported_objective,
+    smoothed_objective,
+    update_centres,
+)
 
 
 class BregmanKMeans(NearestCentreMixin, ClassNamePrefixFeaturesOutMixin, ClusterMixin,

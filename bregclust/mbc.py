@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _conditioning as C
 from . import _execution as E
+from ._centroid import lloyd
 from ._conditioning import DataStats
 from ._multitask import (
     Interval,
@@ -50,7 +51,6 @@ from ._sources import as_source
 from ._transport import transport_plan
 from ._validation import check_task_list
 from .divergences import get_divergence
-from .kmeans import lloyd
 from .metrics import partition_emd
 
 __all__ = [

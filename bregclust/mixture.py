@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _conditioning as C
 from . import _execution as E
+from ._centroid import DivergenceEstimatorMixin, lloyd
 from ._progress import progress
 from ._seeding import kmeans_parallel, kmeans_plusplus, random_centres
 from ._smoothing import push_inside, resolve_smoothing
@@ -38,7 +39,7 @@ from ._validation import (
     check_scalar,
 )
 from .divergences import get_divergence
-from .kmeans import BregmanKMeans, DivergenceEstimatorMixin, lloyd
+from .kmeans import BregmanKMeans
 
 __all__ = ["BregmanMixture", "select_n_clusters", "ClusterCountSelection", "FAMILIES",
            "gamma_shape"]

@@ -12,7 +12,7 @@ import pytest
 numpydoc = pytest.importorskip("numpydoc.docscrape")
 
 MODULES = ["bregclust", "bregclust.divergences", "bregclust.kmeans", "bregclust.mbc",
-           "bregclust.minibatch", "bregclust.agglomerative", "bregclust.kernel_mtc",
+           "bregclust.minibatch", "bregclust.bisecting", "bregclust.agglomerative", "bregclust.kernel_mtc",
            "bregclust.shared_subspace", "bregclust.model_relation", "bregclust.metrics", "bregclust.datasets",
            "bregclust.plotting", "bregclust.demo"]
 

@@ -278,3 +278,18 @@ def test_layer_checks_see_violations(tmp_path):
     assert private_method_uses("toy.est", "Est", pkg, "toy") == [("toy.user", 4, "_hidden")]
     graph = import_graph(pkg, "toy")
     assert ("toy.est", 1) in graph["toy._dask"]
+
+
+def test_estimator_modules_do_not_import_each_other_for_the_skeleton():
+    """The centroid skeleton (Lloyd loop, centre update, reported objective, mixins) lives in
+    ``_centroid``, below the estimators: mini-batch, bisecting, the mixture and MBC take it from
+    there, not from ``kmeans``."""
+    trees = _trees()
+    skeleton = {"lloyd", "update_centres", "reported_objective", "DivergenceEstimatorMixin",
+                "NearestCentreMixin", "smoothed_objective", "LloydResult"}
+    bad = []
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("kmeans"):
+                bad += [(name, a.name) for a in node.names if a.name in skeleton]
+    assert not bad, f"import the skeleton from bregclust._centroid: {bad}"
