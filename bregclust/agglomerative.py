@@ -54,6 +54,7 @@ import warnings
 import numba
 import numpy as np
 import scipy.sparse as sp
+from numba.core import event as numba_event
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -568,18 +569,23 @@ def _run(X, w, plan, algorithm, n_top=0):
     h = np.zeros(max(n - 1, 0))
     ward = plan.kind == _WARD and algorithm != "generic"
     driver = None if ward or n < 2 else _generic_driver(n, plan.smax > 0)
-    if driver is None:
+    with _compile_notice():
         st = plan.state(X, w)
-    else:
-        st = _driver_state(driver, plan, X, w, max(n - 1 - min(n_top, n - 1), 0))
-    k = min(n_top, max(n - 1, 0))
-    top = _top_buffers(st, k)
-    if n < 2:
-        return si, sj, h, top
+        k = min(n_top, max(n - 1, 0))
+        top = _top_buffers(st, k)
+        if n < 2:
+            return si, sj, h, top
+        return _run_driver(driver, st, plan, si, sj, h, k, top)
+
+
+def _run_driver(driver, st, plan, si, sj, h, k, top):
+    """:func:`_run` on the singleton state ``st``: the nearest-neighbour chain (``driver``
+    None) or a generic driver, keeping the clusters of the last ``k`` merges in ``top``."""
+    n = st[0].shape[0]
     A, B, C, w2, sup, slen, aux = st
     if plan.kind == _WARD:
         _check_ward_range(A, w2)
-    if ward:
+    if driver is None:
         A0, w0 = A.copy(), w2.copy()
         KLW.nn_chain_ward(A, w2, si, sj, h)
         order = np.argsort(h, kind="stable")
@@ -600,107 +606,54 @@ def _run(X, w, plan, algorithm, n_top=0):
     return si, sj, h, top
 
 
-#: Sparse fits of at most this many points run the exact driver while the pruned one is not
-#: compiled yet: on them its one-time compilation costs more than its bounds save. On 20
-#: Newsgroups documents the first fits cross near 1,100 points with a helper process (two
-#: cores) and near 1,700 in one process (see benchmarks/RESULTS.md); the two drivers give the
-#: same tree, bit for bit.
+#: Sparse separable fits of more than this many points run the pruned driver, smaller ones (and
+#: every dense one) the exact driver: on small fits its bounds save less than they cost, and a
+#: program fitting small trees only never compiles it. Both drivers give the same tree, bit for
+#: bit, so the choice depends on the data alone (size and sparsity), never on what is compiled.
 PRUNED_MIN_N = 1500
-#: Typical one-time compile of each driver (cold numba cache), for the notice: with a helper
-#: process on a second core, and in this process alone (see :func:`_first_compile`)
-_COMPILE_SECONDS = {"generic": (6, 8), "pruned": (8, 13)}
-_ANNOUNCED = set()
+#: Whether this process has written the notice of :func:`_compile_notice`
+_ANNOUNCED = [False]
 
 
 def _generic_driver(n, sparse_supports):
-    """The kernel of Muellner's generic algorithm for a fit: with sparse supports (sparse
-    separable models) the pruned driver when it is compiled or ``n > PRUNED_MIN_N``, else the
-    exact driver (compiled only for the fits that run it)."""
-    if sparse_supports and (n > PRUNED_MIN_N or _driver_compiled(KLP.pruned_linkage)):
+    """The kernel of Muellner's generic algorithm for a fit of ``n`` points: the pruned driver
+    for statistics with sparse supports (sparse separable models) and ``n > PRUNED_MIN_N``,
+    the exact driver otherwise."""
+    if sparse_supports and n > PRUNED_MIN_N:
         return KLP.pruned_linkage
     return KLG.generic_linkage
-
-
-def _driver_module(driver):
-    """The kernel module of a generic driver (``pointers``, ``pointer_specs``,
-    ``DRIVER_KERNELS``, ``compile_driver``)."""
-    return KLP if driver is KLP.pruned_linkage else KLG
-
-
-def _driver_compiled(driver):
-    """Whether a fit by ``driver`` compiles none of its kernels (see
-    :func:`._kernels.generators.is_compiled`)."""
-    return all(KG.is_compiled(k) for k in _driver_module(driver).DRIVER_KERNELS)
 
 
 def _driver_pointers(driver, st, plan):
     """The kernels a generic driver calls through function pointers, its last arguments (see
     :func:`._kernels.linkage_generic.pointers`): compiled or loaded from numba's cache on the
     first fit of a state type."""
-    return _driver_module(driver).pointers(st, plan.fc, plan.fn)
+    module = KLP if driver is KLP.pruned_linkage else KLG
+    return module.pointers(st, plan.fc, plan.fn)
 
 
-def _first_compile(driver, plan, X, w, n_top):
-    """Compile ``driver`` (not in numba's cache: a first fit) for the fit of ``X`` on two cores:
-    its C callbacks (see :func:`_driver_pointers`) in a helper process
-    (:func:`._kernels.generators.compile_elsewhere`), the driver here from the types alone (the
-    state of two points), then the callbacks the module leaves to this process
-    (``N_LOCAL``, the last ones, which balances the two processes). Returns the helper's job,
-    to be waited for before the fit loads the callbacks, or ``None`` (no helper: the fit
-    compiles everything in this process)."""
-    module = _driver_module(driver)
-    st = plan.state(X[:2], w[:2], init=False)
-    specs = module.pointer_specs(*KLG.state_types(st, plan.fc, plan.fn))
-    split = len(specs) - module.N_LOCAL
-    job = KG.compile_elsewhere(specs[:split])
-    if job is None:
-        return None
-    try:
-        i8 = np.zeros(1, dtype=np.int64)
-        f8 = np.zeros(1)
-        stats = np.zeros(KLG.N_STATS, dtype=np.int64)
-        args = (plan.kind, st, plan.fc, plan.gcode, plan.fn, i8, i8, f8, numba.get_num_threads(),
-                0, stats, n_top, _top_buffers(st, 1))
-        module.compile_driver(args, [numba.types.FunctionType(s) for _, s in specs])
-        for f, s in specs[split:]:
-            KG.compiled_pointer(f, s)
-    except BaseException:
-        job.wait()
-        raise
-    return job
+class _NoticeListener(numba_event.Listener):
+    """Writes the notice of :func:`_compile_notice` when numba starts compiling a kernel."""
+
+    def on_start(self, event):
+        if _ANNOUNCED[0]:
+            return
+        _ANNOUNCED[0] = True
+        sys.stderr.write(
+            "bregclust: numba is compiling the agglomerative engine, once per installation; "
+            "later sessions load it from numba's cache (`bregclust compile` does it ahead of "
+            "time).\n")
+        sys.stderr.flush()
+
+    def on_end(self, event):
+        pass
 
 
-def _driver_state(driver, plan, X, w, first):
-    """The state of ``X`` for a fit by ``driver`` (keeping the clusters of merges from ``first``
-    on), the driver compiled first when it is not in numba's cache: announced, then compiled
-    with its callbacks on two cores (:func:`_first_compile`), the state's own kernel compiled
-    while the helper still works."""
-    job = None
-    if not _driver_compiled(driver):
-        _announce_compile(driver)
-        job = _first_compile(driver, plan, X, w, first)
-    try:
-        return plan.state(X, w)
-    finally:
-        if job is not None:
-            job.wait()
-
-
-def _announce_compile(driver):
-    """One line on stderr, once per process, when numba is about to compile ``driver`` (an
-    empty cache: the first fit after installing; the caller checks, :func:`_driver_state`)."""
-    name = "pruned" if driver is KLP.pruned_linkage else "generic"
-    if name in _ANNOUNCED:
-        return
-    _ANNOUNCED.add(name)
-    two, one = _COMPILE_SECONDS[name]
-    how = f"about {two} s on 2 cores" if KG.helper_allowed() else f"about {one} s"
-    sys.stderr.write(
-        f"bregclust: compiling the agglomerative engine ({name} driver), once per installation: "
-        f"{how}; later sessions load it from numba's cache "
-        "(`bregclust compile` does it ahead of time).\n"
-    )
-    sys.stderr.flush()
+def _compile_notice():
+    """Context of an agglomerative run: one line on stderr, once per process, when numba
+    compiles a kernel during it (numba's public event API reports compilations; kernels loaded
+    from its on-disk cache are not compilations, so a warm installation prints nothing)."""
+    return numba_event.install_listener("numba:compile", _NoticeListener())
 
 
 def _check_ward_range(A, w):
@@ -921,14 +874,14 @@ def compile_kernels():
     """Run every agglomerative kernel once on tiny data, so numba compiles it (or loads it from
     its on-disk cache): the fit, ``transform`` and :func:`bregman_merge_cost` of every built-in
     model, the nearest-neighbour chain and both generic drivers (the pruned one explicitly:
-    small sparse fits take the exact driver while it is not compiled).
+    small sparse fits take the exact driver).
 
     Returns
     -------
     list of str
         The models run.
     """
-    _ANNOUNCED.update(("generic", "pruned"))  # the caller says what it compiles
+    _ANNOUNCED[0] = True  # the caller says what it compiles
     rng = np.random.default_rng(0)
     X = rng.gamma(2.0, 1.0, size=(12, 3))
     models = _builtin_models()
@@ -944,7 +897,7 @@ def compile_kernels():
     n = Xv.shape[0]
     out = (np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), np.zeros(n - 1))
     for driver in (KLG.generic_linkage, KLP.pruned_linkage):
-        st = _driver_state(driver, plan, Xv, w, n - 3)
+        st = plan.state(Xv, w)
         with KG.callback_errors():
             driver(plan.kind, st, plan.fc, plan.gcode, plan.fn, *out, numba.get_num_threads(),
                    0, np.zeros(KLG.N_STATS, dtype=np.int64), n - 3, _top_buffers(st, 2),

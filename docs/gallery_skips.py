@@ -7,7 +7,8 @@ An example states what it needs in a comment line of its header:
 * ``# needs: dask`` - Dask installed *and* ``BregmanKMeans`` accepting a Dask array.
 
 Examples whose needs are not met are left out of the gallery (``ignore_pattern``) instead of
-failing the build; under ``BREGCLUST_REQUIRE_DATA=1`` a missing data set is an error.
+failing the build, and a guide page's reference to one of them becomes plain text (``conf.py``);
+under ``BREGCLUST_REQUIRE_DATA=1`` a missing data set is an error.
 """
 
 import importlib.util
@@ -40,9 +41,10 @@ def dask_supported():
     return True
 
 
-def skipped_examples(examples_dir):
-    """Regex-escaped file names of the examples whose needs are not met."""
-    skips = []
+def skip_reasons(examples_dir):
+    """``{file name: reason}`` of the examples whose needs are not met (the reason names the
+    missing data set or Dask)."""
+    reasons = {}
     have_dask = None
     for path in sorted(Path(examples_dir).glob("plot_*.py")):
         for kind, arg in _NEEDS.findall(path.read_text()):
@@ -51,12 +53,17 @@ def skipped_examples(examples_dir):
                     if os.environ.get("BREGCLUST_REQUIRE_DATA") == "1":
                         raise RuntimeError(
                             f"{path.name} needs {data_home() / arg} (BREGCLUST_REQUIRE_DATA=1)")
-                    skips.append(re.escape(path.name))
+                    reasons.setdefault(path.name, f"it needs the data set {arg}")
             elif kind == "dask":
                 if have_dask is None:
                     have_dask = dask_supported()
                 if not have_dask:
-                    skips.append(re.escape(path.name))
+                    reasons.setdefault(path.name, "it needs Dask")
             else:
                 raise ValueError(f"{path.name}: unknown need {kind!r}")
-    return skips
+    return reasons
+
+
+def skipped_examples(examples_dir):
+    """Regex-escaped file names of the examples whose needs are not met."""
+    return [re.escape(name) for name in skip_reasons(examples_dir)]

@@ -1057,51 +1057,78 @@ def test_multinomial_confidence_term_stays_reachable_and_dense_default():
 
 
 # ---------------------------------------------------------------------------- cold start
-def test_sparse_fits_pick_the_pruned_driver_when_it_pays(monkeypatch):
-    """Dense statistics always run the exact driver; sparse supports run the pruned one when it
-    is compiled or the fit is large, the exact one otherwise (the same tree either way)."""
-    from bregclust._kernels import generators as KGen
+def test_the_driver_is_chosen_by_the_data_alone():
+    """Dense statistics always run the exact driver, sparse supports the pruned one above
+    ``PRUNED_MIN_N`` points: a function of the size and sparsity only (nothing in numba's cache
+    or in the process changes it)."""
+    import inspect
+
     from bregclust._kernels import linkage_generic as KG
     from bregclust._kernels import linkage_pruned as KP
 
     big = AG.PRUNED_MIN_N + 1
-    for compiled in (False, True):
-        monkeypatch.setattr(KGen, "is_compiled", lambda kernel, c=compiled: c)
-        assert AG._generic_driver(10, False) is KG.generic_linkage
-        assert AG._generic_driver(big, False) is KG.generic_linkage
-        assert AG._generic_driver(big, True) is KP.pruned_linkage
-        assert AG._generic_driver(10, True) is (KP.pruned_linkage if compiled else KG.generic_linkage)
-
-
-def test_compile_notice_is_one_line_once_and_only_when_cold(monkeypatch, capsys):
-    """Before numba compiles a driver the estimator writes one line on stderr naming the
-    one-time compile, its expected length and `bregclust compile`; once per process, and never
-    when the kernel is compiled (in memory or in numba's cache)."""
+    assert AG._generic_driver(10, False) is KG.generic_linkage
+    assert AG._generic_driver(big, False) is KG.generic_linkage
+    assert AG._generic_driver(AG.PRUNED_MIN_N, True) is KG.generic_linkage
+    assert AG._generic_driver(big, True) is KP.pruned_linkage
+    # no compilation machinery left in the fit: no process, no probe of numba's cache
     from bregclust._kernels import generators as KGen
+
+    for module in (AG, KGen, KG, KP):
+        src = inspect.getsource(module)
+        for word in ("subprocess", "_load_index", "FunctionCache", "sys.executable",
+                     "is_compiled"):
+            assert word not in src, (module.__name__, word)
+
+
+_NOTICE = r"""
+import numpy as np
+from bregclust import bregman_linkage
+X = np.random.default_rng(2).gamma(2.0, size=(8, 3))
+bregman_linkage(X, "kl")
+bregman_linkage(X, "itakura_saito")
+"""
+
+
+@pytest.mark.slow
+def test_compile_notice_is_one_line_once_and_only_when_numba_compiles(tmp_path):
+    """A first agglomerative fit with an empty numba cache writes one line on stderr (once per
+    process) naming the one-time compilation and `bregclust compile`, without a duration; a
+    later process loading the kernels from the cache writes nothing."""
+    import os
+    import subprocess
+    import sys
+
+    import numba
+
+    if numba.config.DISABLE_JIT:
+        pytest.skip("nothing is compiled with NUMBA_DISABLE_JIT=1")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", _NOTICE], env=env, capture_output=True,
+                           text=True, check=True) for _ in range(2)]
+    err = runs[0].stderr.splitlines()
+    assert len(err) == 1, runs[0].stderr
+    assert err[0].startswith("bregclust: numba is compiling the agglomerative engine, once per "
+                             "installation")
+    assert "`bregclust compile`" in err[0] and " s " not in err[0]
+    assert runs[1].stderr == ""
+
+
+def test_compile_notice_comes_from_numba_compile_events(monkeypatch, capsys):
+    """The notice is written when numba reports a compilation (its public event API) during an
+    agglomerative run, once per process; a run that compiles nothing writes nothing."""
+    from numba.core import event
 
     X = np.random.default_rng(2).gamma(2.0, size=(8, 3))
-    monkeypatch.setattr(AG, "_ANNOUNCED", set())
-    monkeypatch.setattr(KGen, "is_compiled", lambda kernel: True)
-    bregman_linkage(X, "kl")
+    monkeypatch.setattr(AG, "_ANNOUNCED", [False])
+    bregman_linkage(X, "kl")  # compiled earlier in this process (or loaded from the cache)
     assert capsys.readouterr().err == ""
-    monkeypatch.setattr(KGen, "is_compiled", lambda kernel: False)
-    bregman_linkage(X, "kl")
-    AgglomerativeBregman(2, model="itakura_saito").fit(X)
-    bregman_linkage(X, "sqeuclidean")  # the nearest-neighbour chain: no notice
+    with AG._compile_notice():
+        for _ in range(2):
+            event.start_event("numba:compile", data={})
+            event.end_event("numba:compile", data={})
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1
-    assert err[0].startswith("bregclust: compiling the agglomerative engine (generic driver), "
-                             "once per installation: about ")
-    assert "`bregclust compile`" in err[0]
-
-
-def test_is_compiled_sees_kernels_compiled_in_this_process():
-    """The cache probe behind the notice: a kernel that ran is compiled."""
-    from bregclust._kernels import agglomerative as KA
-    from bregclust._kernels import generators as KGen
-
-    Z = np.zeros((1, 4))
-    KA.slots_to_linkage(2, np.array([0]), np.array([1]), np.array([1.0]), np.arange(2),
-                        np.ones(2, np.int64), Z)
-    assert KGen.is_compiled(KA.slots_to_linkage)
-    np.testing.assert_array_equal(Z, [[0.0, 1.0, 1.0, 2.0]])
+    assert len(err) == 1 and "`bregclust compile`" in err[0]
+    event.start_event("numba:compile", data={})  # outside a run: no listener
+    event.end_event("numba:compile", data={})
+    assert capsys.readouterr().err == ""

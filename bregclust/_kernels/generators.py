@@ -18,9 +18,6 @@ Under ``NUMBA_DISABLE_JIT=1`` ``fn`` is the plain Python function, whose excepti
 """
 
 import math
-import os
-import pickle
-import subprocess
 import sys
 import threading
 from contextlib import contextmanager
@@ -45,32 +42,6 @@ INNER_JIT = dict(JIT, no_cpython_wrapper=True)
 INNER_PJIT = dict(PJIT, no_cpython_wrapper=True)
 
 DOMAIN_CODES = {"real": 0, "nonnegative": 1, "positive": 2}
-
-
-def is_compiled(kernel):
-    """Whether calling the numba dispatcher ``kernel`` compiles nothing: it has a compiled
-    specialisation in this process, or numba's on-disk cache holds one for this machine and
-    the current source (the check numba itself makes before loading from its cache). Always
-    true under ``NUMBA_DISABLE_JIT=1``; true when the cache cannot be inspected.
-
-    Parameters
-    ----------
-    kernel : numba dispatcher
-
-    Returns
-    -------
-    bool
-    """
-    if config.DISABLE_JIT or getattr(kernel, "overloads", None):
-        return True
-    try:
-        cache = kernel._cache
-        index = cache._cache_file._load_index()
-        codegen = kernel.targetctx.codegen()
-        return any(cache._index_key(key[0], codegen) == key for key in index)
-    except Exception:  # numba's private cache layout differs: assume compiled, say nothing
-        return True
-
 REAL, NONNEGATIVE, POSITIVE = 0, 1, 2
 
 # generator codes
@@ -391,131 +362,6 @@ def compiled_pointer(pyfunc, signature):
         get_num_threads()
         hit = _POINTER_CACHE[key] = cfunc(signature, cache=True)(pyfunc)
     return hit
-
-
-def pointer_signature_cached(pyfunc, signature):
-    """Whether :func:`compiled_pointer` ``(pyfunc, signature)`` compiles nothing: compiled in this
-    process, or in numba's on-disk cache for this machine and the current source (the check
-    numba makes before loading a C callback from its cache). True when the cache cannot be
-    inspected, and under ``NUMBA_DISABLE_JIT``."""
-    if config.DISABLE_JIT or (pyfunc, signature) in _POINTER_CACHE:
-        return True
-    try:
-        from numba.core.caching import FunctionCache
-        from numba.core.registry import cpu_target
-
-        cache = FunctionCache(pyfunc)
-        index = cache._cache_file._load_index()
-        return cache._index_key(signature, cpu_target.target_context.codegen()) in index
-    except Exception:  # numba's private cache layout differs: assume compiled
-        return True
-
-
-#: Environment variable: "0" compiles every kernel in the fitting process itself.
-COMPILE_PROCESS_ENV = "BREGCLUST_COMPILE_PROCESS"
-
-# The helper process: the parent's import path, then (module, name, signature) triples; each
-# C callback is compiled into numba's on-disk cache, from which the parent loads it. It imports
-# the kernels without running the package's __init__ (the estimators, scikit-learn, scipy: a
-# second of imports the helper does not use).
-_HELPER = """
-import importlib, importlib.util, pickle, sys
-sys.path[:] = pickle.load(sys.stdin.buffer)
-sys.modules["bregclust"] = importlib.util.module_from_spec(importlib.util.find_spec("bregclust"))
-from bregclust._kernels.generators import compiled_pointer
-for mod, name, sig in pickle.load(sys.stdin.buffer):
-    compiled_pointer(getattr(importlib.import_module(mod), name), sig)
-"""
-
-
-def _usable_cpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def helper_allowed():
-    """Whether :func:`compile_elsewhere` may start a helper process: compiled kernels, at least
-    two usable CPUs, a Python executable, and ``BREGCLUST_COMPILE_PROCESS`` not ``0``."""
-    return (not config.DISABLE_JIT and os.environ.get(COMPILE_PROCESS_ENV, "1") != "0"
-            and _usable_cpus() >= 2 and bool(sys.executable))
-
-
-class CompileJob:
-    """C callbacks being compiled into numba's on-disk cache by a helper Python
-    process (see :func:`compile_elsewhere`); :meth:`wait` before loading them."""
-
-    def __init__(self, proc):
-        self.proc = proc
-
-    def wait(self, timeout=1800.0):
-        """Wait for the helper (killed after ``timeout`` seconds or on an interrupt). Its exit
-        status does not matter: a callback it did not leave in the cache is compiled in this
-        process by :func:`compiled_pointer`."""
-        try:
-            self.proc.wait(timeout=timeout)
-        except BaseException as exc:
-            self.proc.kill()
-            self.proc.wait()
-            if not isinstance(exc, subprocess.TimeoutExpired):
-                raise
-        return self.proc.returncode
-
-
-def compile_elsewhere(pointers):
-    """Start compiling the C callbacks ``pointers`` (``(function, signature)`` pairs, as for
-    :func:`compiled_pointer`) in a helper Python process, so that this process can compile a
-    kernel that calls them meanwhile: numba compiles one function at a time in a process, and a
-    kernel is compiled from its callbacks' types alone. The helper writes numba's on-disk cache (the same cache
-    directory), from which :func:`compiled_pointer` then loads them.
-
-    Written by hand: compiling in another process is the one way to use a second core for numba's
-    compiler, and no library runs numba compilations in parallel. ``None`` (compile here,
-    serially) when every callback is already compiled or cached, with one usable CPU, under
-    ``NUMBA_DISABLE_JIT``, when the environment variable ``BREGCLUST_COMPILE_PROCESS`` is
-    ``0``, when numba has no cache directory it can write, or when no helper can be started.
-
-    Parameters
-    ----------
-    pointers : list of (function, numba signature)
-        Plain Python functions or numba dispatchers (their ``py_func`` is compiled) importable
-        by module and name.
-
-    Returns
-    -------
-    CompileJob or None
-    """
-    if not helper_allowed():
-        return None
-    todo = []
-    for f, sig in pointers:
-        pyfunc = getattr(f, "py_func", f)
-        if not pointer_signature_cached(pyfunc, sig):
-            todo.append((pyfunc.__module__, pyfunc.__qualname__, sig))
-    if not todo:
-        return None
-    try:
-        from numba.core.caching import FunctionCache
-
-        FunctionCache(getattr(pointers[0][0], "py_func", pointers[0][0]))  # no cache dir: raises
-        env = dict(os.environ)
-        if config.CACHE_DIR:  # set in this process, perhaps not through the environment
-            env["NUMBA_CACHE_DIR"] = config.CACHE_DIR
-        proc = subprocess.Popen([sys.executable, "-c", _HELPER], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    except Exception:  # no cache to share, or no process: compile here
-        return None
-    try:
-        pickle.dump(list(sys.path), proc.stdin)
-        pickle.dump(todo, proc.stdin)
-        proc.stdin.close()
-        proc.stdin = None
-    except OSError:  # the helper died at once: compile here
-        proc.kill()
-        proc.wait()
-        return None
-    return CompileJob(proc)
 
 
 #: Function pointers by the scalar dispatcher they call (and their label): numba never frees

@@ -19,7 +19,6 @@ every kernel) and passed to the driver as a first-class function, it is compiled
 
 import numpy as np
 from numba import config, njit, prange, typeof, types
-from numba.core.typing.typeof import Purpose
 
 from .agglomerative import GAUSS_FULL, cost, keep, merge
 from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer
@@ -287,12 +286,6 @@ def cost_signature(st_t, fc_t, fn_t):
     return types.float64(i8, i8, i8, st_t, fc_t, i8, fn_t, _matrix(types.float64))
 
 
-#: Callbacks of :func:`pointer_specs` compiled by the fitting process on a first fit (see
-#: ``N_LOCAL`` in :mod:`.linkage_pruned`): none, the helper process compiles both (the merge
-#: cost here made the first fit slower).
-N_LOCAL = 0
-
-
 def pointer_specs(st_t, fc_t, fn_t):
     """The driver's C callbacks ``(block, costf)`` as ``(function, signature)`` pairs for the
     types of a state, the generator constants and the generator function (see
@@ -512,14 +505,3 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
             return NAN_COST
         _set_candidate(b, cand, nn, mind, stale, heap, where)
     return OK
-
-
-#: The compiled parts of :func:`generic_linkage` (it is one kernel)
-DRIVER_KERNELS = (generic_linkage,)
-
-
-def compile_driver(args, callback_types):
-    """Compile :func:`generic_linkage` for its arguments ``args`` (all but the callbacks, whose
-    numba types are ``callback_types``) without running it."""
-    generic_linkage.compile(tuple(typeof(a, Purpose.argument) for a in args)
-                            + tuple(callback_types))

@@ -2,8 +2,7 @@
 separable models (kl and multinomial on document-term counts above all): a cost is bounded
 first and evaluated exactly only when the bound cannot show that it changes no candidate list
 and no candidate, so the merges and heights are those of :func:`.linkage_generic.generic_linkage`,
-bit for bit. Used only when the statistics have sparse supports (and, while it is not compiled
-yet, only for fits large enough to pay for its compilation: see
+bit for bit. Used only when the statistics have sparse supports and the fit is large (see
 ``bregclust.agglomerative.PRUNED_MIN_N``), so other fits never compile it.
 """
 
@@ -11,8 +10,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import config, njit, prange, typeof, types
-from numba.core.typing.typeof import Purpose
+from numba import config, njit, prange, types
 
 from .agglomerative import keep, merge_separable, sep_cost
 from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer, kl_phi, phi_of
@@ -1056,12 +1054,11 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
 
 
 # The driver runs in three compiled parts called from Python (:func:`pruned_linkage`): the
-# per-slot sums, the initial candidate lists in blocks run by a thread pool, and the merges. The
-# initial lists were a ``prange`` loop of the driver; numba builds a parallel loop as a gufunc
-# with its own wrappers and compiles it in the driver's library, which cost about 2 s of the
-# first fit's compilation (more than the loop body itself). The blocks release the GIL
+# per-slot sums, the initial candidate lists in blocks run by a thread pool, and the merges.
+# The initial lists are not a ``prange`` loop: numba builds a parallel loop as a gufunc with
+# wrappers of its own, compiled into the driver's library. The blocks release the GIL
 # (``nogil``), so a standard-library thread pool runs them in parallel with no compiled
-# parallel machinery; its scratch is allocated here by numpy (numba compiles every shape and
+# parallel machinery; their scratch is allocated here by numpy (numba compiles every shape and
 # dtype of ``np.empty`` / ``np.zeros`` it sees as a function of its own).
 
 
@@ -1222,7 +1219,7 @@ def _workspace(st, gcode, nthreads, kcand):
 def _parts(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first, outs):
     """The driver's compiled parts and their arguments (the callbacks left out): ``(nb, sums,
     rows, merges, rstatus, rstats)`` with ``rows(q)`` the arguments of block ``q`` of ``nb``;
-    :func:`pruned_linkage` runs them, :func:`compile_driver` compiles them."""
+    :func:`pruned_linkage` runs them."""
     n = st[0].shape[0]
     nthreads = max(int(nthreads), 1)
     cand, ws, dstamp = _workspace(st, gcode, nthreads, kcand)
@@ -1244,10 +1241,6 @@ def _parts(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats,
     return nb, (st, fc, P, LG), rows, merges, rstatus, rstats
 
 
-#: The compiled parts of :func:`pruned_linkage` (it is compiled when they all are)
-DRIVER_KERNELS = (_slot_sums_all, _rows_block, _merges)
-
-
 def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
                    outs, scan, block, costf):
     """:func:`.linkage_generic.generic_linkage` for a sparse separable model (statistics with
@@ -1255,7 +1248,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     from below (:func:`_pivot_lower`, :func:`_level1s`, :func:`_level1b`) and evaluated only when
     the bound cannot show that it changes no candidate list and no candidate, so the merges and
     heights are those of the exhaustive evaluation, bit for bit. Runs its compiled parts
-    (:data:`DRIVER_KERNELS`): the per-slot sums, the initial candidate lists in ``nthreads``
+    the per-slot sums, the initial candidate lists in ``nthreads``
     threads (blocks of :func:`_rows_block`), the merges (:func:`_merges`).
 
     Parameters
@@ -1295,31 +1288,11 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     return _merges(*merges, scan, block, costf)
 
 
-def compile_driver(args, callback_types):
-    """Compile the parts of :func:`pruned_linkage` for its arguments ``args`` (all but the
-    callbacks, whose numba types are ``callback_types``) without running them."""
-    nb, sums, rows, merges, _, _ = _parts(*args)
-
-    def sig(values):
-        return tuple(typeof(v, Purpose.argument) for v in values)
-
-    _slot_sums_all.compile(sig(sums))
-    _rows_block.compile(sig(rows(0)) + tuple(callback_types))
-    _merges.compile(sig(merges) + tuple(callback_types))
-
-
 def _costf(kind, i, j, st, fc, gcode, fn, work):
     """The merge cost of a separable model (:func:`.agglomerative.sep_cost`, the driver runs no
     other) with the arguments of :func:`.agglomerative.cost`: the driver's ``costf``, compiled
     only as its C callback."""
     return sep_cost(i, j, st, fc, gcode, fn)
-
-
-#: On a first fit the last ``N_LOCAL`` callbacks of :func:`pointer_specs` are compiled by the
-#: fitting process after the driver, the others by a helper process (see
-#: ``bregclust.agglomerative._first_compile``): with the merge cost here the two take about
-#: the same time.
-N_LOCAL = 1
 
 
 def pointer_specs(st_t, fc_t, fn_t):
