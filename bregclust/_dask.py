@@ -227,6 +227,15 @@ class DaskSource:
         out._chunk_w = self._chunk_w
         return out
 
+    def reweighted(self, rows, factor):
+        """The source of rows ``rows(chunk)`` with weights ``w * factor(chunk)`` (lazy; both
+        are module-level functions of a chunk, run where it lives)."""
+        X = self.X
+        Y = X.map_blocks(rows, dtype=np.float64, meta=getattr(X, "_meta", None))
+        N = X.map_blocks(factor, drop_axis=1, dtype=np.float64,
+                         meta=np.empty((0,), dtype=np.float64))
+        return DaskSource(Y, N if self.w is None else N * self.w, self.cond, self.name)
+
     # ------------------------------------------------------------------ passes
     def run(self, fn, *args, reduce=E.combine, check=False, extra=None):
         """``fn(block, *args[, *extra(i)])`` on every chunk, combined by a tree of ``reduce``

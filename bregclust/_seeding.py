@@ -6,6 +6,8 @@
 * :func:`kmeans_parallel`: k-means|| (Bahmani et al., 2012) on any data source: a few
   sampling passes, then weighted k-means++ on the candidates; the default on dask arrays.
 * :func:`random_centres`: distinct rows of positive weight.
+* :func:`seed_centres`: the one entry point of the estimators: picks k-means++ (rows in
+  memory) or k-means|| (a chunked source) from the source, or the method asked for.
 
 Seeds are smoothed like centres (``(w x + beta z) / (w + beta)``), so kl and Itakura-Saito
 seeds stay inside their domain.
@@ -28,7 +30,77 @@ from ._validation import (
 )
 from .divergences import get_divergence
 
-__all__ = ["bregman_kmeans_plusplus", "kmeans_plusplus", "kmeans_parallel", "random_centres"]
+__all__ = ["bregman_kmeans_plusplus", "kmeans_plusplus", "kmeans_parallel", "random_centres",
+           "seed_centres", "seeding_method"]
+
+#: The seeding methods of :func:`seed_centres`
+METHODS = ("k-means++", "k-means||", "random")
+
+
+def seeding_method(src, init="auto", *, fallback=False, others=()):
+    """The seeding method for a data source: ``"auto"`` is k-means++ when the rows are in
+    memory (one block) and k-means|| on a chunked source (k-means++ reads the whole data set
+    ``k`` times); a method in :data:`METHODS` is kept.
+
+    Parameters
+    ----------
+    src : data source
+    init : {"auto", "k-means++", "k-means||", "random"}, default="auto"
+    fallback : bool, default=False
+        What ``"k-means++"`` on a chunked source does: with ``fallback`` k-means|| (its
+        counterpart for chunks), without it a ``ValueError`` naming the alternatives.
+    others : tuple of str, default=()
+        The estimator's other init names that work on chunks, named in that error.
+
+    Returns
+    -------
+    str
+    """
+    if init == "auto":
+        return "k-means||" if src.chunked else "k-means++"
+    if init not in METHODS:
+        raise ValueError(f"init must be 'auto', 'k-means++', 'k-means||' or 'random', got "
+                         f"{init!r}.")
+    if init == "k-means++" and src.chunked:
+        if fallback:
+            return "k-means||"
+        alts = ["'k-means||' (the default)"] + [f"'{o}'" for o in others]
+        raise ValueError("init='k-means++' reads the whole data set k times; for a dask array "
+                         f"use init={', '.join(alts)} or 'random'.")
+    return init
+
+
+def seed_centres(src, div, k, rng, init="auto", beta=0.0, z=None, *, factor=2.0, rounds=5,
+                 fallback=False, weighted=False):
+    """Initial centres of every centroid estimator on a data source (conditioned): the method
+    of :func:`seeding_method`, seeds smoothed by ``(beta, z)``.
+
+    Parameters
+    ----------
+    src : data source (conditioned)
+    div : Divergence
+    k : int
+    rng : RandomState
+    init : {"auto", "k-means++", "k-means||", "random"}, default="auto"
+    beta : float, default=0.0
+    z : ndarray, optional
+    factor, rounds
+        k-means|| oversampling factor and rounds (see :func:`kmeans_parallel`).
+    fallback : bool, default=False
+        See :func:`seeding_method`.
+    weighted : bool, default=False
+        See :func:`random_centres`.
+
+    Returns
+    -------
+    ndarray of shape (k, n_features)
+    """
+    method = seeding_method(src, init, fallback=fallback)
+    if method == "k-means++":
+        return kmeans_plusplus(src.block, div, k, rng, beta, z)[0]
+    if method == "random":
+        return random_centres(src, k, rng, beta, z, weighted)
+    return kmeans_parallel(src, div, k, rng, beta, z, factor, rounds)
 
 
 def kmeans_plusplus(block, div, k, rng, beta=0.0, z=None, n_local_trials=None):
@@ -134,7 +206,7 @@ def bregman_kmeans_plusplus(X, n_clusters, divergence="sqeuclidean", *, random_s
     return cond.undo_centres(centers), idx
 
 
-def random_centres(src, k, rng, beta=0.0, z=None):
+def random_centres(src, k, rng, beta=0.0, z=None, weighted=False):
     """``k`` distinct rows of positive weight of a data source, smoothed.
 
     Parameters
@@ -144,18 +216,30 @@ def random_centres(src, k, rng, beta=0.0, z=None):
     rng : RandomState
     beta : float, default=0.0
     z : ndarray, optional
+    weighted : bool, default=False
+        Draw the rows with probability proportional to their weight (rows in memory: the
+        seeding sample of mini-batch k-means, a cluster being bisected) instead of uniformly
+        among the rows of positive weight.
 
     Returns
     -------
     ndarray of shape (k, n_features)
     """
-    pos = src.positive_rows()
-    if pos.size < k:
+    if weighted:
+        w = src.block.weights()
+        npos = np.count_nonzero(w)
+    else:
+        pos = src.positive_rows()
+        npos = pos.size
+    if npos < k:
         raise ValueError(
             f"init='random' needs at least n_clusters={k} samples with positive weight, got "
-            f"{pos.size}."
+            f"{npos}."
         )
-    ids = rng.choice(pos, size=k, replace=False)
+    if weighted:
+        ids = rng.choice(w.size, size=k, replace=False, p=w / w.sum())
+    else:
+        ids = rng.choice(pos, size=k, replace=False)
     rows = src.take(ids)
     return smoothed_points(rows.rows, rows.w, beta, z)
 

@@ -1,34 +1,45 @@
 """Data sources: where a fit's rows live, and the passes over them that a fit needs.
 
-A fit loop (k-means, MBC, the mixture, mini-batch k-means) is written once against this
-interface; the data may be
+A fit loop (k-means, MBC, the mixture, mini-batch k-means) is written once against
+:class:`DataSource`, the protocol every source implements with the same signatures; the data
+may be
 
 * in memory, dense or sparse (:class:`InMemorySource`: one block, the kernels' threads);
 * a row-chunked ``dask.array`` (:class:`bregclust._dask.DaskSource`: one task per chunk on
-  the dask cluster, results tree-reduced);
-* an iterator of chunks (:class:`ChunkSource`, for ``partial_fit`` and streams: blocks
-  visited one after the other, results added).
+  the dask cluster, results tree-reduced). A stream of chunks is a dask array too (its chunks
+  are read where and when a pass needs them; :meth:`DaskSource.fold` visits them one after
+  the other), and ``partial_fit`` takes one in-memory batch per call.
 
 Every source offers the same passes, each a block pass of :mod:`bregclust._execution` run on
 every block and combined:
 
 =====================  ====================================================================
 ``stats``              validation (chunked sources) and :class:`~bregclust._conditioning.DataStats`
+                       (with ``centres``, also the first Lloyd pass from them)
 ``conditioned(cond)``  the source seen through one :class:`~bregclust._conditioning.Conditioning`
+``reweighted``         the source of transformed rows and reweighted samples
+``run``                any block pass, combined (``check``: validate chunks on the way)
 ``lloyd``              the fused assign-and-sum pass (:class:`~bregclust._execution.LloydPart`)
 ``farthest``           rows in decreasing ``w d(x, u_label)`` order (empty clusters)
 ``cost``, ``sample``   k-means|| seeding; ``take``, ``positive_rows``, ``draw_first``: rows
 ``labels``             the labels of given centres (lazy on dask)
 ``final_objective``    the objective of the returned labels and centres
 ``fold``               a state threaded through the blocks one after the other (mini-batch)
+``map_rows``           a per-row evaluation of a fitted model (lazy on dask)
+``predict``,           fitted models: labels, divergences and the score of new rows
+``transform``,
+``score``
 =====================  ====================================================================
 
 In-memory sources keep the labels of a pass (``LloydPart.labels``); chunked sources keep a
 digest of them (``LloydPart.digest``), and what needs the labels themselves (initial labels,
-the empirical-marginals assignment of MBC) is refused there with a clear error.
+the empirical-marginals assignment of MBC: :meth:`InMemorySource.label_stats`,
+:meth:`InMemorySource.assign`, :meth:`InMemorySource.pairwise`) is refused there with a clear
+error by the estimator.
 """
 
 import sys
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,7 +47,6 @@ import scipy.sparse as sp
 from . import _execution as E
 from ._conditioning import (
     IDENTITY,
-    DataStats,
     assign_rows,
     block_stats,
     pairwise_rows,
@@ -44,7 +54,7 @@ from ._conditioning import (
 )
 from ._validation import check_array, check_finite, check_sample_weight
 
-__all__ = ["InMemorySource", "ChunkSource", "as_source", "is_dask_array"]
+__all__ = ["DataSource", "InMemorySource", "as_source", "is_dask_array"]
 
 
 def is_dask_array(X):
@@ -67,6 +77,87 @@ def _stats_needs(div, nnz):
                 nnz=bool(nnz) and div.domain != "real")
 
 
+@runtime_checkable
+class DataSource(Protocol):
+    """What a fit loop may ask of its data, with the exact signatures every source implements
+    (:class:`InMemorySource`, :class:`bregclust._dask.DaskSource`; tests/test_sources.py runs
+    every pass on every source).
+
+    Attributes: ``chunked`` (a digest of the labels is kept instead of the labels), ``cond``
+    (the :class:`~bregclust._conditioning.Conditioning` the rows are seen through), ``X`` and
+    ``w`` (the rows and weights as given; ``w`` may be None for unit weights), ``n``, ``d``,
+    ``shape``, ``nblocks``, ``dtype`` (float32 or float64, the type of fitted centres),
+    ``sparse``. ``centres`` below are prepared centres
+    (:func:`bregclust._execution.prepare_centres`), ``U`` centres in the data's units.
+    """
+
+    chunked: bool
+
+    def stats(self, div, *, nnz=True, centres=None):
+        """:class:`~bregclust._conditioning.DataStats` of the rows (chunks validated); with
+        ``centres``, ``(stats, part)``: also the first Lloyd pass under the identity
+        conditioning."""
+
+    def conditioned(self, cond):
+        """The source seen through the conditioning ``cond``."""
+
+    def reweighted(self, rows, factor):
+        """The source of rows ``rows(X)`` with weights ``w * factor(X)`` (``rows`` and
+        ``factor`` are module-level functions of a block of rows)."""
+
+    def run(self, fn, *args, reduce=E.combine, check=False, extra=None):
+        """``fn(block, *args[, *extra(i)])`` on every block ``i``, combined by ``reduce``;
+        ``check`` validates the blocks on the way (chunked sources)."""
+
+    def fold(self, fn, div, state, order, extra=None, callback=None):
+        """``state = fn(block_i, div, state, *extra(i))`` for ``i`` in ``order``, stopped when
+        ``callback(state)`` returns True; the last state."""
+
+    def lloyd(self, div, centres, extra=None, sums=True):
+        """The fused Lloyd pass (:class:`~bregclust._execution.LloydPart`)."""
+
+    def labels_changed(self, a, b):
+        """Whether the labels of two Lloyd parts differ."""
+
+    def farthest(self, div, part, centres):
+        """Rows ``(x as 1 x d, label, w, min)`` in decreasing ``w min`` order."""
+
+    def cost(self, div, centres):
+        """The k-means|| cost pass (:class:`~bregclust._execution.Cost`)."""
+
+    def sample(self, div, centres, ell, cost, seeds):
+        """The k-means|| sampling pass (one seed per block):
+        :class:`~bregclust._execution.Rows`."""
+
+    def take(self, ids):
+        """:class:`~bregclust._execution.Rows` at global indices ``ids``."""
+
+    def positive_rows(self):
+        """Indices of the rows of positive weight."""
+
+    def draw_first(self, rng):
+        """One row index drawn with probability proportional to its weight."""
+
+    def labels(self, div, centres, part=None):
+        """Labels of prepared centres (lazy on dask)."""
+
+    def final_objective(self, div, part, U):
+        """The objective of the labels ``part`` stands for and the centres ``U``."""
+
+    def map_rows(self, fn, div, *args, ncols=None, dtype=np.float64):
+        """``fn(rows, div, *args)`` of the rows in the data's units: shape ``(n,)`` or
+        ``(n, ncols)`` (lazy on dask)."""
+
+    def predict(self, div, U):
+        """Labels of the centres ``U`` (data units)."""
+
+    def transform(self, div, U):
+        """Divergences to the centres ``U`` (data units)."""
+
+    def score(self, div, U):
+        """``sum_i w_i min_j d(x_i, u_j)`` in the data's units."""
+
+
 class InMemorySource:
     """A dense array or CSR matrix in memory, as one block.
 
@@ -86,6 +177,12 @@ class InMemorySource:
     def __init__(self, X, w, cond=IDENTITY, block=None):
         self.block = block if block is not None else E.Block(X, w)
         self.cond = cond
+
+    @classmethod
+    def from_block(cls, block, cond=IDENTITY):
+        """The source of one :class:`~bregclust._execution.Block` (rows as the fit sees
+        them)."""
+        return cls(None, None, cond, block)
 
     @property
     def X(self):
@@ -120,9 +217,13 @@ class InMemorySource:
     def sparse(self):
         return sp.issparse(self.block.X)
 
-    def stats(self, div, *, nnz=True):
-        """:class:`DataStats` of the rows (before any conditioning)."""
-        return block_stats(self.block, div, **_stats_needs(div, nnz))
+    def stats(self, div, *, nnz=True, centres=None):
+        """:class:`DataStats` of the rows (before any conditioning); with ``centres``
+        (prepared), ``(stats, part)``: also the first Lloyd pass from them."""
+        stats = block_stats(self.block, div, **_stats_needs(div, nnz))
+        if centres is None:
+            return stats
+        return stats, self.lloyd(div, centres)
 
     def conditioned(self, cond):
         """The source seen through ``cond`` (the same source when nothing changes; the GEMM
@@ -131,15 +232,23 @@ class InMemorySource:
             return self
         X = self.block.X if cond.data_identity else cond.apply(self.block.X)
         prep = self.block.prep if cond.data_identity else None
-        return InMemorySource(None, None, cond,
-                              E.Block(X, cond.apply_weights(self.block.w), prep=prep))
+        return InMemorySource.from_block(
+            E.Block(X, cond.apply_weights(self.block.w), prep=prep), cond)
 
-    def run(self, fn, *args):
-        """``fn(block, *args)`` on the one block."""
-        return fn(self.block, *args)
+    def reweighted(self, rows, factor):
+        """The source of rows ``rows(X)`` with weights ``w * factor(X)``."""
+        X = self.block.X
+        return InMemorySource(rows(X), self.block.weights() * factor(X), self.cond)
+
+    def run(self, fn, *args, reduce=E.combine, check=False, extra=None):
+        """``fn(block, *args[, *extra(0)])`` on the one block (the rows were validated when
+        the source was built, so ``check`` changes nothing; one result, nothing to
+        ``reduce``)."""
+        return fn(self.block, *args, *(extra(0) if extra else ()))
 
     def fold(self, fn, div, state, order=(0,), extra=None, callback=None):
-        """``fn(block, div, state, *extra(0))`` on the one block (see :meth:`ChunkSource.fold`)."""
+        """``fn(block, div, state, *extra(0))`` on the one block (see
+        :meth:`bregclust._dask.DaskSource.fold`)."""
         for i in order:
             state = fn(self.block, div, state, *(extra(i) if extra else ()))
             if callback is not None and callback(state):
@@ -209,6 +318,15 @@ class InMemorySource:
         return E.exact_objective(div, self.block.X, U, part.labels, self.block.w)
 
     # ------------------------------------------------------------------ fitted models
+    def map_rows(self, fn, div, *args, ncols=None, dtype=np.float64):
+        """``fn(X, div, *args)`` of the rows (the data's units: an unconditioned source), as
+        ``fn`` returns it (``ncols`` and ``dtype`` describe the lazy result of a dask
+        source)."""
+        if not self.cond.data_identity:
+            raise RuntimeError("internal: map_rows evaluates rows in the data's units; call it "
+                               "on the unconditioned source.")
+        return fn(self.block.X, div, *args)
+
     def predict(self, div, U):
         """Labels of the centres ``U`` (data units), under the conditioning of the rows and
         the centres (:func:`bregclust._conditioning.assign_rows`)."""
@@ -221,138 +339,6 @@ class InMemorySource:
     def score(self, div, U):
         """``sum_i w_i min_j d(x_i, u_j)`` in the data's units."""
         return score_block(self.block, div, U)
-
-
-class ChunkSource:
-    """Chunks of rows visited one after the other (an iterator's chunks, ``partial_fit``).
-
-    Parameters
-    ----------
-    blocks : list of Block
-        Validated rows with their global offsets.
-    cond : Conditioning, default=IDENTITY
-    """
-
-    chunked = True
-
-    def __init__(self, blocks, cond=IDENTITY):
-        self.blocks = list(blocks)
-        self.cond = cond
-
-    @property
-    def n(self):
-        return sum(b.n for b in self.blocks)
-
-    @property
-    def starts(self):
-        """Global index of every block's first row, then ``n``."""
-        return np.array([b.start for b in self.blocks] + [self.n], dtype=np.int64)
-
-    @property
-    def d(self):
-        return self.blocks[0].X.shape[1]
-
-    @property
-    def nblocks(self):
-        return len(self.blocks)
-
-    @property
-    def shape(self):
-        return (self.n, self.d)
-
-    @property
-    def dtype(self):
-        return self.blocks[0].X.dtype
-
-    @property
-    def sparse(self):
-        return any(sp.issparse(b.X) for b in self.blocks)
-
-    def stats(self, div, *, nnz=True):
-        need = _stats_needs(div, nnz)
-        return DataStats.merge(*[block_stats(b, div, **need) for b in self.blocks])
-
-    def conditioned(self, cond):
-        if cond.identity:
-            return self
-        return ChunkSource([E.Block(cond.apply(b.X), cond.apply_weights(b.w), b.start, b.index,
-                                    b.prep if cond.data_identity else None)
-                            for b in self.blocks], cond)
-
-    def run(self, fn, *args, reduce=E.combine, extra=None, check=False):
-        """``fn(block, *args[, *extra(i)])`` on every block ``i``, combined by ``reduce``
-        (``check`` is accepted for the interface of the dask source: blocks are validated
-        when the source is built)."""
-        return reduce(*[fn(b, *args, *(extra(i) if extra else ()))
-                        for i, b in enumerate(self.blocks)])
-
-    def fold(self, fn, div, state, order, extra=None, callback=None):
-        """Thread ``state`` through the blocks one after the other.
-
-        ``state = fn(block_i, div, state, *extra(i))`` for ``i`` in ``order``: a sequential
-        fold (mini-batch k-means carries its centres and counts from block to block).
-        ``callback(state)`` runs after each block and stops the fold when it returns True.
-
-        Returns
-        -------
-        The last state.
-        """
-        for i in order:
-            state = fn(self.blocks[i], div, state, *(extra(i) if extra else ()))
-            if callback is not None and callback(state):
-                break
-        return state
-
-    def lloyd(self, div, centres, extra=None, sums=True):
-        return self.run(E.lloyd_block, div, centres, False, extra, sums)
-
-    @staticmethod
-    def labels_changed(a, b):
-        return a.digest != b.digest
-
-    def farthest(self, div, part, centres):
-        return E.farthest_by_passes(self, div, centres)
-
-    def cost(self, div, centres):
-        return self.run(E.cost_block, div, centres)
-
-    def sample(self, div, centres, ell, cost, seeds):
-        return E.combine(*[E.sample_block(b, div, centres, ell, cost, int(s))
-                           for b, s in zip(self.blocks, seeds)])
-
-    def take(self, ids):
-        ids = np.asarray(ids, dtype=np.int64)
-        starts = np.array([b.start for b in self.blocks] + [self.n])
-        which = np.searchsorted(starts, ids, side="right") - 1
-        out = np.empty((ids.size, self.d))
-        w = np.empty(ids.size)
-        for j in np.unique(which):
-            sel = np.flatnonzero(which == j)
-            r = E.take_block(self.blocks[j], ids[sel])
-            out[sel], w[sel] = r.rows, r.w
-        return E.Rows(idx=ids, rows=out, w=w)
-
-    def positive_rows(self):
-        return np.concatenate([b.start + np.flatnonzero(b.weights() > 0) for b in self.blocks])
-
-    def draw_first(self, rng):
-        w = np.concatenate([b.weights() for b in self.blocks])
-        return int(rng.choice(w.size, p=w / w.sum()))
-
-    def labels(self, div, centres, part=None):
-        return np.concatenate([E.assign_block(b, div, centres)[0] for b in self.blocks])
-
-    def final_objective(self, div, part, U):
-        return float(part.objective)
-
-    def predict(self, div, U):
-        return np.concatenate([assign_rows(div, b.X, U)[0] for b in self.blocks])
-
-    def transform(self, div, U):
-        return np.vstack([pairwise_rows(div, b.X, U) for b in self.blocks])
-
-    def score(self, div, U):
-        return sum(score_block(b, div, U) for b in self.blocks)
 
 
 def as_source(X, sample_weight, div, *, name="X", validate=None, n_features=None):

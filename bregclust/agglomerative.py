@@ -50,6 +50,7 @@ import math
 import numbers
 import sys
 import warnings
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -100,11 +101,69 @@ def list_agglomerative_models():
 
 
 # ============================================================================ Python layer
+@dataclass(frozen=True)
 class _Plan:
-    """Everything that turns data into singleton statistics for one fitted model."""
+    """Everything that turns data into singleton statistics for one fitted model, decided once
+    by :func:`_build_plan` and read-only afterwards (kept by the estimator for ``transform``).
 
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
+    The statistic of a row ``x`` is ``tau = (x / rowsum if normalize) / prescale``, then for
+    identity-statistic models ``* scale + shift`` (the smoothing), then ``/ whiten`` (a vector)
+    or ``@ whiten`` (a matrix); its weight is ``w / 2**weight_scale``.
+
+    Attributes
+    ----------
+    name : str
+        The model (``"multinomial"``, ``"gaussian_diag"``, ``"gaussian_full"`` or a divergence).
+    divergence : Divergence or None
+        The divergence of identity-statistic models (kl for multinomial).
+    kind : int
+        The kernels' model family (``WARD``, ``SEPARABLE``, ``L1``, ``GAUSS_DIAG``,
+        ``GAUSS_FULL`` of :mod:`._kernels.agglomerative`).
+    d : int
+        Number of features.
+    normalize : bool
+        Rows divided by their sums (multinomial).
+    scale, shift : float, ndarray of shape (d,)
+        The smoothing ``tau = scale x + shift`` (convex: ``scale = 1 - alpha``), in the units
+        of the prescaled data.
+    prescale : float or ndarray of shape (d,)
+        Power-of-two divisor of the data (conditioning: exact in floating point).
+    whiten : ndarray or None
+        Gaussian bandwidths (a vector of standard deviations or the inverse Cholesky factor
+        of a covariance) or the Mahalanobis factor.
+    smax : int
+        Width of the sparse supports of separable statistics (0: dense statistics).
+    fc : ndarray of shape (2, d)
+        ``phi`` of the statistic of a raw zero and that statistic, per coordinate (sparse
+        supports).
+    gcode : int
+        Generator code of the separable model.
+    smoothing_description : str
+        What the smoothing was, for ``smoothing_``.
+    weight_scale : int
+        Power-of-two exponent dividing the weights.
+    degree : int
+        Power-of-two exponent of the merge costs' data scale (undone on the heights).
+    bandwidth : ndarray or None
+        The Gaussian models' added covariance (vector or matrix).
+    """
+
+    name: str
+    divergence: object
+    kind: int
+    d: int
+    normalize: bool = False
+    scale: float = 1.0
+    prescale: object = 1.0
+    shift: np.ndarray = None
+    whiten: np.ndarray = None
+    smax: int = 0
+    fc: np.ndarray = None
+    gcode: int = KG.SQ
+    smoothing_description: str = "none"
+    weight_scale: int = 0
+    degree: int = 0
+    bandwidth: np.ndarray = None
 
     @property
     def fn(self):
@@ -288,6 +347,12 @@ def _is_sparse_text(X):
 
 
 def _build_plan(X, w, model, model_params, smoothing):
+    """The :class:`_Plan` of validated data ``X`` (weights ``w``) for one model: the model's
+    family, the conditioning of the data (a power-of-two prescale) and of the weights, and the
+    smoothing resolved from ``smoothing`` (``"auto"`` by the model and the data; the Gaussian
+    models' bandwidths by the normal-reference rule; the separable models' sparse supports
+    when the data are sparse enough). Raises a ``ValueError`` naming the smoothing that does
+    not apply to the model or the data."""
     name, div, kind = _resolve_model(model, model_params)
     n, d = X.shape
     plan = dict(name=name, divergence=div, kind=kind, d=d, normalize=False, scale=1.0, prescale=1.0,

@@ -9,15 +9,14 @@ divergence inertia (or the most rows) in two with Bregman 2-means (the Lloyd loo
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
 
 from . import _conditioning as C
 from . import _execution as E
 from ._centroid import NearestCentreMixin, in_dtype, lloyd, out_dtype, reported_objective
-from ._seeding import kmeans_plusplus
-from ._smoothing import push_inside, resolve_smoothing, smoothed_points
+from ._seeding import seed_centres
+from ._smoothing import push_inside, resolve_smoothing
 from ._sources import InMemorySource, as_source, is_dask_array
 from ._validation import (
     check_n_clusters,
@@ -212,24 +211,17 @@ class BisectingBregmanKMeans(NearestCentreMixin, ClusterMixin, TransformerMixin,
         returns the Lloyd iterations of the kept run."""
         idx = node.indices
         Xs, ws = X[idx], w[idx]
-        block = E.Block(Xs, ws)
-        src = InMemorySource(None, None, block=block)
+        src = InMemorySource(Xs, ws)
         stats = src.stats(div)
         smoothing = resolve_smoothing(self.smoothing, div, stats.counts(), 2)
         z = push_inside(C.IDENTITY.mean(stats), div) if smoothing > 0 else None
         best = None
         for run in range(self.n_init):
-            if self.init == "k-means++":
-                U0 = kmeans_plusplus(block, div, 2, rng, smoothing, z)[0]
-            else:
-                pos = np.count_nonzero(ws)
-                if pos < 2:
-                    raise ValueError(f"split {split}: the cluster has {pos} row(s) of positive "
-                                     "weight; it cannot be split in two (use fewer clusters).")
-                seeds = rng.choice(Xs.shape[0], size=2, replace=False, p=ws / ws.sum())
-                rows = Xs[seeds]
-                rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
-                U0 = smoothed_points(rows, ws[seeds], smoothing, z)
+            if self.init == "random" and np.count_nonzero(ws) < 2:
+                raise ValueError(f"split {split}: the cluster has {np.count_nonzero(ws)} "
+                                 "row(s) of positive weight; it cannot be split in two (use "
+                                 "fewer clusters).")
+            U0 = seed_centres(src, div, 2, rng, self.init, smoothing, z, weighted=True)
             res = lloyd(src, div, U0, smoothing, z, self.max_iter, self.tol, run,
                             verbose=self.verbose, desc=f"BisectingBregmanKMeans split {split}",
                             stacklevel=4)

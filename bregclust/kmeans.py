@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 
 from . import _conditioning as C
 from . import _execution as E
-from ._seeding import bregman_kmeans_plusplus, kmeans_parallel, kmeans_plusplus, random_centres
+from ._seeding import bregman_kmeans_plusplus, seed_centres, seeding_method
 from ._smoothing import (
     AUTO_SPARSE_CLUSTER_MASSES,
     AUTO_SPARSE_ZERO_FRACTION,
@@ -182,7 +182,7 @@ default="auto"
             return 1
         return int(n_init)
 
-    def _check_init(self, div, k, d, chunked):
+    def _check_init(self, div, k, d, src):
         """``(init, init_is_array)``: a validated init name or a copy of the centres array."""
         init = self.init
         if init is None:
@@ -199,31 +199,21 @@ default="auto"
             div.check_domain(init, name="init", side="right",
                              advice="Move the initial centres inside the domain.")
             return init, True
-        if init == "auto":
-            init = "k-means||" if chunked else "k-means++"
-        if init not in ("k-means++", "k-means||", "random"):
+        if init not in ("auto", "k-means++", "k-means||", "random"):
             raise ValueError(
                 f"init must be 'auto', 'k-means++', 'k-means||', 'random' or an array, got {init!r}."
             )
+        init = seeding_method(src, init)
         if init == "k-means||":
             check_scalar(self.oversampling_factor, "oversampling_factor", lo=0.0, lo_closed=False)
             check_scalar(self.init_rounds, "init_rounds", kind=numbers.Integral, lo=1)
-        if init == "k-means++" and chunked:
-            raise ValueError(
-                "init='k-means++' reads the whole data set k times; for a dask array use "
-                "init='k-means||' (the default) or 'random'."
-            )
         return init, False
 
     def _seed(self, src, div, k, rng, beta, z, init):
         if not isinstance(init, str):
             return init
-        if init == "k-means++":
-            return kmeans_plusplus(src.block, div, k, rng, beta, z)[0]
-        if init == "random":
-            return random_centres(src, k, rng, beta, z)
-        return kmeans_parallel(src, div, k, rng, beta, z, self.oversampling_factor,
-                               self.init_rounds)
+        return seed_centres(src, div, k, rng, init, beta, z, factor=self.oversampling_factor,
+                            rounds=self.init_rounds)
 
     def fit(self, X, y=None, sample_weight=None):
         """Cluster ``X``.
@@ -251,13 +241,13 @@ default="auto"
             check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
             src = as_source(X, sample_weight, div, validate=self._validator(reset=True))
             k = check_n_clusters(self.n_clusters, src.n)
-            init, init_is_array = self._check_init(div, k, src.d, src.chunked)
+            init, init_is_array = self._check_init(div, k, src.d, src)
             n_init = self._check_n_init(init_is_array)
             rng = check_random_state(self.random_state)
-            # One statistics pass decides the conditioning and the smoothing; a chunked source
-            # started from given centres also runs its first Lloyd pass in it.
+            # One statistics pass decides the conditioning and the smoothing; started from
+            # given centres it also runs the first Lloyd pass (fused with it on chunks).
             first = None
-            if src.chunked and init_is_array:
+            if init_is_array:
                 stats, first = src.stats(div, centres=E.prepare_centres(div, init))
             else:
                 stats = src.stats(div)

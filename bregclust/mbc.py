@@ -45,12 +45,13 @@ from ._multitask import (
     resolve_n_init,
 )
 from ._progress import progress
-from ._seeding import kmeans_parallel, kmeans_plusplus, random_centres
+from ._seeding import seed_centres
 from ._smoothing import push_inside, resolve_smoothing
 from ._sources import as_source
 from ._transport import transport_plan
 from ._validation import check_task_list
 from .divergences import get_divergence
+from .metrics import _emd as _emd_value
 from .metrics import partition_emd
 
 __all__ = [
@@ -1018,12 +1019,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                         "at least one point or use smoothing > 0."
                     )
                 C0 = tk.S / w[:, None]
-            elif kind == "k-means++" and not tk.source.chunked:
-                C0, _ = kmeans_plusplus(tk.source.block, div, tk.k, rng, tk.beta, tk.z)
-            elif kind == "k-means++":  # k-means|| on chunked data
-                C0 = kmeans_parallel(tk.source, div, tk.k, rng, tk.beta, tk.z)
-            else:
-                C0 = random_centres(tk.source, tk.k, rng, tk.beta, tk.z)
+            else:  # "k-means++" (k-means|| on a chunked task) or "random"
+                C0 = seed_centres(tk.source, div, tk.k, rng, kind, tk.beta, tk.z, fallback=True)
             div.check_domain(C0, name=f"initial centres of task {t}", side="right",
                              advice="Use smoothing > 0 (e.g. smoothing='auto') so centres stay "
                              "inside the domain.")
@@ -1184,9 +1181,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         relations = (best["relations"] if coupled else
                      _w_step(tasks, D, self.marginals, "final"))
         task_div = np.zeros((T, T))
-        for (t, s) in D:
-            task_div[t, s] = partition_emd(tasks[t].U, tasks[t].counts / tasks[t].n, tasks[s].U,
-                                           tasks[s].counts / tasks[s].n, div)
+        for (t, s), M in D.items():  # partition_emd of the centres, on the costs D holds
+            task_div[t, s] = _emd_value(tasks[t].counts / tasks[t].n,
+                                        tasks[s].counts / tasks[s].n, np.maximum(M, 0.0))
         labels = [tk.source.labels(div, tk.centres, tk.pending) for tk in tasks]
         inertia = [tk.source.final_objective(div, tk.pending, tk.U) for tk in tasks]
         # back to the data's units
@@ -1210,8 +1207,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.relations_ = relations
         self.task_divergences_ = cond.undo_divergences(task_div)
         self.inertia_ = [float(cond.undo_divergences(v)) for v in inertia]
-        if not any(src.chunked for src in sources):
-            self._remember_training_tasks([self._check_X(X) for X in check_task_list(Xs)])
+        if not any(src.chunked for src in sources):  # the tasks as validated once, above
+            self._remember_training_tasks([src.X for src in sources])
         return self
 
     def _score_criterion(self, Xs, labels):

@@ -5,8 +5,7 @@
 - :func:`nmi`, :func:`ari`: scikit-learn's normalised mutual information with the square-root
   normalisation the multi-task clustering papers use, and the adjusted Rand index.
 - :func:`partition_emd`: the MBC paper's ``d_M``, the earth mover's distance between two mixtures
-  of cluster centres with a Bregman divergence as ground cost (POT's exact ``emd2``).
-
+  of cluster centres with a Bregman divergence as ground cost (POT's exact ``emd``).
 - :func:`dendrogram_purity`: purity of a hierarchical clustering (a scipy linkage matrix).
 
 POT is called through :func:`bregclust._transport.transport_plan`, the one place that handles its
@@ -286,7 +285,8 @@ def partition_emd(U1, w1, U2, w2, divergence="sqeuclidean", *, return_plan=False
     -----
     ``d_M = min_{gamma >= 0} sum_{z,l} gamma_{zl} D[z, l]`` subject to ``sum_l gamma_{zl} =
     w1_z`` and ``sum_z gamma_{zl} = w2_l`` (Zhang & Zhang, "Multitask Bregman clustering",
-    AAAI 2010, the distance between the tasks' partitions), solved exactly with ``ot.emd2`` (``ot.emd`` for the plan).
+    AAAI 2010, the distance between the tasks' partitions): the optimal plan by POT's exact
+    ``ot.emd`` (:func:`bregclust._transport.transport_plan`), ``d_M`` its cost.
     Rounding in the GEMM form of ``D`` can give entries of order -1e-15 for identical centres;
     they are clipped at 0 since a Bregman divergence is non-negative.
 

@@ -39,9 +39,9 @@ from . import _execution as E
 from ._centroid import NearestCentreMixin, in_dtype, out_dtype, reported_objective
 from ._kernels import minibatch as KM
 from ._progress import progress
-from ._seeding import kmeans_plusplus
+from ._seeding import seed_centres
 from ._smoothing import push_inside, resolve_smoothing, smoothed_points
-from ._sources import as_source, is_dask_array
+from ._sources import InMemorySource, as_source, is_dask_array
 from ._validation import (
     check_finite,
     check_n_clusters,
@@ -694,16 +694,11 @@ default="k-means++"
         if not (w > 0).any():
             raise ValueError("sample_weight is zero on every row of the seeding sample; "
                              "increase init_size or give more rows positive weight.")
-        if init == "k-means++":
-            return kmeans_plusplus(E.Block(X, w), div, k, rng, beta, z)[0]
-        if np.count_nonzero(w) < k:
+        if init == "random" and np.count_nonzero(w) < k:
             raise ValueError(f"init='random' needs n_clusters={k} rows of positive weight in "
                              f"the seeding sample, got {np.count_nonzero(w)}; increase "
                              "init_size or use init='k-means++'.")
-        seeds = rng.choice(X.shape[0], size=k, replace=False, p=w / w.sum())
-        rows = X[seeds]
-        rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
-        return smoothed_points(rows, w[seeds], beta, z)
+        return seed_centres(InMemorySource(X, w), div, k, rng, init, beta, z, weighted=True)
 
     @staticmethod
     def _sample_objective(div, X, w, U):

@@ -28,9 +28,9 @@ from . import _conditioning as C
 from . import _execution as E
 from ._centroid import DivergenceEstimatorMixin, lloyd
 from ._progress import progress
-from ._seeding import kmeans_parallel, kmeans_plusplus, random_centres
+from ._seeding import seed_centres, seeding_method
 from ._smoothing import push_inside, resolve_smoothing
-from ._sources import InMemorySource, as_source, is_dask_array
+from ._sources import as_source
 from ._validation import (
     EmptyClusterWarning,
     check_array,
@@ -445,18 +445,7 @@ def _row_totals(X):
 def _simplex_view(src):
     """The source that a multinomial's hard counterpart clusters: rows ``x / N`` with weights
     ``w N`` (``N`` the row's total), since ``log p(x | p) = -N KL(x/N || p) + const``."""
-    if is_dask_array(getattr(src, "X", None)):
-        from ._dask import DaskSource
-
-        X = src.X
-        Y = X.map_blocks(_rows_l1, dtype=np.float64, meta=getattr(X, "_meta", None))
-        N = X.map_blocks(_row_totals, drop_axis=1, dtype=np.float64,
-                         meta=np.empty((0,), dtype=np.float64))
-        w = N if src.w is None else N * src.w
-        return DaskSource(Y, w, src.cond, src.name)
-    X = src.X
-    w = src.block.weights()
-    return InMemorySource(_rows_l1(X), w * _row_totals(X))
+    return src.reweighted(_rows_l1, _row_totals)
 
 
 # ----------------------------------------------------------------------------- the EM loop
@@ -990,16 +979,12 @@ dict, default="auto"
         div, fam = st.div, st.fam
         d = src.d
         if isinstance(init, str):
-            if init == "auto":
-                init = "k-means||" if src.chunked else "k-means++"
-            if init not in ("k-means++", "k-means||", "random", "kmeans"):
+            if init not in ("auto", "k-means++", "k-means||", "random", "kmeans"):
                 raise ValueError("init must be 'auto', 'k-means++', 'k-means||', 'random', "
                                  "'kmeans', a fitted BregmanKMeans, an array or a dict, got "
                                  f"{init!r}.")
-            if init == "k-means++" and src.chunked:
-                raise ValueError("init='k-means++' reads the whole data set k times; for a dask "
-                                 "array use init='k-means||' (the default), 'kmeans' or "
-                                 "'random'.")
+            if init != "kmeans":
+                init = seeding_method(src, init, others=("kmeans",))
             return init, False
         if not isinstance(self.n_components, numbers.Integral):
             raise ValueError("an init array, dict or estimator fixes the number of components; "
@@ -1069,12 +1054,7 @@ dict, default="auto"
     def _seeds(self, srcc, st, k, init, rng):
         """Seeds (conditioned units) on the source the hard counterpart clusters."""
         view = _simplex_view(srcc) if st.fam.simplex else srcc
-        if init == "k-means++" or (init == "kmeans" and not view.chunked):
-            C0 = kmeans_plusplus(view.block, st.div, k, rng, st.s, st.z)[0]
-        elif init == "random":
-            C0 = random_centres(view, k, rng, st.s, st.z)
-        else:
-            C0 = kmeans_parallel(view, st.div, k, rng, st.s, st.z)
+        C0 = seed_centres(view, st.div, k, rng, "auto" if init == "kmeans" else init, st.s, st.z)
         if init == "kmeans":
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
@@ -1177,12 +1157,10 @@ dict, default="auto"
     def _rows(self, X, what, ncols=None):
         model = self._model()
         src = self._source(X)
-        if is_dask_array(X):
-            dtype = np.int64 if what == "labels" else np.float64
+        dtype = np.int64 if what == "labels" else np.float64
+        with E.blas_one_thread():  # in memory: evaluated now; on dask: lazy
             return src.map_rows(evaluate_rows, self.divergence_, model, what, ncols=ncols,
                                 dtype=dtype)
-        with E.blas_one_thread():
-            return evaluate_rows(src.X, self.divergence_, model, what)
 
     def predict(self, X):
         """The most probable component of every row.
@@ -1253,9 +1231,7 @@ dict, default="auto"
         src = self._source(X, sample_weight)
         model = self._model()
         with E.blas_one_thread():
-            if src.chunked:
-                return src.run(score_block, self.divergence_, model, check=True)
-            return score_block(src.block, self.divergence_, model)
+            return src.run(score_block, self.divergence_, model, check=True)
 
     def _n_parameters(self):
         return _n_parameters(_family(self.divergence_, self.family_), self.dispersion_type_,
@@ -1506,12 +1482,8 @@ def select_n_clusters(X, n_clusters, *, divergence="sqeuclidean", divergence_par
     st = fs.setting(0.0)
     st.beta_fixed = None if fixed is None else float(fam.beta(fam.to_conditioned(fixed,
                                                                                    fs.cond)))
-    if fam.simplex:
-        view = _simplex_view(src)
-        Xk = view.X
-        wk = view.w if view.chunked else view.block.w
-    else:
-        Xk, wk = (src.X, src.w) if src.chunked else (src.X, src.block.w)
+    view = _simplex_view(src) if fam.simplex else src
+    Xk, wk = view.X, view.w
     rng = check_random_state(random_state)
     n_eff = float(np.ldexp(st.wtot, fs.cond.weight_scale))
     fits, lls, crit = [], [], []

@@ -477,20 +477,18 @@ def _visit(block, div, state, tag):
 def test_fold_threads_its_state_through_the_blocks_in_order(scheduler):
     from distributed import Client, LocalCluster
 
-    from bregclust._execution import Block
-    from bregclust._sources import ChunkSource, as_source
+    from bregclust._sources import as_source
 
     X = np.arange(40.0).reshape(20, 2)
     div = get_divergence("sqeuclidean")
     order = [3, 0, 2, 1]
-    chunks = ChunkSource([Block(X[5 * i:5 * i + 5], None, 5 * i, i) for i in range(4)])
     expected = [(10 * i, 5 * i, float(X[5 * i, 0])) for i in order]
-    seen = []
-    got = chunks.fold(_visit, div, [], order, extra=lambda i: (10 * i,),
-                      callback=lambda st: seen.append(len(st)) or len(st) == 3)
-    assert got == expected[:3] and seen == [1, 2, 3]
     src = as_source(da.from_array(X, chunks=(5, -1)), None, div)
     if scheduler == "local":
+        seen = []
+        got = src.fold(_visit, div, [], order, extra=lambda i: (10 * i,),
+                       callback=lambda st: seen.append(len(st)) or len(st) == 3)
+        assert got == expected[:3] and seen == [1, 2, 3]
         assert src.fold(_visit, div, [], order, extra=lambda i: (10 * i,)) == expected
         return
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,

@@ -1,4 +1,5 @@
-"""Every numba kernel of bregclust, one module per family.
+"""The numba kernels of the estimators, one module per family (one small kernel lives next to
+its only caller: :mod:`bregclust.metrics`' dendrogram purity).
 
 * :mod:`.generators` - the njit preset, the built-in scalar generators, generator codes and the
   function pointers through which user-registered generators reach the kernels;

@@ -64,8 +64,8 @@ def fused_argmin(P, phi_x, c, labels, mins):
 
     ``P`` is the GEMM block ``X G^T`` of one chunk. The clamp removes the tiny negative values
     that cancellation in the GEMM form can produce; a Bregman divergence is never negative.
-    Serial on purpose: the block is cache-sized and BLAS already uses every core for the GEMM;
-    a parallel launch per chunk costs more than the pass itself (benchmarks/assign_speed.py).
+    Serial: one call handles one cache-sized chunk of rows, and the caller
+    (``_execution.assign``) spreads the chunks, each with its own GEMM, over its thread pool.
     """
     for i in range(P.shape[0]):
         _nearest(P[i], c, phi_x[i], i, labels, mins)
