@@ -387,3 +387,62 @@ def test_domain_advice_only_where_the_parameter_exists():
     assert "smoothing" not in str(e.value)
     with pytest.raises(DomainError, match="Move the initial centres inside the domain"):
         BregmanKMeans(1, divergence="kl", init=[[0.0, 1.0, 1.0]]).fit(uniform_points())
+
+
+# ----------------------------------------------------------------------------- issue 45
+def _nan_gradient_divergence(name, cut):
+    """A user generator whose ``dphi`` is NaN from ``cut`` on (outside the registration
+    probe points, so registering it succeeds)."""
+    import math
+
+    def dphi(x):
+        return 2.0 * x if x < cut else math.nan
+
+    return register_divergence(name, phi=lambda x: x * x, dphi=dphi, dphi_inv=lambda t: 0.5 * t,
+                               overwrite=True)
+
+
+ESTIMATORS_EVALUATING_DPHI = [
+    lambda div, Z: BregmanKMeans(2, divergence=div, init=Z[[0, -1]]),
+    lambda div, Z: BregmanKMeans(2, divergence=div, init=Z[[0, 6]]),  # the NaN comes later
+    lambda div, Z: MiniBatchBregmanKMeans(2, divergence=div, init=Z[[0, 6]], batch_size=4,
+                                          random_state=0),
+    lambda div, Z: MiniBatchBregmanKMeans(2, divergence=div, init=Z[[0, -1]], random_state=0),
+    lambda div, Z: BisectingBregmanKMeans(2, divergence=div, random_state=0),
+    lambda div, Z: BregmanMixture(2, divergence=div, random_state=0),
+    lambda div, Z: MultitaskBregmanClustering(2, divergence=div, random_state=0),
+]
+
+
+@pytest.mark.parametrize("make", ESTIMATORS_EVALUATING_DPHI)
+def test_nan_from_a_users_dphi_is_named_by_every_estimator(make):
+    div = _nan_gradient_divergence("u_dnan45", 21.5)
+    Z = np.r_[np.linspace(-1, 1, 6), np.linspace(21, 23, 6)].reshape(-1, 1)
+    est = make(div.name, Z)
+    X = [Z, Z.copy()] if isinstance(est, MultitaskBregmanClustering) else Z
+    with pytest.raises(ValueError, match=r"dphi of divergence 'u_dnan45' returned NaN at x = 2"):
+        est.fit(X)
+
+
+@FAST
+@given(cut=st.floats(3.0, 60.0), seed=st.integers(0, 2**16), k=st.integers(1, 3))
+def test_property_nan_gradients_from_user_code_are_refused_or_never_reached(cut, seed, k):
+    """Data on both sides of the point where the user's ``dphi`` turns NaN: a fit either
+    names the NaN or ends with every centre where ``dphi`` is finite and a finite inertia."""
+    div = _nan_gradient_divergence("u_dnan45p", cut)
+    rng = np.random.RandomState(seed)
+    X = np.r_[rng.uniform(-1, 1, 8), rng.uniform(cut - 2, cut + 2, 8)].reshape(-1, 2)
+    for est in (BregmanKMeans(k, divergence=div.name, random_state=0, n_init=1),
+                MiniBatchBregmanKMeans(k, divergence=div.name, random_state=0, n_init=1),
+                BregmanMixture(k, divergence=div.name, random_state=0, n_init=1)):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X)
+        except ValueError as exc:
+            assert "dphi of divergence 'u_dnan45p' returned NaN" in str(exc)
+            continue
+        centres = est.cluster_centers_ if hasattr(est, "cluster_centers_") else est.means_
+        assert (centres < cut).all()
+        if hasattr(est, "inertia_"):
+            assert np.isfinite(est.inertia_)
