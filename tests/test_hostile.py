@@ -446,3 +446,95 @@ def test_property_nan_gradients_from_user_code_are_refused_or_never_reached(cut,
         assert (centres < cut).all()
         if hasattr(est, "inertia_"):
             assert np.isfinite(est.inertia_)
+
+
+@st.composite
+def _row_chunks(draw, n):
+    """Row chunk sizes summing to ``n``, often with empty chunks (first, inside, last)."""
+    sizes = []
+    left = n
+    while left:
+        s = draw(st.sampled_from([0, 0, 1, 3, 7, 20, 60]))
+        sizes.append(min(s, left))
+        left -= sizes[-1]
+        if len(sizes) > 12:
+            sizes.append(left)
+            left = 0
+    if draw(st.booleans()):
+        sizes.insert(0, 0)
+    return tuple(sizes)
+
+
+@FAST
+@given(data=st.data(), seed=st.integers(0, 2**16), dtype=st.sampled_from([np.float32, np.float64]),
+       spread=st.sampled_from([1.0, 0.1, 0.01]), offset=st.sampled_from([0.0, 10.0, 300.0]))
+def test_property_float32_dask_reductions_and_empty_first_chunks(data, seed, dtype, spread, offset):
+    """A dask fit over any row chunking (empty first, inner or last chunks) equals the
+    in-memory fit from the same centres: labels, and an inertia_ within 1e-10 (float32 data
+    too: the chunked objective is summed in float64 by the definition)."""
+    da = pytest.importorskip("dask.array")
+    from bregclust import MultitaskBregmanClustering
+    rng = np.random.RandomState(seed)
+    means = rng.uniform(-3, 3, (3, 2)) + offset
+    X = (means[rng.randint(0, 3, 60)] + spread * rng.randn(60, 2)).astype(dtype)
+    chunks = data.draw(_row_chunks(60))
+    dX = da.from_array(X, chunks=(chunks, (2,)))
+    init = X[[0, 1, 2]].astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = BregmanKMeans(3, init=init, max_iter=20).fit(X)
+        b = BregmanKMeans(3, init=init, max_iter=20).fit(dX)
+        ma = MultitaskBregmanClustering(3, init=[init, init], max_iter=5).fit([X, X])
+        mb = MultitaskBregmanClustering(3, init=[init, init], max_iter=5).fit([dX, dX])
+    np.testing.assert_array_equal(b.labels_.compute(), a.labels_)
+    np.testing.assert_allclose(b.inertia_, a.inertia_, rtol=1e-10, atol=1e-300)
+    for u, v in zip(ma.labels_, mb.labels_):
+        np.testing.assert_array_equal(np.asarray(v), u)
+
+
+def _every_fitted_estimator():
+    """One fitted instance of every public estimator (single- and multi-task)."""
+    from bregclust import (
+        LNKMTC,
+        LSKMTC,
+        LSSMTC,
+        NonparametricKernelMTC,
+    )
+    X = uniform_points()
+    Xs = [uniform_points(), uniform_points(seed=1)]
+    y = np.r_[np.zeros(10), np.ones(10)]
+    single = [BregmanKMeans(2, random_state=0), BregmanMixture(2, random_state=0),
+              MiniBatchBregmanKMeans(2, random_state=0, batch_size=8),
+              BisectingBregmanKMeans(3, random_state=0), AgglomerativeBregman(2)]
+    multi = [MultitaskBregmanClustering(2, random_state=0), LSSMTC(2, random_state=0),
+             SharedSubspaceClustering(2, random_state=0), ModelRelationClustering(2, random_state=0),
+             LNKMTC(2, random_state=0), LSKMTC(2, random_state=0),
+             NonparametricKernelMTC(2, n_neighbors=4, random_state=0),
+             SpectralKernelMTC(2, random_state=0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for est in single:
+            yield est.fit(X)
+        for est in multi:
+            yield est.fit(Xs)
+        yield SymmetricNMF(2, random_state=0).fit(np.abs(np.corrcoef(X)))
+        yield SharedSubspaceTransfer(n_components=2).fit(np.vstack(Xs), np.r_[y, np.full(20, -1.0)])
+
+
+def test_every_fitted_estimator_pickles_with_every_protocol():
+    import pickle
+    for est in _every_fitted_estimator():
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            again = pickle.loads(pickle.dumps(est, protocol=protocol))
+            assert type(again) is type(est)
+            for key in ("labels_", "cluster_centers_", "means_"):
+                if hasattr(est, key):
+                    a, b = getattr(est, key), getattr(again, key)
+                    if isinstance(a, list):
+                        for u, v in zip(a, b):
+                            np.testing.assert_array_equal(v, u)
+                    else:
+                        np.testing.assert_array_equal(b, a)
+            if isinstance(est, BisectingBregmanKMeans):  # the tree itself came back
+                np.testing.assert_array_equal(again.predict(uniform_points(seed=3)),
+                                              est.predict(uniform_points(seed=3)))

@@ -620,3 +620,21 @@ def test_verbose_shows_a_progress_bar_with_the_lower_bound(capsys):
     BregmanMixture(3, random_state=0).fit(X)
     assert capsys.readouterr() == ("", "")
 
+
+
+def test_gaussian_scale_limit_is_the_one_the_readme_states():
+    """The README's ``X * 2**s`` rule excepts the Gaussian mixture beyond about 2^+-500: its
+    dispersions scale as X^2. Inside the limit the fit is the rescaled fit; beyond it a
+    ValueError asks to rescale (never a silent wrong fit)."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "except for the Gaussian `BregmanMixture`" in readme
+    X = gaussian_data(n=60, d=2)
+    ref = BregmanMixture(2, random_state=0).fit(X)
+    for s in (-480, 480):
+        got = BregmanMixture(2, random_state=0).fit(X * 2.0**s)
+        np.testing.assert_allclose(got.means_, ref.means_ * 2.0**s, rtol=1e-9)
+        np.testing.assert_array_equal(got.predict(X * 2.0**s), ref.predict(X))
+    for s in (-520, 520, 1000):
+        with pytest.raises(ValueError, match="not representable in float64.*rescale X"):
+            BregmanMixture(2, random_state=0).fit(X * 2.0**s)
