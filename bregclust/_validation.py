@@ -487,6 +487,8 @@ def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", task=None):
         hint = ""
         if isinstance(n_clusters, str):
             hint = f"; pass {name}={n_clusters.strip()}, not a string" if n_clusters.strip().isdigit() else ""
+        elif isinstance(n_clusters, (bool, np.bool_)):
+            hint = "; pass an int, not a bool"
         elif isinstance(n_clusters, numbers.Real):
             hint = "; pass an int, not a float"
         raise TypeError(f"{name}{where} must be an integer, got {n_clusters!r}{hint}.")

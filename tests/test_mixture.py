@@ -638,3 +638,33 @@ def test_gaussian_scale_limit_is_the_one_the_readme_states():
     for s in (-520, 520, 1000):
         with pytest.raises(ValueError, match="not representable in float64.*rescale X"):
             BregmanMixture(2, random_state=0).fit(X * 2.0**s)
+
+
+def test_parameters_of_the_wrong_kind_are_named():
+    """A dict of candidates, a non-boolean warm_start, init vectors of the wrong length or
+    type, a bool n_components and an init of strings: one sentence naming the parameter."""
+    X = gaussian_data(n=40, d=2)
+    means = X[:2]
+    cases = [
+        (dict(n_components={2: 1, 3: 1}), TypeError, "n_components must be an int or a sequence"),
+        (dict(n_components={2, 3}), TypeError, "got a set"),
+        (dict(n_components=2, warm_start="yes"), TypeError, "warm_start must be True or False"),
+        (dict(n_components=2, init={"means": means, "dispersion": [1.0, 2.0, 3.0]}), ValueError,
+         r"init dispersion must be a number or 2 numbers \(one per component\), got shape \(3,\)"),
+        (dict(n_components=2, init={"means": means, "dispersion": "x"}), TypeError,
+         "init dispersion must be a number or 2 numbers"),
+        (dict(n_components=2, init={"means": means, "weights": [[0.5, 0.5]]}), ValueError,
+         "init weights must be a number or 2 numbers"),
+        (dict(n_components=True), TypeError, "pass an int, not a bool"),
+        (dict(n_components=[2, True]), TypeError, "pass an int, not a bool"),
+        (dict(n_components=2, init=np.array([["a", "b"], ["c", "d"]])), TypeError,
+         "init array must hold real numbers"),
+        (dict(n_components=2, init={"means": [["a", "b"], ["c", "d"]]}), TypeError,
+         "init means must hold real numbers"),
+    ]
+    for kw, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            BregmanMixture(**kw).fit(X)
+    # what stays accepted: a scalar dispersion for every component, a numpy bool warm_start
+    BregmanMixture(2, init={"means": means, "dispersion": 0.5}, max_iter=2).fit(X)
+    BregmanMixture(2, warm_start=np.bool_(False), max_iter=2).fit(X)
