@@ -358,7 +358,8 @@ def pairwise(div, X, U, prepared=None, *, guard=False):
     if Xg.dtype == np.float32:
         with np.errstate(over="ignore"):
             G = G.astype(np.float32)
-    D = np.asarray(Xg @ G.T)
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite rows: the definition
+        D = np.asarray(Xg @ G.T)
     if not D.flags.c_contiguous or not D.flags.writeable:
         D = np.ascontiguousarray(D)
     few = np.empty(D.shape[0], dtype=np.bool_)

@@ -427,7 +427,7 @@ def within_cluster_per_point(Xs, labels, *, unit_rows=True):
     -------
     float
     """
-    from sklearn.preprocessing import normalize
+    from ._conditioning import unit_rows as _unit_rows
 
     if len(Xs) != len(labels):
         raise ValueError(f"need one label array per task: {len(Xs)} tasks, {len(labels)} "
@@ -439,8 +439,8 @@ def within_cluster_per_point(Xs, labels, *, unit_rows=True):
                 or (lab.size and lab.min() < 0)):
             raise ValueError(f"labels[{t}] must be {X.shape[0]} non-negative integers, one per "
                              f"row of task {t}.")
-        if unit_rows:
-            X = normalize(X)
+        if unit_rows:  # exact at any magnitude (scikit-learn's normalize leaves rows near
+            X = _unit_rows(X)  # 1e-170 as given: their squared norm underflows to 0)
         lab = lab.astype(np.int64)
         k = int(lab.max()) + 1 if lab.size else 0
         counts = np.bincount(lab, minlength=k).astype(np.float64)

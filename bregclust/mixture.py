@@ -900,7 +900,11 @@ dict, default="auto"
             Inside the divergence's domain (``X >= 0`` for kl, ``X > 0`` for itakura_saito).
         y : ignored
         sample_weight : array-like or dask array of shape (n_samples,), optional
-            Frequency weights: a row of weight 2 counts as two identical rows.
+            Frequency weights: a row of weight 2 counts as two identical rows, with one
+            exception: ``smoothing="auto"`` counts rows (its pseudo-count is the mean weight
+            per row, and the sparse-data test counts zero entries per row), so integer weights
+            and repeated rows then get different pseudo-counts. Pass a number as
+            ``smoothing`` for fits that agree exactly.
 
         Returns
         -------

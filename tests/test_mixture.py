@@ -668,3 +668,35 @@ def test_parameters_of_the_wrong_kind_are_named():
     # what stays accepted: a scalar dispersion for every component, a numpy bool warm_start
     BregmanMixture(2, init={"means": means, "dispersion": 0.5}, max_iter=2).fit(X)
     BregmanMixture(2, warm_start=np.bool_(False), max_iter=2).fit(X)
+
+
+@pytest.mark.parametrize("div,family", [("kl", "multinomial"), ("kl", "poisson"),
+                                        ("itakura_saito", "gamma"), ("sqeuclidean", "gaussian")])
+def test_integer_weights_equal_repeated_rows_as_the_docstring_states(div, family):
+    """Integer sample weights are repeated rows for every family once ``smoothing`` is a
+    number; ``smoothing="auto"`` counts rows, as the docstring now says: its pseudo-count is
+    the mean weight per row (dense data), so it differs between the two."""
+    rng = np.random.RandomState(0)
+    X = rng.poisson(3, (30, 6)).astype(float) + (0.5 if div == "itakura_saito" else 0.0)
+    w = rng.randint(1, 4, 30)
+    Xr = np.repeat(X, w, axis=0)
+    kw = dict(divergence=div, family=family, init=X[[0, 1]] + 0.1, max_iter=60, tol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for s in (0.0, 2.5):
+            if s == 0.0 and div == "kl":
+                continue  # kl means need a pseudo-count on these counts
+            a = BregmanMixture(2, smoothing=s, **kw).fit(X, sample_weight=w)
+            b = BregmanMixture(2, smoothing=s, **kw).fit(Xr)
+            np.testing.assert_allclose(a.means_, b.means_, rtol=1e-7, atol=1e-9)
+            np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-7)
+            assert a.lower_bound_ == pytest.approx(b.lower_bound_, rel=1e-7, abs=1e-9)
+        a = BregmanMixture(2, **kw).fit(X, sample_weight=w)
+        b = BregmanMixture(2, **kw).fit(Xr)
+    if div == "sqeuclidean":
+        assert a.smoothing_ == b.smoothing_ == 0.0
+    else:
+        assert b.smoothing_ != a.smoothing_
+        if family != "multinomial":  # dense data: one pseudo-row of the mean weight
+            assert a.smoothing_ == pytest.approx(w.mean()) and b.smoothing_ == pytest.approx(1.0)
+    assert "smoothing=\"auto\"`` counts rows" in BregmanMixture.fit.__doc__
