@@ -538,3 +538,29 @@ def test_every_fitted_estimator_pickles_with_every_protocol():
             if isinstance(est, BisectingBregmanKMeans):  # the tree itself came back
                 np.testing.assert_array_equal(again.predict(uniform_points(seed=3)),
                                               est.predict(uniform_points(seed=3)))
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e300, 1e-300])
+def test_tasks_too_far_apart_for_one_scale_are_refused(scale):
+    """One task of extreme magnitude among normal ones: the multi-task objectives compare
+    the tasks in one unit, so the small task's divergences would fall below float64's range
+    (a degenerate partition and an infinite objective without a word): a ValueError naming
+    both tasks. Tasks that fit in one scale are still fitted."""
+    from bregclust import LSSMTC
+    rng = np.random.RandomState(0)
+    Xs = [rng.randn(30, 3) + 4 * np.eye(3)[rng.randint(0, 2, 30)] for _ in range(3)]
+    Zs = [Xs[0] * scale, Xs[1], Xs[2]]
+    for est in (MultitaskBregmanClustering(2, lam=0.5, random_state=0), LSSMTC(2, random_state=0)):
+        with pytest.raises(ValueError, match=r"task \d \(largest \|x\| .*\) and task \d .* too far "
+                                             r"apart for one common scale"):
+            est.fit(Zs)
+    for est in (MultitaskBregmanClustering(2, lam=0.5, random_state=0), LSSMTC(2, random_state=0)):
+        est.fit([Xs[0] * 1e100, Xs[1], Xs[2]])  # 2^332 apart: representable
+
+
+def test_multitask_objective_overflow_is_said():
+    Xs = [uniform_points() * 1e200, uniform_points(seed=1) * 1e200]
+    with pytest.warns(RuntimeWarning, match="objective_ overflowed to inf"):
+        est = MultitaskBregmanClustering(2, lam=0.5, random_state=0).fit(Xs)
+    assert not np.isfinite(est.objective_)
+    assert all(np.isfinite(c).all() for c in est.cluster_centers_)
