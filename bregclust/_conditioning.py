@@ -96,6 +96,9 @@ class DataStats:
     wphi : float or None
         ``sum_i w_i phi(x_i 2^-xexp) 2^-wexp`` for a quadratic ``phi`` (asked with
         ``phi=True``).
+    colmin : ndarray of shape (d,) or None
+        Smallest positive ``|x|`` of each column (``inf`` for a column of zeros), with
+        ``colmax``: a column's scale must not push its smallest value below float64's range.
     """
 
     n: int
@@ -111,6 +114,7 @@ class DataStats:
     weight: float
     wx: np.ndarray
     wphi: object
+    colmin: object = None
 
     @property
     def total_weight(self):
@@ -140,12 +144,31 @@ class DataStats:
                         for p in parts))
         colmax = (None if any(p.colmax is None for p in parts) else
                   np.maximum.reduce([p.colmax for p in parts]))
+        colmin = (None if any(p.colmin is None for p in parts) else
+                  np.minimum.reduce([p.colmin for p in parts]))
         nnz = None if any(p.nnz is None for p in parts) else sum(p.nnz for p in parts)
         return DataStats(
             n=sum(p.n for p in parts), d=parts[0].d, npos=sum(p.npos for p in parts), nnz=nnz,
             sparse=any(p.sparse for p in parts), maxabs=max(p.maxabs for p in parts),
             wmax=max(p.wmax for p in parts), colmax=colmax, xexp=X, wexp=Wx, weight=weight,
-            wx=wx, wphi=wphi)
+            wx=wx, wphi=wphi, colmin=colmin)
+
+
+def _column_min_positive(X, d):
+    """Smallest positive ``|x|`` of every column (``inf`` where a column has none)."""
+    out = np.full(d, np.inf)
+    if sp.issparse(X):
+        A = abs(X).tocsc()
+        for j in range(d):
+            v = A.data[A.indptr[j]:A.indptr[j + 1]]
+            v = v[v > 0]
+            if v.size:
+                out[j] = v.min()
+        return out
+    if X.shape[0]:
+        A = np.abs(X)
+        out = np.where(A > 0, A, np.inf).min(axis=0).astype(np.float64)
+    return out
 
 
 def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
@@ -191,6 +214,7 @@ def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
             cm = (np.zeros(d) if n == 0 else
                   np.asarray(abs(X).max(axis=0).toarray()).ravel() if sparse else
                   np.abs(X).max(axis=0))
+    cmin = _column_min_positive(X, d) if colmax else None
     if w is None:
         wmax, we, ws, npos = (1.0 if n else 0.0), 0, None, n
     else:
@@ -217,7 +241,7 @@ def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
         nz = int(np.count_nonzero(X.data) if sparse else np.count_nonzero(X))
     return DataStats(n=n, d=d, npos=npos, nnz=nz, sparse=sparse, maxabs=maxabs, wmax=wmax,
                      colmax=cm, xexp=xe, wexp=we, weight=float(np.sum(ones)) if n else 0.0,
-                     wx=wx, wphi=wphi)
+                     wx=wx, wphi=wphi, colmin=cmin)
 
 
 class Conditioning:
@@ -420,6 +444,8 @@ def decide(div, stats, *, centres=None):
         if centres is not None and centres.size:
             colmax = np.maximum(colmax, np.abs(centres).max(axis=0))
         cols = np.array([exponent(v) for v in colmax], dtype=np.int64)
+        if stats.colmin is not None:
+            cols = _keep_smallest(cols, stats.colmin)
         col_scale = cols if cols.any() else None
         return Conditioning(col_scale=col_scale, weight_scale=ws, degree=0)
     if div.homogeneity is None:
@@ -430,6 +456,16 @@ def decide(div, stats, *, centres=None):
     e = exponent(m)
     return Conditioning(scale=e, offset=_offset(div, stats, e), weight_scale=ws,
                         degree=div.homogeneity)
+
+
+def _keep_smallest(cols, colmin):
+    """Column exponents lowered so that no column's smallest positive value falls below the
+    normal float64 range when scaled down (a column spanning 1e-300 to 1e300 would otherwise
+    lose its small rows to underflow: they became 0, and every divergence to them inf)."""
+    with np.errstate(divide="ignore"):
+        emin = np.where(np.isfinite(colmin) & (colmin > 0), np.frexp(colmin)[1], 2000)
+    room = emin.astype(np.int64) + 1021  # 2^(emin - 1 - shift) stays >= 2^-1022
+    return np.where(cols > 0, np.minimum(cols, np.maximum(room, 0)), cols)
 
 
 def centres_exponent(U):

@@ -358,7 +358,8 @@ def pairwise(div, X, U, prepared=None, *, guard=False):
     if Xg.dtype == np.float32:
         with np.errstate(over="ignore"):
             G = G.astype(np.float32)
-    D = np.asarray(Xg @ G.T)
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite rows: the definition
+        D = np.asarray(Xg @ G.T)
     if not D.flags.c_contiguous or not D.flags.writeable:
         D = np.ascontiguousarray(D)
     few = np.empty(D.shape[0], dtype=np.bool_)
@@ -689,6 +690,20 @@ def _label_extras(div, block, labels, k, w, extra):
     return {}
 
 
+def _block_objective(block, div, centres, labels, w, mins, obj=None, exact=False):
+    """``sum_i w_i d(x_i, u_{labels_i})`` of one pass over a block. With ``exact`` (a chunked
+    source: dask, an iterator's chunks, whose reported objective is this sum with no final
+    in-memory pass to mend it) dense float32 rows take the definition in float64 (``O(n d)``
+    against the pass's ``O(n k d)``): their float32 GEMM minima keep only about
+    ``eps32 (|phi(x)| + |c_j|)`` of each divergence, so a sum of small divergences of points
+    far from the origin lost digits (2e-5 relative on three blobs). An in-memory source
+    keeps the GEMM sum per pass and re-evaluates the final one (``final_objective``)."""
+    X = block.X
+    if exact and not sp.issparse(X) and X.dtype == np.float32 and X.shape[0]:
+        return exact_objective(div, X, centres.U, labels, w)
+    return _objective(w, mins) if obj is None else obj
+
+
 def lloyd_block(block, div, centres, keep=False, extra=None, sums=True):
     """One Lloyd pass over a block: nearest centres and the statistics of those labels.
 
@@ -712,7 +727,8 @@ def lloyd_block(block, div, centres, keep=False, extra=None, sums=True):
     w = block.weights()
     if not sums:
         labels, mins = assign_block(block, div, centres)
-        part = LloydPart(S=None, W=None, objective=_objective(w, mins),
+        part = LloydPart(S=None, W=None, objective=_block_objective(block, div, centres, labels,
+                                                                    w, mins, exact=not keep),
                          **_label_extras(div, block, labels, centres.U.shape[0], w, extra))
         if keep:
             part.labels, part.mins = labels, mins
@@ -721,7 +737,8 @@ def lloyd_block(block, div, centres, keep=False, extra=None, sums=True):
         return part
     labels, mins, S, W, obj = assign_and_sum(div, block.X, w, centres, block.prepared(div),
                                              objective=True)
-    part = LloydPart(S=S, W=W, objective=obj,
+    part = LloydPart(S=S, W=W, objective=_block_objective(block, div, centres, labels, w, mins,
+                                                          obj, exact=not keep),
                      **_label_extras(div, block, labels, centres.U.shape[0], w, extra))
     if keep:
         part.labels, part.mins = labels, mins
@@ -853,7 +870,9 @@ def combine(*parts):
                 merged.update(v)
             out[f.name] = merged
         elif isinstance(vals[0], np.ndarray):
-            acc = vals[0].copy()
+            # the widest type of the parts: an empty block's bincount is int64 whatever its
+            # weights, so an empty first chunk must not fix the type of the sum
+            acc = vals[0].astype(np.result_type(*vals), copy=True)
             for v in vals[1:]:
                 acc += v
             out[f.name] = acc

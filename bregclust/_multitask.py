@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import check_array, check_n_clusters, check_scalar
 
 __all__ = [
+    "check_task_magnitudes",
     "Interval",
     "Options",
     "BOOLEAN",
@@ -409,6 +410,41 @@ def as_history(values):
     return np.array(values, dtype=np.float64, copy=True).reshape(-1)
 
 
+def check_task_magnitudes(maxabs, degree, method):
+    """Refuse tasks whose magnitudes lie too far apart for one common scale.
+
+    A multi-task objective compares every task in one unit (its relation costs compare
+    centres across tasks), so the fit takes one power-of-two scale, that of the largest task.
+    A divergence homogeneous of degree ``degree`` then puts task ``t``'s divergences at
+    ``(maxabs[t] / max(maxabs))^degree``; below float64's normal range (``2^-1022``) they
+    have lost their digits and the task's partition is decided by rounding (a degenerate
+    result and an infinite objective, without a word).
+
+    Parameters
+    ----------
+    maxabs : sequence of float
+        Largest ``|x|`` of every task (0 for an all-zero task, which is skipped).
+    degree : float or None
+        Homogeneity degree of the objective (None: not homogeneous, nothing checked).
+    method : str
+        The estimator, for the message.
+    """
+    m = np.asarray(maxabs, dtype=np.float64)
+    pos = np.flatnonzero(np.isfinite(m) & (m > 0))
+    if degree is None or pos.size < 2:
+        return
+    e = np.frexp(m[pos])[1].astype(np.int64)
+    hi, lo = int(np.argmax(e)), int(np.argmin(e))
+    if degree * (e[hi] - e[lo]) > 1022:
+        raise ValueError(
+            f"{method}: task {int(pos[lo])} (largest |x| {m[pos[lo]]:.3g}) and task "
+            f"{int(pos[hi])} (largest |x| {m[pos[hi]]:.3g}) lie too far apart for one common "
+            f"scale: the objective compares the tasks in one unit and, of degree {degree:g} "
+            "in the data, the smaller task's divergences would fall below float64's range. "
+            "Rescale the tasks to comparable magnitudes (e.g. divide each by its largest "
+            "absolute value).")
+
+
 def within_cluster_per_point(Xs, labels, *, unit_rows=True):
     """Sum over tasks of each task's k-means objective per point (label-free).
 
@@ -427,7 +463,7 @@ def within_cluster_per_point(Xs, labels, *, unit_rows=True):
     -------
     float
     """
-    from sklearn.preprocessing import normalize
+    from ._conditioning import unit_rows as _unit_rows
 
     if len(Xs) != len(labels):
         raise ValueError(f"need one label array per task: {len(Xs)} tasks, {len(labels)} "
@@ -439,8 +475,8 @@ def within_cluster_per_point(Xs, labels, *, unit_rows=True):
                 or (lab.size and lab.min() < 0)):
             raise ValueError(f"labels[{t}] must be {X.shape[0]} non-negative integers, one per "
                              f"row of task {t}.")
-        if unit_rows:
-            X = normalize(X)
+        if unit_rows:  # exact at any magnitude (scikit-learn's normalize leaves rows near
+            X = _unit_rows(X)  # 1e-170 as given: their squared norm underflows to 0)
         lab = lab.astype(np.int64)
         k = int(lab.max()) + 1 if lab.size else 0
         counts = np.bincount(lab, minlength=k).astype(np.float64)

@@ -487,6 +487,8 @@ def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", task=None):
         hint = ""
         if isinstance(n_clusters, str):
             hint = f"; pass {name}={n_clusters.strip()}, not a string" if n_clusters.strip().isdigit() else ""
+        elif isinstance(n_clusters, (bool, np.bool_)):
+            hint = "; pass an int, not a bool"
         elif isinstance(n_clusters, numbers.Real):
             hint = "; pass an int, not a float"
         raise TypeError(f"{name}{where} must be an integer, got {n_clusters!r}{hint}.")
@@ -623,6 +625,10 @@ def check_dask_array(X, *, name="X", n_features=None):
         )
     if X.shape[0] < 1:
         raise ValueError(f"{name} has no rows.")
+    if X.shape[1] < 1:  # as scikit-learn's check_array in memory
+        raise ValueError(
+            f"{name} has 0 features (shape={tuple(X.shape)}) while a minimum of 1 is required; "
+            "pass a dask array with at least one column.")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(
             f"{name} has {X.shape[1]} features, but the model was fitted with {n_features}."

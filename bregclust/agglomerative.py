@@ -72,7 +72,7 @@ from ._validation import (
     check_params_dict,
     check_scalar,
 )
-from .divergences import Divergence, get_divergence
+from .divergences import Divergence, get_divergence, list_divergences
 from .kmeans import AUTO_SPARSE_CLUSTER_MASSES, AUTO_SPARSE_ZERO_FRACTION, smoothing_point
 from .metrics import dendrogram_purity
 
@@ -249,6 +249,11 @@ class _Plan:
         return A, B, C, w, sup, slen, aux
 
 
+def _known_divergence(key):
+    """Whether ``key`` names a registered divergence or one of its aliases."""
+    return any(key == name or key in al for name, al in list_divergences(aliases=True).items())
+
+
 def _resolve_model(model, model_params):
     """``(model name, Divergence or None, kind)``."""
     params = check_params_dict(model_params, "model_params")
@@ -267,6 +272,8 @@ def _resolve_model(model, model_params):
         try:
             div = get_divergence(key, **params)
         except ValueError as exc:
+            if _known_divergence(key):  # a known name with bad parameters: their message only
+                raise ValueError(f"model {model!r}: {exc}") from None
             raise ValueError(
                 f"unknown model {model!r}: use 'multinomial', 'gaussian_diag', 'gaussian_full' or "
                 f"a registered divergence. {exc}"

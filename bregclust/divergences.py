@@ -188,7 +188,27 @@ class _SeparableForm:
         kern = K.map_scalar_par if U2.size > E.PARALLEL_MIN else K.map_scalar
         with self._calls():
             kern(g.code, KG.DPHI, g.fn_dphi, U2, out)
+        self.check_grad(U2, out)
         return out
+
+    def check_grad(self, U2, G):
+        """Raise when a user's ``dphi`` returned NaN at a centre inside its domain (``G`` holds
+        ``dphi`` of ``U2``, either ``(k, d)`` or transposed ``(d, k)``): a NaN gradient would
+        otherwise turn every divergence to that centre into a silent non-finite value, read as
+        a boundary centre. Every pass that evaluates ``dphi`` calls it: :meth:`grad` here, the
+        mini-batch kernels that update the centres' parts in place."""
+        g = self.gen
+        if g.code != KG.CUSTOM or not np.isnan(G).any():
+            return
+        Gr = G if G.shape == U2.shape else G.T
+        inside = np.isfinite(U2) if g.domain == "real" else np.isfinite(U2) & (U2 > 0)
+        hit = np.argwhere(np.isnan(Gr) & inside)
+        if hit.size:
+            i, j = (int(v) for v in hit[0])
+            raise ValueError(
+                f"dphi of divergence {g.name!r} returned NaN at x = {float(U2[i, j])!r} (centre "
+                f"{i}, feature {j}): a generator's derivative must be finite on its domain; "
+                "declare a narrower domain when registering it or rescale the data.")
 
     def grad_inv(self, div, T2):
         g = self.gen

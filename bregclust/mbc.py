@@ -41,6 +41,7 @@ from ._multitask import (
     Options,
     as_history,
     check_n_clusters_per_task,
+    check_task_magnitudes,
     parse_init,
     resolve_n_init,
 )
@@ -1135,6 +1136,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         # One conditioning for all tasks (the relation costs compare centres across tasks).
         stats = [src.stats(div) for src in sources]
+        check_task_magnitudes([st.maxabs for st in stats], div.homogeneity, type(self).__name__)
         given = [val for kind, val in parsed if kind == "centers"]
         cond = C.decide(div, DataStats.merge(*stats),
                         centres=np.vstack(given) if given else None)
@@ -1202,6 +1204,12 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                                  for tk, src in zip(tasks, sources)]
         self.n_iter_ = int(best["n_iter"])
         self.objective_ = float(cond.undo_divergences(best["objective"]))
+        if not np.isfinite(self.objective_) and np.isfinite(best["objective"]):
+            warnings.warn(
+                f"{type(self).__name__}: objective_ overflowed to inf in the data's units (it is "
+                f"{best['objective']:.6g} under the fit's scale); labels_ and cluster_centers_ "
+                "are exact. Rescale the tasks to read the objective.", RuntimeWarning,
+                stacklevel=3)
         self.block_history_ = [(name, float(cond.undo_divergences(v)))
                                for name, v in best["blocks"]]
         self.relations_ = relations

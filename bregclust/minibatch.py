@@ -180,6 +180,8 @@ class MiniBatchRun:
             g = div.generator
             KM.centre_parts(g.code, g.fn_phi, g.fn_dphi, self.U, rows, self._zvec(), GT, c,
                             zg, fin)
+            if not fin.all():
+                div.form.check_grad(self.U, GT)
             return
         if rows.size == 0:
             return
@@ -313,6 +315,8 @@ def step(run, div, X, prep, w, rng):
             g = div.generator
             kern = KM.count_update_par if E.parallel(U.size) else KM.count_update
             kern(g.code, g.fn_phi, g.fn_dphi, U, mass, S, W, b, run._zvec(), GT, c, zg, fin)
+            if not fin.all():
+                div.form.check_grad(U, GT)
     else:
         if b > 0:  # the pseudo-point joins every centre in proportion to the weight seen
             new_mass = mass + W + b

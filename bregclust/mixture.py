@@ -323,6 +323,18 @@ def _family(div, family):
     return _CLASSES[family](const)
 
 
+def _init_vector(value, k, name):
+    """A scalar or ``k`` real numbers of an init dict as float64 (the shape and type named in
+    the message, not numpy's broadcast or conversion error)."""
+    v = np.asarray(value)
+    if v.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a number or {k} numbers, got {value!r}.")
+    if v.ndim > 1 or (v.ndim == 1 and v.shape[0] != k):
+        raise ValueError(f"{name} must be a number or {k} numbers (one per component), got "
+                         f"shape {v.shape}.")
+    return v.astype(np.float64)
+
+
 def _dispersion_param(fam, dispersion, div):
     """``(mode, fixed)``: ``"component"``, ``"tied"`` or ``"fixed"`` and the fixed value."""
     if isinstance(dispersion, str):
@@ -839,6 +851,9 @@ dict, default="auto"
         nc = self.n_components
         if isinstance(nc, (numbers.Integral, str, float)) or nc is None:
             return [check_n_clusters(nc, n, name="n_components")]
+        if isinstance(nc, (dict, set, frozenset)):  # keys or an unordered collection
+            raise TypeError("n_components must be an int or a sequence of ints (a list, tuple "
+                            f"or range), got a {type(nc).__name__}: {nc!r}.")
         try:
             ks = list(nc)
         except TypeError:
@@ -861,6 +876,8 @@ dict, default="auto"
         check_scalar(self.reg_dispersion, "reg_dispersion", lo=0.0, finite=True)
         if self.criterion not in ("bic", "aic"):
             raise ValueError(f"criterion must be 'bic' or 'aic', got {self.criterion!r}.")
+        if not isinstance(self.warm_start, (bool, np.bool_)):
+            raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}.")
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None, sample_weight=None):
@@ -872,7 +889,11 @@ dict, default="auto"
             Inside the divergence's domain (``X >= 0`` for kl, ``X > 0`` for itakura_saito).
         y : ignored
         sample_weight : array-like or dask array of shape (n_samples,), optional
-            Frequency weights: a row of weight 2 counts as two identical rows.
+            Frequency weights: a row of weight 2 counts as two identical rows, with one
+            exception: ``smoothing="auto"`` counts rows (its pseudo-count is the mean weight
+            per row, and the sparse-data test counts zero entries per row), so integer weights
+            and repeated rows then get different pseudo-counts. Pass a number as
+            ``smoothing`` for fits that agree exactly.
 
         Returns
         -------
@@ -1000,6 +1021,9 @@ dict, default="auto"
                                  f"{sorted(init)}.")
         else:
             A = np.asarray(init)
+            if A.ndim == 2 and A.dtype.kind not in "biuf":
+                raise TypeError(f"init array must hold real numbers (means or responsibilities), "
+                                f"got dtype {A.dtype}; pass a float array.")
             if A.dtype.kind not in "biuf" or A.ndim != 2:
                 raise TypeError("init must be a string, a fitted BregmanKMeans, a dict or a "
                                 f"2-D array; got {type(init).__name__}.")
@@ -1028,6 +1052,9 @@ dict, default="auto"
                 raise ValueError("init responsibilities must be non-negative with rows summing "
                                  "to 1.")
             return ("resp", R), True
+        if np.asarray(init["means"]).dtype.kind not in "biuf":
+            raise TypeError("init means must hold real numbers, got dtype "
+                            f"{np.asarray(init['means']).dtype}; pass a float array.")
         U = np.array(init["means"], dtype=np.float64, copy=True)
         if U.ndim != 2 or U.shape != (k, d):
             raise ValueError(f"init means must have shape (n_components, n_features) = "
@@ -1039,14 +1066,15 @@ dict, default="auto"
             U = U / U.sum(axis=1, keepdims=True)
         wts = init.get("weights")
         if wts is not None:
-            wts = np.asarray(wts, dtype=np.float64)
+            wts = _init_vector(wts, k, "init weights")
             if wts.shape != (k,) or not np.all(np.isfinite(wts)) or (wts <= 0).any():
                 raise ValueError(f"init weights must be {k} positive finite numbers, got "
                                  f"{wts!r}.")
             wts = wts / wts.sum()
         disp = init.get("dispersion")
         if disp is not None:
-            disp = np.broadcast_to(np.asarray(disp, dtype=np.float64), (k,)).copy()
+            disp = _init_vector(disp, k, "init dispersion")
+            disp = np.broadcast_to(disp, (k,)).copy()
             if not np.all(np.isfinite(disp)) or (disp <= 0).any():
                 raise ValueError(f"init dispersion must be positive and finite, got {disp!r}.")
         return ("params", (U, wts, disp)), True

@@ -41,6 +41,19 @@ def _axes(ax, figsize=None):
     """``ax``, or the axes of a new figure whose constrained layout clips no label."""
     if ax is None:
         ax = _new_figure(figsize).add_subplot()
+    return _check_ax(ax)
+
+
+def _check_ax(ax, name="ax"):
+    """``ax`` when it is None or a matplotlib Axes; a TypeError naming ``name`` otherwise
+    (every plotting function takes its axes through here)."""
+    if ax is None:
+        return ax
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"{name} must be a matplotlib Axes (e.g. from plt.subplots()) or None, "
+                        f"got {type(ax).__name__} {ax!r:.60}.")
     return ax
 
 
@@ -65,6 +78,9 @@ def _cluster_names(labels, y, k, names):
             f"ys entries must have one label per point of their task: expected shape "
             f"{labels.shape}, got {y.shape}."
         )
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("ys contains NaN or infinity; give a class label to every point (drop "
+                         "the unlabelled points' tasks from ys, or label them).")
     out = []
     for z in range(k):
         members = y[labels == z]
@@ -192,10 +208,11 @@ def plot_relations(est, pair=(0, 1), *, ys=None, class_names=None, ax=None, cmap
             "relation (a single task, or the relation term switched off); fit at least two "
             "tasks with a positive relation weight."
         )
-    try:
-        t, s = (int(v) for v in pair)
-    except (TypeError, ValueError):
-        raise TypeError(f"pair must be two task indices (t, s), got {pair!r}.") from None
+    if (isinstance(pair, str) or len(np.shape(pair)) != 1 or len(pair) != 2
+            or not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+                       for v in pair)):
+        raise TypeError(f"pair must be two task indices (t, s), e.g. (0, 1), got {pair!r}.")
+    t, s = (int(v) for v in pair)
     if (t, s) not in relations:
         raise ValueError(
             f"pair={pair!r} is not a stored relation; available pairs are "
@@ -230,6 +247,7 @@ def plot_relations(est, pair=(0, 1), *, ys=None, class_names=None, ax=None, cmap
         annotate = max(Kt, Ks) <= 12
 
     top = right = cax = None
+    _check_ax(ax)
     if ax is None:
         fig = _new_figure((7.6, 6.4) if margins else (6.6, 5.6))
         spec = fig.add_gridspec(1, 1)[0]
@@ -336,6 +354,9 @@ def plot_dendrogram(Z, y=None, *, class_names=None, ax=None, cmap="tab10", label
             f"Z must be a linkage matrix (from bregman_linkage or scipy's linkage) or a fitted "
             f"AgglomerativeBregman, got {type(Z).__name__}."
         ) from None
+    if Z.ndim == 2 and Z.shape[1] == 4 and not np.isfinite(Z).all():
+        raise ValueError("Z contains NaN or infinity (merge heights must be finite numbers); "
+                         "build it with bregman_linkage or scipy.cluster.hierarchy.linkage.")
     if Z.ndim != 2 or Z.shape[1] != 4 or Z.shape[0] < 1 or not is_valid_linkage(Z):
         raise ValueError(
             f"Z must be a valid scipy linkage matrix of shape (n_samples - 1, 4), got shape "
@@ -448,7 +469,10 @@ def plot_task_pairs(scores_ind, scores_mtc, *, task_names=None, ax=None, metric=
 
 
 def _scores(v, name):
-    a = np.asarray(v, dtype=np.float64)
+    a = np.asarray(v)
+    if isinstance(v, str) or a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a sequence of per-task scores (numbers), got {v!r:.60}.")
+    a = a.astype(np.float64)
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of per-task scores, got "
                          f"shape {a.shape}.")
@@ -536,7 +560,7 @@ def plot_divergence_balls(names=None, *, center=(1.0, 1.0), levels=(0.05, 0.2, 0
         fig = _new_figure((3.4 * len(divs), 3.8))
         axes = list(fig.subplots(1, len(divs), squeeze=False)[0])
     else:
-        axes = list(np.ravel(axes))
+        axes = [_check_ax(a, "axes") for a in np.ravel(np.asarray(axes, dtype=object))]
         if len(axes) != len(divs):
             raise ValueError(f"axes must hold one Axes per divergence ({len(divs)}), got "
                              f"{len(axes)}.")
@@ -734,6 +758,11 @@ def plot_criterion_path(est, *, ax=None):
         name, what = est.criterion, f"{type(est).__name__} ({est.family_})"
     ks = np.asarray(ks)
     crit = np.asarray(crit, dtype=np.float64)
+    if ks.ndim != 1 or crit.shape != ks.shape or not np.any(ks == chosen):
+        raise ValueError(
+            f"the candidates ({ks.tolist()}), their criterion ({crit.tolist()}) and the chosen "
+            f"number ({chosen!r}) do not match: pass the fitted estimator or the "
+            "ClusterCountSelection returned by select_n_clusters, unmodified.")
     order = np.argsort(ks)
     ax = _axes(ax, figsize=(5.0, 3.6))
     ax.plot(ks[order], crit[order], marker="o", markersize=4)

@@ -37,6 +37,7 @@ from ._multitask import (
     as_history,
     check_n_clusters_per_task,
     check_params,
+    check_task_magnitudes,
     nearest_center_labels,
     parse_init,
     within_cluster_per_point,
@@ -413,6 +414,12 @@ def _check_squares(X, what, method, cond):
             "divide by its largest absolute value.")
 
 
+def _maxabs(X):
+    """Largest ``|x|`` of a task (0 when empty)."""
+    data = X.data if sp.issparse(X) else np.asarray(X)
+    return float(np.abs(data).max()) if data.size else 0.0
+
+
 def _scale(Xs):
     """The power-of-two conditioning of LSSMTC/LSSTTC: both terms of the objective are squared
     errors (homogeneous of degree 2 in the data, the subspace ``W`` unit-free), so data of
@@ -663,6 +670,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         self._validate_params()
         Xs = check_tasks(Xs, name="Xs")
+        check_task_magnitudes([_maxabs(X) for X in Xs], 2, "LSSMTC")
         cond = _scale(Xs)
         Xs = [cond.apply(X) for X in Xs]
         for k, X in enumerate(Xs):

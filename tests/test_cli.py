@@ -523,6 +523,16 @@ def test_mahalanobis_matrix_reaches_the_estimator(tmp_path):
     np.testing.assert_array_equal(np.loadtxt(tmp_path / "X.labels.txt", dtype=int), ref.labels_)
 
 
+def test_agglomerative_mahalanobis_shape_error_is_not_an_unknown_model(tmp_path, capsys):
+    X = np.random.default_rng(1).random((20, 3))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "A.npy", np.eye(3)[:2])  # not square
+    line = _user_error(capsys, ["fit", str(tmp_path / "X.npy"), "-k", "2", "--method",
+                                "agglomerative", "--divergence", "mahalanobis",
+                                "--mahalanobis-matrix", str(tmp_path / "A.npy")])
+    assert "unknown model" not in line and "mahalanobis A must be" in line, line
+
+
 def test_lnkmtc_is_a_cli_method(tmp_path):
     from bregclust import NonparametricKernelMTC
 

@@ -440,3 +440,42 @@ def test_scale_rule_holds_for_every_estimator_at_any_power_of_two(name, s, seed)
     got = _scale_rule_fits(name, *scaled)
     for a, b in zip(got, ref):
         assert np.array_equal(a, b), (name, s, seed)
+
+
+def test_itakura_saito_column_scale_keeps_rows_of_every_magnitude():
+    """Rows times 1e300 and times 1e-300 in one matrix: the per-column scale of the
+    Itakura-Saito conditioning must not underflow the small rows to 0 (every divergence to
+    them became inf, inertia_ = inf with the right labels). The inertia is the definition
+    evaluated with log x - log u, in memory and on dask."""
+    from bregclust import BisectingBregmanKMeans, MiniBatchBregmanKMeans
+    rng = np.random.RandomState(0)
+    X = rng.gamma(5, 1, (20, 3))
+    X[:10] *= 1e300
+    X[10:] *= 1e-300
+    truth = np.r_[np.zeros(10), np.ones(10)]
+
+    def reference(labels, U):
+        R = X / U[labels]
+        return float(np.sum(R - (np.log(X) - np.log(U[labels])) - 1.0))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for est in (BregmanKMeans(2, divergence="itakura_saito", random_state=0),
+                    BregmanKMeans(2, divergence="itakura_saito", random_state=0, n_init=1),
+                    BisectingBregmanKMeans(2, divergence="itakura_saito", random_state=0),
+                    MiniBatchBregmanKMeans(2, divergence="itakura_saito", random_state=0)):
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*became empty")
+                est.fit(X)
+            labels = np.asarray(est.labels_)
+            assert ari(truth, labels) == 1.0
+            assert np.isfinite(est.inertia_)
+            U = np.asarray(est.cluster_centers_, dtype=np.float64)
+            assert est.inertia_ == pytest.approx(reference(labels, U), rel=1e-6)
+        km = BregmanKMeans(2, divergence="itakura_saito", init=X[[0, 19]])
+        on_dask = BregmanKMeans(2, divergence="itakura_saito", init=X[[0, 19]])
+        km.fit(X)
+        on_dask.fit(da.from_array(X, chunks=((0, 7, 13), 3)))
+    np.testing.assert_array_equal(on_dask.labels_.compute(), km.labels_)
+    assert on_dask.inertia_ == pytest.approx(km.inertia_, rel=1e-10)
+    assert np.isfinite(km.transform(X)).all()

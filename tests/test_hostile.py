@@ -387,3 +387,180 @@ def test_domain_advice_only_where_the_parameter_exists():
     assert "smoothing" not in str(e.value)
     with pytest.raises(DomainError, match="Move the initial centres inside the domain"):
         BregmanKMeans(1, divergence="kl", init=[[0.0, 1.0, 1.0]]).fit(uniform_points())
+
+
+# ----------------------------------------------------------------------------- issue 45
+def _nan_gradient_divergence(name, cut):
+    """A user generator whose ``dphi`` is NaN from ``cut`` on (outside the registration
+    probe points, so registering it succeeds)."""
+    import math
+
+    def dphi(x):
+        return 2.0 * x if x < cut else math.nan
+
+    return register_divergence(name, phi=lambda x: x * x, dphi=dphi, dphi_inv=lambda t: 0.5 * t,
+                               overwrite=True)
+
+
+ESTIMATORS_EVALUATING_DPHI = [
+    lambda div, Z: BregmanKMeans(2, divergence=div, init=Z[[0, -1]]),
+    lambda div, Z: BregmanKMeans(2, divergence=div, init=Z[[0, 6]]),  # the NaN comes later
+    lambda div, Z: MiniBatchBregmanKMeans(2, divergence=div, init=Z[[0, 6]], batch_size=4,
+                                          random_state=0),
+    lambda div, Z: MiniBatchBregmanKMeans(2, divergence=div, init=Z[[0, -1]], random_state=0),
+    lambda div, Z: BisectingBregmanKMeans(2, divergence=div, random_state=0),
+    lambda div, Z: BregmanMixture(2, divergence=div, random_state=0),
+    lambda div, Z: MultitaskBregmanClustering(2, divergence=div, random_state=0),
+]
+
+
+@pytest.mark.parametrize("make", ESTIMATORS_EVALUATING_DPHI)
+def test_nan_from_a_users_dphi_is_named_by_every_estimator(make):
+    div = _nan_gradient_divergence("u_dnan45", 21.5)
+    Z = np.r_[np.linspace(-1, 1, 6), np.linspace(21, 23, 6)].reshape(-1, 1)
+    est = make(div.name, Z)
+    X = [Z, Z.copy()] if isinstance(est, MultitaskBregmanClustering) else Z
+    with pytest.raises(ValueError, match=r"dphi of divergence 'u_dnan45' returned NaN at x = 2"):
+        est.fit(X)
+
+
+@FAST
+@given(cut=st.floats(3.0, 60.0), seed=st.integers(0, 2**16), k=st.integers(1, 3))
+def test_property_nan_gradients_from_user_code_are_refused_or_never_reached(cut, seed, k):
+    """Data on both sides of the point where the user's ``dphi`` turns NaN: a fit either
+    names the NaN or ends with every centre where ``dphi`` is finite and a finite inertia."""
+    div = _nan_gradient_divergence("u_dnan45p", cut)
+    rng = np.random.RandomState(seed)
+    X = np.r_[rng.uniform(-1, 1, 8), rng.uniform(cut - 2, cut + 2, 8)].reshape(-1, 2)
+    for est in (BregmanKMeans(k, divergence=div.name, random_state=0, n_init=1),
+                MiniBatchBregmanKMeans(k, divergence=div.name, random_state=0, n_init=1),
+                BregmanMixture(k, divergence=div.name, random_state=0, n_init=1)):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X)
+        except ValueError as exc:
+            assert "dphi of divergence 'u_dnan45p' returned NaN" in str(exc)
+            continue
+        centres = est.cluster_centers_ if hasattr(est, "cluster_centers_") else est.means_
+        assert (centres < cut).all()
+        if hasattr(est, "inertia_"):
+            assert np.isfinite(est.inertia_)
+
+
+@st.composite
+def _row_chunks(draw, n):
+    """Row chunk sizes summing to ``n``, often with empty chunks (first, inside, last)."""
+    sizes = []
+    left = n
+    while left:
+        s = draw(st.sampled_from([0, 0, 1, 3, 7, 20, 60]))
+        sizes.append(min(s, left))
+        left -= sizes[-1]
+        if len(sizes) > 12:
+            sizes.append(left)
+            left = 0
+    if draw(st.booleans()):
+        sizes.insert(0, 0)
+    return tuple(sizes)
+
+
+@FAST
+@given(data=st.data(), seed=st.integers(0, 2**16), dtype=st.sampled_from([np.float32, np.float64]),
+       spread=st.sampled_from([1.0, 0.1, 0.01]), offset=st.sampled_from([0.0, 10.0, 300.0]))
+def test_property_float32_dask_reductions_and_empty_first_chunks(data, seed, dtype, spread, offset):
+    """A dask fit over any row chunking (empty first, inner or last chunks) equals the
+    in-memory fit from the same centres: labels, and an inertia_ within 1e-10 (float32 data
+    too: the chunked objective is summed in float64 by the definition)."""
+    da = pytest.importorskip("dask.array")
+    from bregclust import MultitaskBregmanClustering
+    rng = np.random.RandomState(seed)
+    means = rng.uniform(-3, 3, (3, 2)) + offset
+    X = (means[rng.randint(0, 3, 60)] + spread * rng.randn(60, 2)).astype(dtype)
+    chunks = data.draw(_row_chunks(60))
+    dX = da.from_array(X, chunks=(chunks, (2,)))
+    init = X[[0, 1, 2]].astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = BregmanKMeans(3, init=init, max_iter=20).fit(X)
+        b = BregmanKMeans(3, init=init, max_iter=20).fit(dX)
+        ma = MultitaskBregmanClustering(3, init=[init, init], max_iter=5).fit([X, X])
+        mb = MultitaskBregmanClustering(3, init=[init, init], max_iter=5).fit([dX, dX])
+    np.testing.assert_array_equal(b.labels_.compute(), a.labels_)
+    np.testing.assert_allclose(b.inertia_, a.inertia_, rtol=1e-10, atol=1e-300)
+    for u, v in zip(ma.labels_, mb.labels_):
+        np.testing.assert_array_equal(np.asarray(v), u)
+
+
+def _every_fitted_estimator():
+    """One fitted instance of every public estimator (single- and multi-task)."""
+    from bregclust import (
+        LNKMTC,
+        LSKMTC,
+        LSSMTC,
+        NonparametricKernelMTC,
+    )
+    X = uniform_points()
+    Xs = [uniform_points(), uniform_points(seed=1)]
+    y = np.r_[np.zeros(10), np.ones(10)]
+    single = [BregmanKMeans(2, random_state=0), BregmanMixture(2, random_state=0),
+              MiniBatchBregmanKMeans(2, random_state=0, batch_size=8),
+              BisectingBregmanKMeans(3, random_state=0), AgglomerativeBregman(2)]
+    multi = [MultitaskBregmanClustering(2, random_state=0), LSSMTC(2, random_state=0),
+             SharedSubspaceClustering(2, random_state=0), ModelRelationClustering(2, random_state=0),
+             LNKMTC(2, random_state=0), LSKMTC(2, random_state=0),
+             NonparametricKernelMTC(2, n_neighbors=4, random_state=0),
+             SpectralKernelMTC(2, random_state=0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for est in single:
+            yield est.fit(X)
+        for est in multi:
+            yield est.fit(Xs)
+        yield SymmetricNMF(2, random_state=0).fit(np.abs(np.corrcoef(X)))
+        yield SharedSubspaceTransfer(n_components=2).fit(np.vstack(Xs), np.r_[y, np.full(20, -1.0)])
+
+
+def test_every_fitted_estimator_pickles_with_every_protocol():
+    import pickle
+    for est in _every_fitted_estimator():
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            again = pickle.loads(pickle.dumps(est, protocol=protocol))
+            assert type(again) is type(est)
+            for key in ("labels_", "cluster_centers_", "means_"):
+                if hasattr(est, key):
+                    a, b = getattr(est, key), getattr(again, key)
+                    if isinstance(a, list):
+                        for u, v in zip(a, b):
+                            np.testing.assert_array_equal(v, u)
+                    else:
+                        np.testing.assert_array_equal(b, a)
+            if isinstance(est, BisectingBregmanKMeans):  # the tree itself came back
+                np.testing.assert_array_equal(again.predict(uniform_points(seed=3)),
+                                              est.predict(uniform_points(seed=3)))
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e300, 1e-300])
+def test_tasks_too_far_apart_for_one_scale_are_refused(scale):
+    """One task of extreme magnitude among normal ones: the multi-task objectives compare
+    the tasks in one unit, so the small task's divergences would fall below float64's range
+    (a degenerate partition and an infinite objective without a word): a ValueError naming
+    both tasks. Tasks that fit in one scale are still fitted."""
+    from bregclust import LSSMTC
+    rng = np.random.RandomState(0)
+    Xs = [rng.randn(30, 3) + 4 * np.eye(3)[rng.randint(0, 2, 30)] for _ in range(3)]
+    Zs = [Xs[0] * scale, Xs[1], Xs[2]]
+    for est in (MultitaskBregmanClustering(2, lam=0.5, random_state=0), LSSMTC(2, random_state=0)):
+        with pytest.raises(ValueError, match=r"task \d \(largest \|x\| .*\) and task \d .* too far "
+                                             r"apart for one common scale"):
+            est.fit(Zs)
+    for est in (MultitaskBregmanClustering(2, lam=0.5, random_state=0), LSSMTC(2, random_state=0)):
+        est.fit([Xs[0] * 1e100, Xs[1], Xs[2]])  # 2^332 apart: representable
+
+
+def test_multitask_objective_overflow_is_said():
+    Xs = [uniform_points() * 1e200, uniform_points(seed=1) * 1e200]
+    with pytest.warns(RuntimeWarning, match="objective_ overflowed to inf"):
+        est = MultitaskBregmanClustering(2, lam=0.5, random_state=0).fit(Xs)
+    assert not np.isfinite(est.objective_)
+    assert all(np.isfinite(c).all() for c in est.cluster_centers_)

@@ -645,3 +645,30 @@ def test_C_auto_keeps_the_grid_fit_with_the_best_single_task_objective():
 def test_kernel_kmeans_refuses_a_nan_kernel():
     with pytest.raises(ValueError, match="K contains NaN or infinity"):
         kernel_kmeans(np.full((4, 4), np.nan), 2)
+
+
+def test_cosine_geometry_is_scale_invariant_at_extreme_magnitudes():
+    """Cosine is scale invariant: tasks times 1e-170, 1e160, 1e-300 or 1e300 give the labels
+    and C="auto" criterion of the tasks as given (the criterion's unit rows underflowed, so
+    every candidate C scored 0 and LNKMTC returned one cluster per task without a word)."""
+    from sklearn.datasets import make_blobs
+
+    from bregclust import NonparametricKernelMTC, SpectralKernelMTC
+    from bregclust._multitask import within_cluster_per_point
+
+    Xs = [make_blobs(20, 3, centers=[[5, 0, 0], [0, 5, 0]], random_state=s, cluster_std=0.5)[0]
+          for s in (0, 1)]
+    ref = NonparametricKernelMTC(2, b=3, n_neighbors=4, random_state=0).fit(Xs)
+    sref = SpectralKernelMTC(2, n_neighbors=4, random_state=0).fit(Xs)
+    assert all(np.bincount(lab).tolist() == [10, 10] for lab in ref.labels_)
+    for scale in (1e-170, 1e160, 1e-300, 1e300):
+        Zs = [X * scale for X in Xs]
+        got = NonparametricKernelMTC(2, b=3, n_neighbors=4, random_state=0).fit(Zs)
+        for a, b in zip(got.labels_, ref.labels_):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(got.C_scores_, ref.C_scores_, rtol=1e-9)
+        for a, b in zip(SpectralKernelMTC(2, n_neighbors=4, random_state=0).fit(Zs).labels_,
+                        sref.labels_):
+            np.testing.assert_array_equal(a, b)
+        assert within_cluster_per_point(Zs, ref.labels_) == pytest.approx(
+            within_cluster_per_point(Xs, ref.labels_), rel=1e-12)

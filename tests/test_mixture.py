@@ -620,3 +620,83 @@ def test_verbose_shows_a_progress_bar_with_the_lower_bound(capsys):
     BregmanMixture(3, random_state=0).fit(X)
     assert capsys.readouterr() == ("", "")
 
+
+
+def test_gaussian_scale_limit_is_the_one_the_readme_states():
+    """The README's ``X * 2**s`` rule excepts the Gaussian mixture beyond about 2^+-500: its
+    dispersions scale as X^2. Inside the limit the fit is the rescaled fit; beyond it a
+    ValueError asks to rescale (never a silent wrong fit)."""
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "except for the Gaussian `BregmanMixture`" in readme
+    X = gaussian_data(n=60, d=2)
+    ref = BregmanMixture(2, random_state=0).fit(X)
+    for s in (-480, 480):
+        got = BregmanMixture(2, random_state=0).fit(X * 2.0**s)
+        np.testing.assert_allclose(got.means_, ref.means_ * 2.0**s, rtol=1e-9)
+        np.testing.assert_array_equal(got.predict(X * 2.0**s), ref.predict(X))
+    for s in (-520, 520, 1000):
+        with pytest.raises(ValueError, match="not representable in float64.*rescale X"):
+            BregmanMixture(2, random_state=0).fit(X * 2.0**s)
+
+
+def test_parameters_of_the_wrong_kind_are_named():
+    """A dict of candidates, a non-boolean warm_start, init vectors of the wrong length or
+    type, a bool n_components and an init of strings: one sentence naming the parameter."""
+    X = gaussian_data(n=40, d=2)
+    means = X[:2]
+    cases = [
+        (dict(n_components={2: 1, 3: 1}), TypeError, "n_components must be an int or a sequence"),
+        (dict(n_components={2, 3}), TypeError, "got a set"),
+        (dict(n_components=2, warm_start="yes"), TypeError, "warm_start must be True or False"),
+        (dict(n_components=2, init={"means": means, "dispersion": [1.0, 2.0, 3.0]}), ValueError,
+         r"init dispersion must be a number or 2 numbers \(one per component\), got shape \(3,\)"),
+        (dict(n_components=2, init={"means": means, "dispersion": "x"}), TypeError,
+         "init dispersion must be a number or 2 numbers"),
+        (dict(n_components=2, init={"means": means, "weights": [[0.5, 0.5]]}), ValueError,
+         "init weights must be a number or 2 numbers"),
+        (dict(n_components=True), TypeError, "pass an int, not a bool"),
+        (dict(n_components=[2, True]), TypeError, "pass an int, not a bool"),
+        (dict(n_components=2, init=np.array([["a", "b"], ["c", "d"]])), TypeError,
+         "init array must hold real numbers"),
+        (dict(n_components=2, init={"means": [["a", "b"], ["c", "d"]]}), TypeError,
+         "init means must hold real numbers"),
+    ]
+    for kw, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            BregmanMixture(**kw).fit(X)
+    # what stays accepted: a scalar dispersion for every component, a numpy bool warm_start
+    BregmanMixture(2, init={"means": means, "dispersion": 0.5}, max_iter=2).fit(X)
+    BregmanMixture(2, warm_start=np.bool_(False), max_iter=2).fit(X)
+
+
+@pytest.mark.parametrize("div,family", [("kl", "multinomial"), ("kl", "poisson"),
+                                        ("itakura_saito", "gamma"), ("sqeuclidean", "gaussian")])
+def test_integer_weights_equal_repeated_rows_as_the_docstring_states(div, family):
+    """Integer sample weights are repeated rows for every family once ``smoothing`` is a
+    number; ``smoothing="auto"`` counts rows, as the docstring now says: its pseudo-count is
+    the mean weight per row (dense data), so it differs between the two."""
+    rng = np.random.RandomState(0)
+    X = rng.poisson(3, (30, 6)).astype(float) + (0.5 if div == "itakura_saito" else 0.0)
+    w = rng.randint(1, 4, 30)
+    Xr = np.repeat(X, w, axis=0)
+    kw = dict(divergence=div, family=family, init=X[[0, 1]] + 0.1, max_iter=60, tol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for s in (0.0, 2.5):
+            if s == 0.0 and div == "kl":
+                continue  # kl means need a pseudo-count on these counts
+            a = BregmanMixture(2, smoothing=s, **kw).fit(X, sample_weight=w)
+            b = BregmanMixture(2, smoothing=s, **kw).fit(Xr)
+            np.testing.assert_allclose(a.means_, b.means_, rtol=1e-7, atol=1e-9)
+            np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-7)
+            assert a.lower_bound_ == pytest.approx(b.lower_bound_, rel=1e-7, abs=1e-9)
+        a = BregmanMixture(2, **kw).fit(X, sample_weight=w)
+        b = BregmanMixture(2, **kw).fit(Xr)
+    if div == "sqeuclidean":
+        assert a.smoothing_ == b.smoothing_ == 0.0
+    else:
+        assert b.smoothing_ != a.smoothing_
+        if family != "multinomial":  # dense data: one pseudo-row of the mean weight
+            assert a.smoothing_ == pytest.approx(w.mean()) and b.smoothing_ == pytest.approx(1.0)
+    assert "smoothing=\"auto\"`` counts rows" in BregmanMixture.fit.__doc__

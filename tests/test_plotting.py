@@ -395,3 +395,44 @@ def test_criterion_path_line_and_chosen_point():
     assert "BIC" in ax.get_ylabel()
     with pytest.raises(NotFittedError, match="plot_criterion_path needs a fitted estimator"):
         plotting.plot_criterion_path(BregmanMixture(2))
+
+
+def test_hostile_arguments_get_a_sentence_naming_them(mbc, blobs):
+    """Axes that are not Axes (every function), a pair that is a string, NaN class labels,
+    NaN merge heights, scores that are not numbers, a ClusterCountSelection whose fields
+    disagree: a TypeError/ValueError naming the argument, never matplotlib's or numpy's."""
+    import dataclasses
+
+    from bregclust import BregmanMixture, select_n_clusters
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(c, 0.5, size=(20, 2)) for c in (0.0, 5.0)])
+    gm = BregmanMixture([1, 2], random_state=0).fit(X)
+    Z = bregman_linkage(X[:10])
+    for call in (lambda: plotting.plot_criterion_path(gm, ax="left"),
+                 lambda: plotting.plot_relations(mbc, ax="left"),
+                 lambda: plotting.plot_objective(mbc, ax=1),
+                 lambda: plotting.plot_dendrogram(Z, ax=[1]),
+                 lambda: plotting.plot_task_pairs([0.1, 0.2], [0.3, 0.4], ax="x"),
+                 lambda: plotting.plot_divergence_balls(["kl"], axes=["x"])):
+        with pytest.raises(TypeError, match="ax(es)? must be a matplotlib Axes"):
+            call()
+    for pair in ("01", (0.0, 1.0), (True, 1), (0, 1, 2)):
+        with pytest.raises(TypeError, match="pair must be two task indices"):
+            plotting.plot_relations(mbc, pair=pair)
+    ys = [np.asarray(y, dtype=float) for y in blobs.ys]
+    ys[0][3] = np.nan
+    with pytest.raises(ValueError, match="ys contains NaN"):
+        plotting.plot_relations(mbc, ys=ys)
+    Zn = Z.copy()
+    Zn[2, 2] = np.nan
+    with pytest.raises(ValueError, match="Z contains NaN"):
+        plotting.plot_dendrogram(Zn)
+    for bad in ("ab", ["a", "b"]):
+        with pytest.raises(TypeError, match="scores_ind must be a sequence of per-task scores"):
+            plotting.plot_task_pairs(bad, [0.3, 0.4])
+    sel = select_n_clusters(X, [1, 2], random_state=0)
+    for broken in (dataclasses.replace(sel, n_clusters=7),
+                   dataclasses.replace(sel, criterion_path=sel.criterion_path[:1])):
+        with pytest.raises(ValueError, match="do not match"):
+            plotting.plot_criterion_path(broken)
