@@ -36,7 +36,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress
-from ._smoothing import push_inside, resolve_smoothing
+from ._smoothing import push_inside
 from ._validation import (
     DomainError,
     EmptyClusterWarning,
@@ -84,6 +84,11 @@ def _mm(A, B):
         return np.asarray((B.T @ A.T).T)
     out = A @ B
     return out.toarray() if sp.issparse(out) else np.asarray(out)
+
+
+def _group_rows(S, labels, k):
+    """Sums of the rows of a dense ``S`` by cluster: ``k x S.shape[1]``."""
+    return np.asarray(_indicator(labels, k).T @ S)
 
 
 def _dot_inf(M, T):
@@ -145,6 +150,7 @@ class _Side:
     w: np.ndarray = None
     z: np.ndarray = None
     indptr: np.ndarray = None
+    _nz_rows: np.ndarray = None
 
     @property
     def full(self):
@@ -153,6 +159,23 @@ class _Side:
     def csr(self, data):
         """The observed entries' pattern carrying ``data``."""
         return sp.csr_matrix((data, self.v, self.indptr), shape=(self.m, self.n))
+
+    def aggregate(self, labels, l):
+        """``S = (W * Z) C`` and ``N = W C`` (``m x l``) for the column labels ``labels``;
+        ``N`` is None without weights (every row has the cluster sizes). One pass over the
+        stored entries (a bincount, faster than a sparse product with the indicator)."""
+        m = self.m
+        if self.full:
+            Z = self.Z
+            if not sp.issparse(Z):
+                return _mm(Z, _indicator(labels, l)), None
+            if self._nz_rows is None:
+                self._nz_rows = np.repeat(np.arange(m), np.diff(Z.indptr))
+            key = self._nz_rows * l + labels[Z.indices]
+            return np.bincount(key, Z.data, minlength=m * l).reshape(m, l), None
+        key = self.u * l + labels[self.v]
+        return (np.bincount(key, self.w * self.z, minlength=m * l).reshape(m, l),
+                np.bincount(key, self.w, minlength=m * l).reshape(m, l))
 
     def wz_matrix(self):
         """``W * Z`` (dense or sparse) and the weight per row/column cluster statistic."""
@@ -190,16 +213,34 @@ class _BlockModel:
         self.div, self.sides, self.k, self.l = div, sides, k, l
         self.beta, self.zbar = beta, zbar
         self.mu = None
+        self._cache = {}
+
+    def _stats(self, axis, labels):
+        """``(S, N)`` of :meth:`_Side.aggregate`, the last one per side kept: the parameter
+        update and the next assignment step read the same one."""
+        hit = self._cache.get(axis)
+        if hit is not None and np.array_equal(hit[0], labels):
+            return hit[1], hit[2]
+        l = self.l if axis == 0 else self.k
+        S, N = self.sides[axis].aggregate(labels, l)
+        if N is None:
+            N = np.bincount(labels, minlength=l).astype(float)
+        self._cache[axis] = (labels.copy(), S, N)
+        return S, N
 
     def update(self, r, h):
-        rows = self.sides[0]
-        Ch = _indicator(h, self.l)
-        S = _mm(rows.wz_matrix(), Ch)
-        N = (np.broadcast_to(np.bincount(h, minlength=self.l).astype(float), S.shape)
-             if rows.full else _mm(rows.csr(rows.w), Ch))
-        Rg = _indicator(r, self.k)
-        Sb = np.asarray(Rg.T @ S)
-        Nb = np.asarray(Rg.T @ N)
+        k, l = self.k, self.l
+        hit = self._cache.get(1)
+        if hit is not None and np.array_equal(hit[0], r):
+            S, N = hit[1], hit[2]           # the column side already summed by r: n x k
+            Sb = _group_rows(S, h, l).T
+            Nb = (_group_rows(N, h, l).T if N.ndim == 2
+                  else np.outer(N, np.bincount(h, minlength=l)))
+        else:
+            S, N = self._stats(0, h)        # m x l
+            Sb = _group_rows(S, r, k)
+            Nb = (_group_rows(N, r, k) if N.ndim == 2
+                  else np.outer(np.bincount(r, minlength=k), N))
         with np.errstate(invalid="ignore", divide="ignore"):
             mu = (Sb + self.beta * self.zbar) / (Nb + self.beta)
         self.mu = np.where(Nb + self.beta > 0, mu, self.zbar)
@@ -210,19 +251,14 @@ class _BlockModel:
     def costs(self, axis, other):
         """Row (axis 0) or column (axis 1) costs ``F[i, g]``: the objective is
         ``const + sum_i F[i, label_i] + penalty``."""
-        side = self.sides[axis]
         mu = self.params(axis)
-        l = mu.shape[1]
         T2 = _dphi_array(self.div, mu)
         with np.errstate(invalid="ignore"):
             T1 = mu * T2 - _phi_array(self.div, mu)
         T1 = np.where(np.isfinite(T2), T1, -_phi_array(self.div, mu))
-        Ch = _indicator(other, l)
-        S = _mm(side.wz_matrix(), Ch)
-        if side.full:
-            N = np.bincount(other, minlength=l).astype(float)
+        S, N = self._stats(axis, other)
+        if N.ndim == 1:
             return (T1 @ N)[None, :] - _dot_inf(S, T2.T)
-        N = _mm(side.csr(side.w), Ch)
         return N @ T1.T - _dot_inf(S, T2.T)
 
     def penalty(self):
@@ -622,8 +658,7 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         C2 only: weight ``beta`` of a pseudo-entry at the data mean ``z`` added to every block,
         whose mean is then ``(S + beta z) / (N + beta)`` (the smoothing rule of the centroid
         estimators), so an empty block has mean ``z`` and kl block means stay positive.
-        ``"auto"``: 0 on R; for non-negative data one pseudo-entry of average weight, or,
-        for sparse data (at least 90% zeros), one average block mass spread... see Notes.
+        ``"auto"``: 0 for divergences on R, otherwise one pseudo-entry of average weight.
         The other bases take no smoothing (``"auto"`` means 0 there).
     n_init : int, default=10
         Restarts from random balanced labels; the lowest objective wins.
@@ -668,8 +703,10 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
     ``R^T Z C`` in memory ``O(nnz + (n + m)(k + l))``; with weights, C2 stays closed form and
     the other bases are solved by cyclic Bregman projections over the observed entries.
 
-    ``smoothing="auto"`` for C2 on non-negative or positive data gives ``beta`` equal to
-    one average entry weight, a pseudo-entry per block.
+    ``smoothing="auto"`` gives one pseudo-entry per block, not the k-means rule for sparse
+    counts (three average cluster masses): a block holds ``|rows| x |columns|`` entries, and
+    that much shrinkage pulls every block mean to the data mean (on 20 Newsgroups the row
+    NMI falls from 0.23 to 0.03, ``benchmarks/coclustering.py``).
 
     References
     ----------
@@ -849,18 +886,15 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         if W is None:
             w_total = float(m * n)
             wz_total = float(Xc.sum())
-            nnz = Xc.nnz if sp.issparse(Xc) else int(np.count_nonzero(Xc))
             const = _const_full(div, Xc)
         else:
             w_total = float(rows.w.sum())
             wz_total = float(rows.w @ rows.z)
-            nnz = int(np.count_nonzero(rows.z))
             const = float(rows.w @ _phi_array(div, rows.z))
         beta = 0.0
         zbar = float(push_inside(np.array([wz_total / w_total]), div)[0])
         if basis == "C2":
-            # the shared rule with the entries as samples and the blocks as clusters
-            beta = resolve_smoothing(smoothing, div, (m * n, 1, nnz, w_total), k * l)
+            beta = _auto_beta(div, m, n, w_total) if smoothing == "auto" else float(smoothing)
             model_of = lambda: _BlockModel(div, (rows, cols), k, l, beta, zbar)  # noqa: E731
         else:
             link = _LINKS[div.name]
@@ -935,6 +969,19 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
             model.lam = lam
             out = model.reconstruct(r, h)
         return out.astype(self._dtype, copy=False)
+
+
+def _auto_beta(div, m, n, w_total):
+    """``smoothing="auto"`` for C2: 0 on R, else one pseudo-entry of average weight per block.
+
+    Not the k-means rule for sparse counts (three average cluster masses): a block holds
+    ``|rows| x |columns|`` entries, so that much shrinkage pulls every block mean to the
+    data mean and the row clusters lose the newsgroups (``benchmarks/coclustering.py``,
+    the "ours C2 k-means rule" row).
+    """
+    if div.domain == "real":
+        return 0.0
+    return w_total / (m * n)
 
 
 def _const_full(div, X):
