@@ -299,12 +299,12 @@ class _LagrangeModel:
         the next coarser mean, so that a row can still move into an empty cluster."""
         side = self.sides[0]
         Z, m, n, k, l = side.Z, side.m, side.n, self.k, self.l
-        Ch, Rg = _indicator(h, l), _indicator(r, k)
+        Rg = _indicator(r, k)
         mg = np.bincount(r, minlength=k).astype(float)
         nh = np.bincount(h, minlength=l).astype(float)
         zr = np.asarray(Z.sum(axis=1), dtype=np.float64).ravel()
         zc = np.asarray(Z.sum(axis=0), dtype=np.float64).ravel()
-        ZC = _mm(Z, Ch)                      # m x l
+        ZC = side.aggregate(h, l)[0]                 # m x l
         Sb = np.asarray(Rg.T @ ZC)                   # k x l
         tot = zr.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -322,7 +322,7 @@ class _LagrangeModel:
         if "RxCC" in parts:
             with np.errstate(invalid="ignore", divide="ignore"):
                 UVh = np.where(nh[None, :] > 0, ZC / nh[None, :], row[:, None])
-                RZ = _mm(Rg.T, Z)
+                RZ = self.sides[1].aggregate(r, k)[0].T  # k x n
                 UhV = np.where(mg[:, None] > 0, RZ / mg[:, None], col[None, :])
         add = self.link == "add"
 
@@ -492,7 +492,7 @@ class _LagrangeModel:
         Ch = _indicator(h, l)
         nh = np.bincount(h, minlength=l).astype(float)
         zr = np.asarray(Z.sum(axis=1), dtype=np.float64).ravel()
-        ZC = _mm(Z, Ch)
+        ZC = side.aggregate(h, l)[0]
         a0 = np.zeros(m) if a is None else a
         c0 = np.zeros(n) if c is None else c
         eb = np.broadcast_to(e, (m, e.shape[1]))
