@@ -8,6 +8,7 @@ from .agglomerative import (
     dendrogram_purity,
 )
 from .bisecting import BisectingBregmanKMeans
+from .coclustering import BregmanCoclustering
 from .divergences import (
     Divergence,
     divergence_table,
@@ -58,6 +59,7 @@ __all__ = [
     "select_n_clusters",
     "MiniBatchBregmanKMeans",
     "BisectingBregmanKMeans",
+    "BregmanCoclustering",
     "Divergence",
     "DomainError",
     "EmptyClusterWarning",

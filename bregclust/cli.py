@@ -409,6 +409,7 @@ METHODS = {
     "lssmtc": ("SharedSubspaceClustering", "one-k"),
     "lskmtc": ("SpectralKernelMTC", "kernel"),
     "lnkmtc": ("NonparametricKernelMTC", "kernel"),
+    "coclustering": ("BregmanCoclustering", "per-task"),
 }
 
 #: ``fit`` option (its argparse ``dest``) -> the estimator parameter it sets. A method takes an
@@ -427,6 +428,8 @@ OPTIONS = {
     "batch_size": "batch_size",
     "bisecting_strategy": "bisecting_strategy",
     "family": "family",
+    "basis": "basis",
+    "column_clusters": "n_column_clusters",
     "n_init": "n_init",
     "max_iter": "max_iter",
     "tol": "tol",
@@ -437,13 +440,15 @@ OPTIONS = {
 #: Parameters a method's estimator names differently (the agglomerative model is the
 #: divergence whose identity statistic it merges with).
 _RENAMED = {"agglomerative": {"divergence": "model", "divergence_params": "model_params"},
-            "mixture": {"n_clusters": "n_components"}}
+            "mixture": {"n_clusters": "n_components"},
+            "coclustering": {"n_clusters": "n_row_clusters"}}
 
 _FLAGS = {"divergence": "--divergence", "model": "--model",
           "mahalanobis_matrix": "--mahalanobis-matrix", "lam": "--lam", "C": "--C",
           "marginals": "--marginals", "centroid_solver": "--centroid-solver",
           "smoothing": "--smoothing", "batch_size": "--batch-size",
           "bisecting_strategy": "--bisecting-strategy", "family": "--family",
+          "basis": "--basis", "column_clusters": "--column-clusters",
           "n_init": "--n-init", "max_iter": "--max-iter", "tol": "--tol", "seed": "--seed",
           "verbose": "-v"}
 
@@ -573,7 +578,7 @@ def _fit_method(args, cls, params, Xs, ks):
 def _labels(est, X):
     """The labels of one fitted per-file estimator (a mixture's most probable components)."""
     est.fit(X)
-    labels = getattr(est, "labels_", None)
+    labels = getattr(est, "labels_", getattr(est, "row_labels_", None))
     return est.predict(X) if labels is None else labels
 
 
@@ -1070,6 +1075,11 @@ def build_parser():
                    default=None, help="bisecting: which cluster to split next")
     p.add_argument("--family", default=None,
                    help="mixture: the exponential family of kl (multinomial or poisson)")
+    p.add_argument("--basis", default=None,
+                   help="coclustering: the basis C1-C6 (default C2, block averages)")
+    p.add_argument("--column-clusters", type=int, default=None,
+                   help="coclustering: column clusters (-k gives the row clusters, whose "
+                        "labels are written)")
     p.add_argument("--n-init", type=int, default=None,
                    help="restarts; the one with the best objective is kept")
     p.add_argument("--max-iter", type=int, default=None,

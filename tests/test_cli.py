@@ -426,7 +426,8 @@ _VALUES = {"divergence": ("--divergence", "kl", "kl"), "model": ("--model", "kl"
            "verbose": ("-vv", None, 2), "smoothing": ("--smoothing", "2", 2.0),
            "batch_size": ("--batch-size", "64", 64),
            "bisecting_strategy": ("--bisecting-strategy", "largest_cluster", "largest_cluster"),
-           "family": ("--family", "poisson", "poisson")}
+           "family": ("--family", "poisson", "poisson"),
+           "basis": ("--basis", "C5", "C5"), "column_clusters": ("--column-clusters", "2", 2)}
 
 
 def _option_cases(taken):
@@ -899,3 +900,21 @@ def test_bad_values_and_files_get_specific_messages(tmp_path, capsys):
         capsys, ["fit", str(ok), "-k", "2", "--divergence", "mahalanobis"])
     assert "--output-dir" in _user_error(
         capsys, ["fit", str(ok), str(ok), "-k", "2", "-o", str(tmp_path / "l.txt")])
+
+
+def test_fit_coclustering_writes_row_labels(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    blocks = np.array([[8.0, 1.0], [1.0, 8.0]])
+    X = rng.poisson(blocks[np.ix_(np.repeat([0, 1], 6), np.repeat([0, 1], 5))]).astype(float)
+    f = tmp_path / "counts.npy"
+    np.save(f, X)
+    out = tmp_path / "rows.txt"
+    assert main(["fit", str(f), "--method", "coclustering", "-k", "2", "--column-clusters", "2",
+                 "--basis", "C5", "--divergence", "kl", "-o", str(out), "--quiet"]) == 0
+    labels = np.loadtxt(out, dtype=int)
+    from bregclust import BregmanCoclustering
+
+    ref = BregmanCoclustering(2, 2, basis="C5", divergence="kl", random_state=0).fit(X)
+    assert (labels == ref.row_labels_).all()
+    assert main(["fit", str(f), "--method", "kmeans", "--basis", "C5"]) == 2
+    assert "--basis does not apply to --method kmeans" in capsys.readouterr().err
