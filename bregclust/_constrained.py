@@ -160,10 +160,6 @@ def check_size_bounds(size_min, size_max, k, w, method="exact"):
         j = bad[0]
         raise ValueError(f"size_min exceeds size_max for cluster {j} ({_fmt(lo[j])} > "
                          f"{_fmt(hi[j])}); lower size_min or raise size_max.")
-    if (hi <= 0).any():
-        j = np.flatnonzero(hi <= 0)[0]
-        raise ValueError(f"size_max of cluster {j} is {_fmt(hi[j])}: a cluster must be able to "
-                         "hold a sample; use fewer clusters instead.")
     if lo.sum() > total * (1 + 1e-12):
         arith = (f"{k} * {_fmt(lo[0])} = {_fmt(lo.sum())}" if np.all(lo == lo[0]) and
                  np.ndim(size_min) == 0 else f"sum(size_min) = {_fmt(lo.sum())}")
@@ -286,7 +282,7 @@ def _repair(D, w, labels, bounds):
             return labels, True
         if over.size:  # out of cluster j, into a cluster with room
             j = over[np.argmax(W[over] - hi[over])]
-            idx = np.flatnonzero(labels == j)
+            idx = np.flatnonzero((labels == j) & (w > 0))
             room = (W[None, :] + w[idx, None] <= hi[None, :] + tol)
             room[:, j] = False
             gain = np.where(room, D[idx] - D[idx, j][:, None], np.inf)
@@ -405,6 +401,7 @@ def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *,
         ``part.labels`` the constrained labels of ``centres``.
     """
     w = src.block.weights()
+    zero = np.flatnonzero(w <= 0)
     k = centres.shape[0]
     where = f" (restart {run})"
     D = src.pairwise(div, centres)
@@ -432,8 +429,10 @@ def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *,
             # modes, weighted repairs, and the rounding of an exact solve)
             if asg.feasible and (not new.feasible or
                                  _cost(D, w, asg.labels) <= _cost(D, w, new.labels)):
-                new = Assignment(asg.labels, True, new.potentials)
+                new = Assignment(asg.labels.copy(), True, new.potentials)
             infeasible = infeasible and not new.feasible
+            if zero.size:  # rows of no weight follow their nearest centre
+                new.labels[zero] = np.argmin(D[zero], axis=1)
             changed = E.labels_differ(asg.labels, new.labels)
             asg = new
             part = stats(asg.labels, D)
@@ -466,8 +465,9 @@ def check_batch_bounds(size_min, size_max, fitted, w, k):
     Parameters
     ----------
     size_min, size_max : None, "fit", number or array-like of shape (k,)
-    fitted : tuple of two ndarrays or None
-        ``(lo, hi)`` of the fit, with the total weight of the training data as third entry.
+        ``"fit"``: the fitted bound scaled to the batch (None when the fit had no bounds).
+    fitted : tuple or None
+        ``(lo, hi, total)``: the fitted bounds and the total weight of the training data.
     w : ndarray of shape (m,)
         The batch's weights.
     k : int
@@ -483,12 +483,11 @@ def check_batch_bounds(size_min, size_max, fitted, w, k):
         return not (isinstance(v, str) and v == "fit")
 
     if not given(size_min) or not given(size_max):
+        lo, hi, train_total = fitted if fitted is not None else (None, None, None)
+        ratio = total / train_total if fitted is not None else 1.0
         if fitted is None:
-            raise ValueError("the model was fitted without size_min / size_max; pass the bounds "
-                             "of the batch to predict_constrained.")
-        lo, hi, train_total = fitted
-        ratio = total / train_total
-        if unit:
+            lo_b = hi_b = None
+        elif unit:
             lo_b, hi_b = np.floor(lo * ratio + 1e-9), np.ceil(hi * ratio - 1e-9)
         else:
             lo_b, hi_b = lo * ratio, hi * ratio
@@ -496,7 +495,7 @@ def check_batch_bounds(size_min, size_max, fitted, w, k):
             size_min = lo_b
         if not given(size_max):
             size_max = hi_b
-    if size_min is None and size_max is None:
+    if size_min is None and size_max is None:  # no bound: the nearest centres
         size_max = total
     return check_size_bounds(size_min, size_max, k, w, "exact")
 

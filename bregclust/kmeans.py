@@ -344,7 +344,8 @@ default="auto"
 default="fit"
             ``"fit"``: the fitted bounds (``size_min_``, ``size_max_``) scaled by the batch's
             total weight over the training data's, rounded outward (down for ``size_min``,
-            up for ``size_max``) when the sizes are counts; a balanced fit stays balanced.
+            up for ``size_max``) when the sizes are counts, so a balanced fit stays balanced
+            (no bound when the model was fitted without bounds). ``None``: no bound.
 
         Returns
         -------
