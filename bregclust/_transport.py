@@ -9,11 +9,12 @@ limit grows with the problem size, and a result code other than optimal becomes 
 """
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["transport_plan"]
+__all__ = ["transport_plan", "assignment_plan", "entropic_plan", "AssignmentPlan"]
 
 
 def transport_plan(a, b, M, *, where="", what="the transport plan may be suboptimal",
@@ -76,4 +77,135 @@ def transport_plan(a, b, M, *, where="", what="the transport plan may be subopti
             ConvergenceWarning,
             stacklevel=stacklevel,
         )
+    return np.asarray(G, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class AssignmentPlan:
+    """An exact transport plan with the dual potentials that warm-start the next solve.
+
+    Attributes
+    ----------
+    plan : ndarray of shape (n_rows, n_cols)
+        The optimal plan (float64).
+    potentials : tuple of two ndarrays
+        POT's dual potentials ``(u, v)`` of the solve.
+    cost : float
+        ``<plan, M>``.
+    """
+
+    plan: np.ndarray
+    potentials: tuple
+    cost: float
+
+
+def _check_costs(a, b, M, name, advice):
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    if np.isnan(M).any():
+        raise ValueError(f"{name} contains NaN; {advice}.")
+    if not np.isfinite(M).all():
+        raise ValueError(f"{name} is infinite (a divergence overflowed float64, or a centre lies "
+                         f"on the boundary of the domain); {advice}.")
+    return a, b, M
+
+
+def assignment_plan(a, b, M, *, potentials=None, where="", stacklevel=3,
+                    advice="use smoothing > 0 or rescale the data"):
+    """Exact plan of a transport problem whose marginals are equal sums (POT's network simplex).
+
+    Used by the size-constrained assignment (:mod:`bregclust._constrained`): ``a`` are the
+    sample weights (and a slack row), ``b`` the cluster capacities, ``M`` the divergences.
+    Unlike :func:`transport_plan`, ``b`` is not rescaled (the caller balances the marginals
+    exactly: with integer marginals the network simplex then returns an integral vertex), and
+    the dual potentials of the previous solve may warm-start this one.
+
+    Parameters
+    ----------
+    a : array-like of shape (n_rows,)
+        Positive row marginal.
+    b : array-like of shape (n_cols,)
+        Positive column marginal with the sum of ``a``.
+    M : array-like of shape (n_rows, n_cols)
+        Finite cost matrix.
+    potentials : tuple of two ndarrays, optional
+        ``(u, v)`` of an earlier solve of a problem of the same shape (a warm start: the plan
+        is still optimal, only the number of pivots changes).
+    where : str, default=""
+        Appended to the messages.
+    stacklevel : int, default=3
+        Passed to :func:`warnings.warn`.
+    advice : str
+        The fix named when ``M`` is not finite.
+
+    Returns
+    -------
+    AssignmentPlan
+
+    Raises
+    ------
+    ValueError
+        ``M`` is not finite.
+    """
+    import ot
+
+    a, b, M = _check_costs(a, b, M, f"the divergences between points and centres{where}",
+                           advice)
+    kw = {}
+    if potentials is not None and potentials[0].shape == a.shape and \
+            potentials[1].shape == b.shape:
+        kw["potentials_init"] = potentials
+    # check_marginals=False: the caller's marginals have equal sums up to the rounding of the
+    # sum of the weights (POT would refuse a difference of one ulp)
+    G, log = ot.emd(a, b, M, numItermax=max(100000, 50 * a.size * b.size), log=True,
+                    check_marginals=False, **kw)
+    code = log.get("result_code", 1)
+    if code != 1:
+        warnings.warn(
+            f"ot.emd did not reach an optimal assignment{where} (result code {code}: "
+            f"{log.get('warning')}); the cluster sizes may miss their bounds.",
+            ConvergenceWarning, stacklevel=stacklevel)
+    G = np.asarray(G, dtype=np.float64)
+    return AssignmentPlan(G, (np.asarray(log["u"]), np.asarray(log["v"])), float(log["cost"]))
+
+
+def entropic_plan(a, b, M, reg, *, where="", stacklevel=3, max_iter=1000,
+                  advice="use smoothing > 0 or rescale the data"):
+    """Entropic transport plan (POT's Sinkhorn iterations, log-domain when ``reg`` is small).
+
+    Parameters
+    ----------
+    a : array-like of shape (n_rows,)
+    b : array-like of shape (n_cols,)
+        Marginals of equal sums.
+    M : array-like of shape (n_rows, n_cols)
+        Finite cost matrix.
+    reg : float
+        Entropic regularisation, in the units of ``M``.
+    where : str, default=""
+    stacklevel : int, default=3
+    max_iter : int, default=1000
+    advice : str
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_cols)
+        The plan (float64): its rows sum to ``a`` only approximately.
+
+    Raises
+    ------
+    ValueError
+        ``M`` is not finite.
+    """
+    import ot
+
+    a, b, M = _check_costs(a, b, M, f"the divergences between points and centres{where}",
+                           advice)
+    with warnings.catch_warnings():
+        # POT warns when Sinkhorn stops at max_iter; the caller rounds and repairs the plan,
+        # so an unconverged plan is only a worse starting point, never an error
+        warnings.simplefilter("ignore")
+        G = ot.sinkhorn(a, b, M, reg, method="sinkhorn_log", numItermax=max_iter,
+                        stopThr=1e-6)
     return np.asarray(G, dtype=np.float64)

@@ -19,6 +19,12 @@ from sklearn.utils import check_random_state
 
 from . import _conditioning as C
 from . import _execution as E
+from ._constrained import (
+    check_batch_bounds,
+    check_size_bounds,
+    constrained_labels,
+    constrained_lloyd,
+)
 from ._seeding import bregman_kmeans_plusplus, seed_centres, seeding_method
 from ._smoothing import (
     AUTO_SPARSE_CLUSTER_MASSES,
@@ -98,6 +104,19 @@ default="auto"
         ``n_clusters``.
     init_rounds : int, default=5
         k-means|| only: number of sampling rounds (passes over the data).
+    size_min, size_max : int, float or array-like of shape (n_clusters,), default=None
+        Bounds on every cluster's size (one value for all, or one per cluster); with
+        ``sample_weight``, on its weighted size ``sum_{i in j} w_i``. Without weights they
+        count samples and must be whole numbers. ``None`` for no bound. Bounds that no
+        assignment meets (``n_clusters * size_min > n``, ``n_clusters * size_max < n``,
+        ``size_min > size_max``) are refused. The assignment step then solves a transport
+        problem over the divergences (:doc:`/guide/kmeans`, "Cluster sizes"); data must be in
+        memory (not a dask array).
+    size_method : {"exact", "sinkhorn", "greedy"}, default="exact"
+        The constrained assignment step: ``"exact"`` the optimal labels (POT's network
+        simplex; ``O(n k)`` memory); ``"sinkhorn"`` (an entropic plan, rounded) and
+        ``"greedy"`` (nearest centres) then moves of least cost until the sizes fit:
+        approximate, for large ``n``. Ignored without bounds.
 
     Attributes
     ----------
@@ -114,6 +133,9 @@ default="auto"
         this objective, so the history never increases.
     divergence_ : Divergence
     smoothing_ : float
+    size_min_, size_max_ : ndarray of shape (n_clusters,) or None
+        The bounds the fit kept (``size_max_`` capped at what the other clusters' minima
+        leave), in the units of ``sample_weight``; None when fitted without bounds.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Column names of ``X`` when it was a pandas DataFrame with string column names;
@@ -155,7 +177,8 @@ default="auto"
 
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
                  init="auto", n_init="auto", max_iter=300, tol=1e-4, smoothing="auto",
-                 random_state=None, verbose=0, oversampling_factor=2.0, init_rounds=5):
+                 random_state=None, verbose=0, oversampling_factor=2.0, init_rounds=5,
+                 size_min=None, size_max=None, size_method="exact"):
         self.n_clusters = n_clusters
         self.divergence = divergence
         self.divergence_params = divergence_params
@@ -168,6 +191,9 @@ default="auto"
         self.verbose = verbose
         self.oversampling_factor = oversampling_factor
         self.init_rounds = init_rounds
+        self.size_min = size_min
+        self.size_max = size_max
+        self.size_method = size_method
 
     def _check_n_init(self, init_is_array):
         n_init = self.n_init
@@ -241,6 +267,7 @@ default="auto"
             check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
             src = as_source(X, sample_weight, div, validate=self._validator(reset=True))
             k = check_n_clusters(self.n_clusters, src.n)
+            bounds = self._check_sizes(src, k)
             init, init_is_array = self._check_init(div, k, src.d, src)
             n_init = self._check_n_init(init_is_array)
             rng = check_random_state(self.random_state)
@@ -263,8 +290,13 @@ default="auto"
             best = None
             for run in range(n_init):
                 C0 = self._seed(src, div, k, rng, beta, z, init)
-                res = lloyd(src, div, C0, beta, z, self.max_iter, self.tol, run,
-                            verbose=self.verbose, first=first)
+                if bounds is not None:
+                    res = constrained_lloyd(src, div, C0, beta, z, self.max_iter, self.tol,
+                                            run, bounds.scaled(cond.weight_scale),
+                                            verbose=self.verbose)
+                else:
+                    res = lloyd(src, div, C0, beta, z, self.max_iter, self.tol, run,
+                                verbose=self.verbose, first=first)
                 if self.verbose:
                     print(f"BregmanKMeans restart {run}: objective {res.objective:.6g}, "
                           f"{res.n_iter} iterations")
@@ -273,7 +305,58 @@ default="auto"
             inertia = src.final_objective(div, best.part, best.centres)
             labels = src.labels(div, E.prepare_centres(div, best.centres), best.part)
             self._set_fitted(div, cond, smoothing, best, inertia, labels, src)
+            self.size_min_, self.size_max_ = (None, None) if bounds is None else (
+                bounds.lo, bounds.hi)
+            self._size_total = None if bounds is None else bounds.total
             return self
+
+    def _check_sizes(self, src, k):
+        """The validated size bounds (:mod:`bregclust._constrained`), or None."""
+        if self.size_min is None and self.size_max is None:
+            return None
+        if src.chunked:
+            raise ValueError("size_min / size_max need the data in memory (the constrained "
+                             "assignment solves one transport problem over all samples); "
+                             "pass X.compute() instead of a dask array, or drop the bounds.")
+        return check_size_bounds(self.size_min, self.size_max, k, src.block.weights(),
+                                 self.size_method)
+
+    def predict_constrained(self, X, sample_weight=None, *, size_min="fit", size_max="fit"):
+        """Labels of a batch under size bounds: the optimal constrained assignment to the
+        fitted centres (:meth:`predict` is the unconstrained nearest centre).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            In memory.
+        sample_weight : array-like of shape (n_samples,), optional
+        size_min, size_max : "fit", None, number or array-like of shape (n_clusters,), \
+default="fit"
+            ``"fit"``: the fitted bounds (``size_min_``, ``size_max_``) scaled by the batch's
+            total weight over the training data's, rounded outward (down for ``size_min``,
+            up for ``size_max``) when the sizes are counts, so a balanced fit stays balanced
+            (no bound when the model was fitted without bounds). ``None``: no bound.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+
+        Raises
+        ------
+        ValueError
+            Bounds that no assignment of the batch meets, or a dask array.
+        """
+        src = self._source(X, sample_weight)
+        if src.chunked:
+            raise ValueError("predict_constrained needs the data in memory; pass X.compute().")
+        w = src.block.weights()
+        k = self.cluster_centers_.shape[0]
+        fitted = None
+        if self.size_min_ is not None:
+            fitted = (self.size_min_, self.size_max_, self._size_total)
+        bounds = check_batch_bounds(size_min, size_max, fitted, w, k)
+        D = src.transform(self.divergence_, self.cluster_centers_)
+        return constrained_labels(D, w, bounds, stacklevel=3).labels
 
     def _set_fitted(self, div, cond, smoothing, best, inertia, labels, src):
         inertia = reported_objective(type(self).__name__, div, cond, inertia, stacklevel=4)
