@@ -13,8 +13,8 @@
    corpus has 18,846 documents: larger sizes take the whole corpus plus documents drawn again
    (said in the table).
 4. Itakura-Saito and gaussian_diag on dense data (n = 10,000, d = 50, gamma-distributed).
-5. (``--drivers``) The exact and the pruned generic drivers on the same documents: identical
-   trees, and where the pruned one starts to pay for its one-time compilation.
+5. (``--drivers``) The exact and the pruned generic drivers on the same documents (both
+   compiled): identical trees, and the size from which the pruned one is faster.
 
 Kernels are compiled (or loaded from numba's cache) on a small problem first; that time is
 reported separately.
@@ -237,7 +237,7 @@ def bench_dense(n, d, seed):
 def bench_drivers(sizes, model, n_terms, seed, runs):
     """Both generic drivers on the same 20 Newsgroups documents: the exact one (every cost
     evaluated) and the pruned one (lower bounds first); identical trees, and the size from
-    which the pruned driver pays for its one-time compilation (``PRUNED_MIN_N``)."""
+    which the pruned driver is faster (``PRUNED_MIN_N``)."""
     import numba
 
     from bregclust import agglomerative as AG
@@ -248,7 +248,7 @@ def bench_drivers(sizes, model, n_terms, seed, runs):
     data = load_20newsgroups(max_features=n_terms)
     print(f"\n## exact and pruned generic drivers, {model}: 20 Newsgroups x {n_terms} most "
           f"frequent terms (random documents, seed {seed}), best of {runs}; the estimators run "
-          f"the pruned driver when it is compiled or n > PRUNED_MIN_N = {AG.PRUNED_MIN_N}")
+          f"the pruned driver on sparse data when n > PRUNED_MIN_N = {AG.PRUNED_MIN_N}")
     print("| n | exact driver (s) | pruned driver (s) | ratio | identical merges and heights |")
     print("|---|---|---|---|---|")
     rng = np.random.default_rng(seed)
