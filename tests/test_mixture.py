@@ -734,6 +734,13 @@ def test_tight_gaussian_components_far_from_the_origin_keep_their_digits():
         ref, _ = log_likelihood(X, "gaussian", g.weights_, g.means_, g.dispersion_)
         np.testing.assert_allclose(g.score_samples(X), ref, rtol=1e-10, atol=1e-8)
         assert g.score(X) == pytest.approx(ref.mean(), rel=1e-10)
+    da = pytest.importorskip("dask.array")  # the same passes over chunks (one empty)
+    on_dask = BregmanMixture(2, init={"means": means}, reg_dispersion=0.0, smoothing=0.0,
+                             dispersion="component", max_iter=20, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        on_dask.fit(da.from_array(X, chunks=((0, 30, 70), 2)))
+    np.testing.assert_allclose(on_dask.dispersion_, g.dispersion_, rtol=1e-9)
 
 
 def test_tight_gamma_components_keep_their_digits():
