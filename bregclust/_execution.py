@@ -1093,8 +1093,9 @@ def mixture_pass(div, X, prepared, mc, w, *, hard=False, accumulate=True, keep_r
 
 #: The E-step evaluates by the definition the rows whose logits ``alpha_h - beta_h d`` the
 #: GEMM form may get wrong by more than this (nats): a tight component far from the origin
-#: has a large ``beta_h`` times a divergence that lost its digits to cancellation.
-MIXTURE_LOGIT_GUARD = 2.0 ** -26
+#: has a large ``beta_h`` times a divergence that lost its digits to cancellation. float32
+#: rows are compared in float32 by design, as in :data:`PAIRWISE_DIGITS_GUARD`.
+MIXTURE_LOGIT_GUARD = {np.dtype(np.float64): 2.0 ** -26, np.dtype(np.float32): 2.0 ** -10}
 
 
 def _mixture_guard_rows(Xg, phi_x, mc):
@@ -1109,7 +1110,7 @@ def _mixture_guard_rows(Xg, phi_x, mc):
     thr = _digits_threshold(dtype, Xg, phi_x, G, mc.c) / PAIRWISE_DIGITS_GUARD[np.dtype(dtype)]
     with np.errstate(over="ignore", invalid="ignore"):
         err = thr * float(np.max(mc.beta))
-    return np.flatnonzero(~(err <= MIXTURE_LOGIT_GUARD))
+    return np.flatnonzero(~(err <= MIXTURE_LOGIT_GUARD[np.dtype(dtype)]))
 
 
 @dataclass
