@@ -1040,6 +1040,11 @@ def mixture_pass(div, X, prepared, mc, w, *, hard=False, accumulate=True, keep_r
     if not sparse:
         Xg = np.ascontiguousarray(Xg)
     GT = mc.GT if sparse or mc.GT.dtype == Xg.dtype else mc.GT.astype(Xg.dtype)
+    w_all = w
+    guard = _mixture_guard_rows(Xg, phi_x, mc)
+    if guard.size:  # by the definition below; left out of the kernel's sums
+        w = w.copy()
+        w[guard] = 0.0
     # One block of rows per worker of the pool, each with its own sums, added in block order.
     workers = n_workers() if n * d > PARALLEL_MIN else 1
     step = -(-n // workers)
@@ -1074,14 +1079,38 @@ def mixture_pass(div, X, prepared, mc, w, *, hard=False, accumulate=True, keep_r
             Phi += Pb
             ll += float(Lb[0])
     bad = np.flatnonzero(labels < 0)
-    if bad.size:  # an overflow of the GEMM form: these rows by the definition
+    if guard.size:
+        bad = np.union1d(bad, guard)
+    if bad.size:  # an overflow of the GEMM form, or lost digits: these rows by the definition
         D = _exact_rows(div, X, bad, mc.U)
         lab, v, resp = _soft_from_divergences(D, mc.alpha, mc.beta, hard)
         labels[bad], lse[bad] = lab, v
         if keep_resp:
             R[bad] = resp
-        ll += _add_rows(X, bad, resp, w, phi_x, v, S, W, Phi, accumulate)
+        ll += _add_rows(X, bad, resp, w_all, phi_x, v, S, W, Phi, accumulate)
     return labels, lse, (R if keep_resp else None), S, W, Phi, ll
+
+
+#: The E-step evaluates by the definition the rows whose logits ``alpha_h - beta_h d`` the
+#: GEMM form may get wrong by more than this (nats): a tight component far from the origin
+#: has a large ``beta_h`` times a divergence that lost its digits to cancellation. float32
+#: rows are compared in float32 by design, as in :data:`PAIRWISE_DIGITS_GUARD`.
+MIXTURE_LOGIT_GUARD = {np.dtype(np.float64): 2.0 ** -26, np.dtype(np.float32): 2.0 ** -10}
+
+
+def _mixture_guard_rows(Xg, phi_x, mc):
+    """Rows whose GEMM-form logits may be off by more than :data:`MIXTURE_LOGIT_GUARD`:
+    the rounding bound of :func:`_digits_threshold` (the one :func:`pairwise` guards the
+    k-means passes with) times the largest precision."""
+    k = mc.k
+    if Xg.shape[0] == 0 or k == 0:
+        return np.empty(0, dtype=np.int64)
+    G = mc.GT[:, :k].T
+    dtype = Xg.dtype if Xg.dtype == np.float32 else np.dtype(np.float64)
+    thr = _digits_threshold(dtype, Xg, phi_x, G, mc.c) / PAIRWISE_DIGITS_GUARD[np.dtype(dtype)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = thr * float(np.max(mc.beta))
+    return np.flatnonzero(~(err <= MIXTURE_LOGIT_GUARD[np.dtype(dtype)]))
 
 
 @dataclass

@@ -508,13 +508,47 @@ def _penalty(st, p):
     return st.s * float(p.beta @ dz)
 
 
-def _within(st, S, W, Phi, U):
+def within_block(block, div, mc, U, hard):
+    """``sum_i w_i r_ih d(x_i, u_h)`` of a block by the definition of ``d``, ``r`` the
+    responsibilities of the E-step of ``mc`` (as a tuple of floats, added over blocks)."""
+    X, w = block.X, block.weights()
+    _, _, resp, *_ = E.mixture_pass(div, X, block.prepared(div), mc, w, hard=hard,
+                                    accumulate=False, keep_resp=True)
+    Xd = X.toarray() if sp.issparse(X) else X
+    D = E.exact_pairwise(div, np.ascontiguousarray(Xd, dtype=np.float64), U)
+    R = resp * w[:, None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        J = np.where(R > 0, R * D, 0.0).sum(axis=0)
+    return tuple(float(v) for v in J)
+
+
+#: ``_within`` re-evaluates ``J`` by the definition when its closed form keeps fewer than
+#: about eight significant digits (as :data:`bregclust._execution.PAIRWISE_DIGITS_GUARD`).
+WITHIN_DIGITS_GUARD = 2.0 ** 26
+
+
+def _within(st, S, W, Phi, U, exact=None):
     """``J_h = sum_i w_i r_ih d(x_i, u_h)`` from the sums, for any ``u_h``:
     ``Phi_h - W_h phi(u_h) - <S_h - W_h u_h, grad phi(u_h)>``, plus the smoothing point's
-    ``s d(z, u_h)``."""
+    ``s d(z, u_h)``.
+
+    The closed form is a difference of terms that can be far larger than ``J_h`` (a tight
+    component far from the origin: ``phi`` near 1e8, ``J_h`` near 1e-4). When it may have
+    lost its digits, and ``exact = (source, mc, hard)`` names the E-step that gave the sums,
+    ``J`` is evaluated again by the definition in one more pass over the data
+    (:func:`within_block`), as :func:`bregclust._execution.pairwise` guards the k-means
+    passes."""
     pc = E.prepare_centres(st.div, U)
     with np.errstate(invalid="ignore", over="ignore"):
-        J = Phi - W * pc.phi - np.einsum("ij,ij->i", S - W[:, None] * U, pc.G)
+        dot = np.einsum("ij,ij->i", S - W[:, None] * U, pc.G)
+        J = Phi - W * pc.phi - dot
+        bound = _EPS * (np.abs(Phi) + np.abs(W * pc.phi) + np.abs(np.einsum("ij,ij->i", S, pc.G))
+                        + np.abs(W * np.einsum("ij,ij->i", U, pc.G)))
+    live = W > 0
+    if exact is not None and np.any(live & ~(J > WITHIN_DIGITS_GUARD * bound)):
+        src, mc, hard = exact
+        J = np.asarray(src.run(within_block, st.div, mc, np.ascontiguousarray(U), hard),
+                       dtype=np.float64)
     J = np.where(np.isfinite(J) & (J > 0), J, 0.0)
     if st.s > 0:
         J = J + st.s * E.pairwise(st.div, st.z[None, :], U)[0]
@@ -539,8 +573,9 @@ def _dispersion_step(st, J, W, prev, live):
     return beta
 
 
-def _m_step(st, part, prev):
-    """The exact M-step from the E-step's sums; returns ``(params, degenerate components)``."""
+def _m_step(st, part, prev, exact=None):
+    """The exact M-step from the E-step's sums; returns ``(params, degenerate components)``.
+    ``exact``: the E-step's ``(source, mc, hard)`` (see :func:`_within`)."""
     S, W, Phi = part.S, part.W, part.Phi
     fam = st.fam
     mass = S.sum(axis=1) if fam.simplex else W
@@ -554,7 +589,7 @@ def _m_step(st, part, prev):
         logpi = np.log(W / W.sum())
     beta = prev.beta
     if fam.fitted and st.mode != "fixed":
-        J = _within(st, S, W, Phi, U)
+        J = _within(st, S, W, Phi, U, exact)
         beta = _dispersion_step(st, J, W, prev.beta, live)
     return _Params(U, logpi, beta), np.flatnonzero(dead)
 
@@ -652,14 +687,15 @@ def _em(src, st, params, max_iter, tol, *, verbose=0, desc="BregmanMixture", low
     lb = lower
     with progress(verbose, total=max_iter, desc=desc) as bar:
         for it in range(1, max_iter + 1):
-            part = src.run(E.mixture_block, st.div, params.centres(st.div, st.fam))
+            mc = params.centres(st.div, st.fam)
+            part = src.run(E.mixture_block, st.div, mc)
             F = _objective(st, part, params)
             if F != F or F == np.inf:
                 raise ValueError(
                     f"the {st.fam.name} log-likelihood of X is not finite (float64 overflow); "
                     + ("rescale X." if st.fam.conditions else
                        "this family is not scale-invariant, so X cannot be rescaled for you."))
-            params, gone = _m_step(st, part, params)
+            params, gone = _m_step(st, part, params, (src, mc, False))
             dead.update(int(h) for h in gone)
             history.append(float(F))
             n_iter = it
@@ -1353,7 +1389,7 @@ def _partition_params(src, st, U0, keep_means, weights, disp_c, fixed_c):
     elif disp_c is not None:
         beta = np.asarray(fam.beta(disp_c), dtype=np.float64)
     elif fam.fitted:
-        J = _within(st, S, W, Phi, U)
+        J = _within(st, S, W, Phi, U, (src, mc, True))
         tot = float(W.sum())
         m_pool = float(J.sum()) / (tot * st.d) if tot > 0 else 0.0
         pooled = (fam.solve(np.array([m_pool]))[0] if m_pool > 0 else st.unit) + st.reg
@@ -1412,7 +1448,7 @@ def _classification_loglik(fs, st, U):
     mc = E.prepare_mixture(st.div, U, np.zeros(k), np.ones(k))
     part = fs.srcc.run(E.mixture_block, st.div, mc, True)
     W, S, Phi = part.W, part.S, part.Phi
-    J = _within(st, S, W, Phi, U)
+    J = _within(st, S, W, Phi, U, (fs.srcc, mc, True))
     live = W > 0
     if fam.fitted and st.mode != "fixed":
         beta = _dispersion_step(st, J, W, np.ones(k), live)

@@ -564,3 +564,31 @@ def test_multitask_objective_overflow_is_said():
         est = MultitaskBregmanClustering(2, lam=0.5, random_state=0).fit(Xs)
     assert not np.isfinite(est.objective_)
     assert all(np.isfinite(c).all() for c in est.cluster_centers_)
+
+
+@FAST
+@given(seed=st.integers(0, 2**16), offset=st.sampled_from([0.0, 1e3, 1e4, -1e6]),
+       spread=st.sampled_from([1.0, 1e-2, 1e-3]), d=st.integers(1, 3))
+def test_property_tight_components_far_from_the_origin(seed, offset, spread, d):
+    """A unit component at the origin and a tight one far from it: the mixture's
+    log-densities are scipy's and its dispersions the components' variances, whatever the
+    ratio of spread to distance (the GEMM form cancels there)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from naive_mixture import log_likelihood
+
+    rng = np.random.RandomState(seed)
+    A = rng.randn(30, d)
+    B = offset + 30.0 + spread * rng.randn(30, d)  # 30 unit sds apart: hard responsibilities
+    X = np.vstack([A, B])
+    means = np.array([A.mean(axis=0), B.mean(axis=0)])
+    g = BregmanMixture(2, init={"means": means}, reg_dispersion=0.0, smoothing=0.0,
+                       dispersion="component", max_iter=5, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g.fit(X)
+    np.testing.assert_allclose(g.dispersion_, [np.mean((A - means[0]) ** 2),
+                                               np.mean((B - means[1]) ** 2)], rtol=1e-6)
+    ref, _ = log_likelihood(X, "gaussian", g.weights_, g.means_, g.dispersion_)
+    np.testing.assert_allclose(g.score_samples(X), ref, rtol=1e-9, atol=1e-7)
