@@ -805,6 +805,10 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
             if raw.dtype.kind not in "biuf":
                 raise TypeError(f"sample_weight must hold real numbers, got dtype {raw.dtype}.")
             W = raw.astype(np.float64)
+            if W.ndim == 1 and W.shape[0] == shape[0]:
+                # one weight per row (scikit-learn's sample_weight): the product measure
+                # w_uv = a_u, expanded to the matrix (dense memory)
+                W = np.repeat(W[:, None], shape[1], axis=1)
             data = W
         if W.shape != shape:
             raise ValueError(
@@ -860,8 +864,10 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_rows, n_columns)
             Must lie in the divergence's domain (``X >= 0`` for ``kl``) where observed.
         y : ignored
-        sample_weight : {array-like, sparse matrix} of shape (n_rows, n_columns), optional
-            Entry weights; 0 marks a missing entry (its value in ``X`` is not read).
+        sample_weight : {array-like, sparse matrix} of shape (n_rows, n_columns) or (n_rows,), \
+optional
+            Entry weights; 0 marks a missing entry (its value in ``X`` is not read). A 1-D
+            array weighs whole rows (``w_uv = a_u``) and is expanded to the full matrix.
 
         Returns
         -------
@@ -876,6 +882,10 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         Xc, W = self._validate(X, sample_weight, div)
         m, n = Xc.shape
         k = check_n_clusters(self.n_row_clusters, m, name="n_row_clusters")
+        if isinstance(self.n_column_clusters, numbers.Integral) and self.n_column_clusters > n:
+            raise ValueError(
+                f"n_column_clusters={self.n_column_clusters} is larger than the {n} column(s) "
+                f"of X (n_features = {n}); use fewer column clusters.")
         l = check_n_clusters(self.n_column_clusters, n, name="n_column_clusters")
         init = self._check_init(m, n, k, l)
         if basis != "C2" and smoothing not in ("auto", 0, 0.0):

@@ -332,3 +332,18 @@ def test_reconstruct_before_fit():
     from sklearn.exceptions import NotFittedError
     with pytest.raises(NotFittedError, match="not fitted"):
         BregmanCoclustering().reconstruct()
+
+
+def test_row_weights_are_the_product_measure():
+    X = _counts(15, 12, seed=16)
+    a = np.random.RandomState(0).randint(1, 4, 15).astype(float)
+    init = (np.arange(15) % 3, np.arange(12) % 2)
+    one = BregmanCoclustering(3, 2, basis="C5", init=init).fit(X, sample_weight=a)
+    two = BregmanCoclustering(3, 2, basis="C5", init=init).fit(
+        X, sample_weight=np.repeat(a[:, None], 12, axis=1))
+    rep = BregmanCoclustering(3, 2, basis="C5", init=(np.repeat(init[0], a.astype(int)),
+                                                      init[1])).fit(
+        np.repeat(X, a.astype(int), axis=0))
+    assert (one.row_labels_ == two.row_labels_).all()
+    assert one.objective_ == pytest.approx(rep.objective_, rel=1e-9)
+    assert (one.column_labels_ == rep.column_labels_).all()
