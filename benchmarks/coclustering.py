@@ -155,6 +155,36 @@ def run(cases, seeds, repeat, max_iter, skip_sklearn):
           "no 'as printed' row.")
 
 
+def memory(n_terms, bases, max_iter):
+    """Peak traced allocations of one fit on the whole corpus (sparse counts), beside the
+    memory of the dense matrix and of the CSR input."""
+    import tracemalloc
+
+    from bregclust.datasets import load_20newsgroups
+
+    data = load_20newsgroups(max_features=n_terms)
+    X, y = data.X, data.y
+    csr = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / 2**20
+    print(f"\n## Memory: the whole corpus, {X.shape[0]} documents x {X.shape[1]} terms, "
+          f"{X.nnz} non-zeros; 20 x 20 clusters, one restart, at most {max_iter} iterations")
+    print(f"dense float64 matrix {X.shape[0] * X.shape[1] * 8 / 2**20:.0f} MiB; CSR input "
+          f"{csr:.0f} MiB")
+    rows = []
+    for basis in bases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tracemalloc.start()
+            t = time.perf_counter()
+            cc = BregmanCoclustering(20, 20, basis=basis, n_init=1, max_iter=max_iter,
+                                     random_state=0).fit(X)
+            wall = time.perf_counter() - t
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+        rows.append((f"kl {basis}", f"{peak / 2**20:.0f}", f"{peak / 2**20 / csr:.1f}",
+                     f"{wall:.1f}", cc.n_iter_, f"{nmi(y, cc.row_labels_):.3f}"))
+    table(("fit", "peak traced (MiB)", "peak / CSR", "time (s)", "iterations", "row NMI"), rows)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="2000x2000:20x20,4000x1000:5x5",
@@ -164,12 +194,18 @@ def main(argv=None):
     p.add_argument("--max-iter", type=int, default=100)
     p.add_argument("--threads", default="1")
     p.add_argument("--skip-sklearn", action="store_true")
+    p.add_argument("--memory", type=int, default=0, metavar="TERMS",
+                   help="also fit the whole corpus over this many terms and report the peak "
+                        "traced memory (e.g. 20000)")
     a = p.parse_args(argv)
     cases = []
-    for c in a.cases.split(","):
+    for c in filter(None, a.cases.split(",")):
         size, clusters = c.split(":")
         cases.append(tuple(int(v) for v in size.split("x") + clusters.split("x")))
-    run(cases, a.seeds, a.repeat, a.max_iter, a.skip_sklearn)
+    if a.cases:
+        run(cases, a.seeds, a.repeat, a.max_iter, a.skip_sklearn)
+    if a.memory:
+        memory(a.memory, ("C2", "C5", "C6"), 30)
 
 
 if __name__ == "__main__":

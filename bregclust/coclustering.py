@@ -177,10 +177,6 @@ class _Side:
         return (np.bincount(key, self.w * self.z, minlength=m * l).reshape(m, l),
                 np.bincount(key, self.w, minlength=m * l).reshape(m, l))
 
-    def wz_matrix(self):
-        """``W * Z`` (dense or sparse) and the weight per row/column cluster statistic."""
-        return self.Z if self.full else self.csr(self.w * self.z)
-
 
 def _sides(Z, W):
     """The two orientations of validated data ``Z`` and weights ``W`` (None: all ones)."""
@@ -691,7 +687,10 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         C2: the (smoothed) block means; other bases: the weighted block means of ``X``.
     n_iter_ : int
     divergence_ : Divergence
+    basis_ : str
+        The basis in upper case.
     smoothing_ : float
+        The block pseudo-count used (0 for bases other than C2).
     n_features_in_ : int
 
     Notes
