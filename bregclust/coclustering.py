@@ -37,10 +37,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._progress import progress
 from ._smoothing import push_inside
+from ._sources import is_dask_array
 from ._validation import (
     DomainError,
     EmptyClusterWarning,
     check_array,
+    check_dask_array,
     check_n_clusters,
     check_scalar,
     check_smoothing,
@@ -177,9 +179,79 @@ class _Side:
         return (np.bincount(key, self.w * self.z, minlength=m * l).reshape(m, l),
                 np.bincount(key, self.w, minlength=m * l).reshape(m, l))
 
-    def wz_matrix(self):
-        """``W * Z`` (dense or sparse) and the weight per row/column cluster statistic."""
-        return self.Z if self.full else self.csr(self.w * self.z)
+
+def _block_sums(Xb, labels, l):
+    """One chunk of rows summed by column cluster: ``Xb C`` (``rows x l``)."""
+    if sp.issparse(Xb):
+        Xb = sp.csr_matrix(Xb)
+        rows = np.repeat(np.arange(Xb.shape[0]), np.diff(Xb.indptr))
+        return np.bincount(rows * l + labels[Xb.indices], Xb.data,
+                           minlength=Xb.shape[0] * l).reshape(Xb.shape[0], l)
+    return _mm(np.asarray(Xb, dtype=np.float64), _indicator(labels, l))
+
+
+def _block_transposed_sums(Xb, labels, k):
+    """One chunk's contribution to ``Z^T R`` (``n x k``) from its rows' labels."""
+    return _mm(_indicator(labels, k).T, Xb).T
+
+
+def _block_checks(Xb, div):
+    """``((value, row, column) of the first bad entry or None, sum, sum of phi)`` of one chunk
+    of a dask array."""
+    if sp.issparse(Xb):
+        coo = sp.coo_matrix(Xb)
+        vals, rr, cc = coo.data, coo.row, coo.col
+    else:
+        Xb = np.asarray(Xb, dtype=np.float64)
+        vals = Xb.ravel()
+        rr, cc = np.divmod(np.arange(vals.size), max(Xb.shape[1], 1))
+    bad = ~np.isfinite(vals)
+    if div.domain != "real":
+        bad |= vals <= 0 if div.domain == "positive" else vals < 0
+    first = None
+    if bad.any():
+        i = int(np.argmax(bad))
+        first = (float(vals[i]), int(rr[i]), int(cc[i]))
+    elif sp.issparse(Xb) and div.domain == "positive" and Xb.nnz < Xb.shape[0] * Xb.shape[1]:
+        first = (0.0, -1, -1)
+    phi = _const_full(div, sp.csr_matrix(Xb) if sp.issparse(Xb) else np.ascontiguousarray(
+        Xb, dtype=np.float64)) if first is None else 0.0
+    return first, float(vals.sum()) if first is None else 0.0, phi
+
+
+class _DaskRows:
+    """The rows of a row-chunked dask array: each aggregation is one pass over the chunks,
+    one task per chunk, the ``m x l`` result gathered (memory ``O(m l)``)."""
+
+    full = True
+
+    def __init__(self, X):
+        self.X = X
+        self.m, self.n = X.shape
+        self.blocks = list(X.to_delayed().ravel())
+        self.bounds = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(int)
+
+    def aggregate(self, labels, l):
+        import dask
+
+        parts = dask.compute(*[dask.delayed(_block_sums)(b, labels, l) for b in self.blocks])
+        return np.concatenate(parts, axis=0), None
+
+
+class _DaskColumns(_DaskRows):
+    """The columns of the same array: ``Z^T R`` summed over the chunks (``n x k``)."""
+
+    def __init__(self, X):
+        super().__init__(X)
+        self.m, self.n = X.shape[1], X.shape[0]
+
+    def aggregate(self, labels, k):
+        import dask
+
+        b = self.bounds
+        parts = dask.compute(*[dask.delayed(_block_transposed_sums)(blk, labels[b[i]:b[i + 1]], k)
+                               for i, blk in enumerate(self.blocks)])
+        return np.sum(parts, axis=0), None
 
 
 def _sides(Z, W):
@@ -691,7 +763,10 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         C2: the (smoothed) block means; other bases: the weighted block means of ``X``.
     n_iter_ : int
     divergence_ : Divergence
+    basis_ : str
+        The basis in upper case.
     smoothing_ : float
+        The block pseudo-count used (0 for bases other than C2).
     n_features_in_ : int
 
     Notes
@@ -702,6 +777,10 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
     Without weights the parameters are the closed forms above, computed from sparse products
     ``R^T Z C`` in memory ``O(nnz + (n + m)(k + l))``; with weights, C2 stays closed form and
     the other bases are solved by cyclic Bregman projections over the observed entries.
+
+    A row-chunked ``dask.array.Array`` (dense or CSR chunks) is co-clustered with basis C2
+    and no weights: each half-step is one pass over the chunks, one task per chunk, and only
+    the ``m x l`` and ``n x k`` block sums are gathered.
 
     ``smoothing="auto"`` gives one pseudo-entry per block, not the k-means rule for sparse
     counts (three average cluster masses): a block holds ``|rows| x |columns|`` entries, and
@@ -805,6 +884,10 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
             if raw.dtype.kind not in "biuf":
                 raise TypeError(f"sample_weight must hold real numbers, got dtype {raw.dtype}.")
             W = raw.astype(np.float64)
+            if W.ndim == 1 and W.shape[0] == shape[0]:
+                # one weight per row (scikit-learn's sample_weight): the product measure
+                # w_uv = a_u, expanded to the matrix (dense memory)
+                W = np.repeat(W[:, None], shape[1], axis=1)
             data = W
         if W.shape != shape:
             raise ValueError(
@@ -819,6 +902,35 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         if sp.issparse(W):
             W.eliminate_zeros()
         return W
+
+    def _dask_data(self, X, W, basis, div):
+        """A row-chunked dask array: C2 without weights, checked in one pass over the chunks
+        that also sums the data and ``phi`` of the data."""
+        import dask
+
+        check_dask_array(X)
+        if basis != "C2" or W is not None:
+            raise ValueError(
+                "a dask array is co-clustered with basis='C2' and no sample_weight (the block "
+                "sums are sums over row chunks); compute the array, or use basis='C2'.")
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"X must hold real numbers, got dtype {X.dtype}.")
+        blocks = list(X.to_delayed().ravel())
+        checks = dask.compute(*[dask.delayed(_block_checks)(b, div) for b in blocks])
+        start = np.concatenate([[0], np.cumsum(X.chunks[0])])
+        for i, (first, _, _) in enumerate(checks):
+            if first is not None:
+                v, r, c = first
+                where = (f"at row {start[i] + r}, column {c}" if r >= 0 else
+                         "(an implicit zero of a sparse chunk)")
+                if not np.isfinite(v):
+                    raise ValueError(f"X chunk {i} holds {v} {where}; remove or impute it.")
+                raise DomainError(f"X chunk {i} holds {v:g} {where}, outside the domain of "
+                                  f"{div.name}; shift or rescale the data.")
+        self.n_features_in_ = int(X.shape[1])
+        info = _DaskInfo(X.shape, np.float32 if X.dtype == np.float32 else np.float64)
+        return (info, None, (_DaskRows(X), _DaskColumns(X)),
+                sum(c[1] for c in checks), sum(c[2] for c in checks))
 
     def _validate(self, X, W, div):
         if X is None:
@@ -857,11 +969,14 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_rows, n_columns)
-            Must lie in the divergence's domain (``X >= 0`` for ``kl``) where observed.
+        X : {array-like, sparse matrix, dask.array.Array} of shape (n_rows, n_columns)
+            Must lie in the divergence's domain (``X >= 0`` for ``kl``) where observed. A dask
+            array (chunked by rows, dense or CSR chunks) takes basis C2 without weights.
         y : ignored
-        sample_weight : {array-like, sparse matrix} of shape (n_rows, n_columns), optional
-            Entry weights; 0 marks a missing entry (its value in ``X`` is not read).
+        sample_weight : {array-like, sparse matrix} of shape (n_rows, n_columns) or (n_rows,), \
+optional
+            Entry weights; 0 marks a missing entry (its value in ``X`` is not read). A 1-D
+            array weighs whole rows (``w_uv = a_u``) and is expanded to the full matrix.
 
         Returns
         -------
@@ -873,21 +988,31 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
         check_scalar(self.n_init, "n_init", kind=numbers.Integral, lo=1)
         smoothing = check_smoothing(self.smoothing)
-        Xc, W = self._validate(X, sample_weight, div)
+        if is_dask_array(X):
+            Xc, W, (rows, cols), wz_total, const = self._dask_data(X, sample_weight, basis, div)
+        else:
+            Xc, W = self._validate(X, sample_weight, div)
         m, n = Xc.shape
         k = check_n_clusters(self.n_row_clusters, m, name="n_row_clusters")
+        if isinstance(self.n_column_clusters, numbers.Integral) and self.n_column_clusters > n:
+            raise ValueError(
+                f"n_column_clusters={self.n_column_clusters} is larger than the {n} column(s) "
+                f"of X (n_features = {n}); use fewer column clusters.")
         l = check_n_clusters(self.n_column_clusters, n, name="n_column_clusters")
         init = self._check_init(m, n, k, l)
         if basis != "C2" and smoothing not in ("auto", 0, 0.0):
             raise ValueError(
                 f"smoothing applies to the block means of basis 'C2'; basis {basis!r} keeps "
                 "unsmoothed means, so pass smoothing=0 or 'auto'.")
-        rows, cols = _sides(Xc, W)
-        if W is None:
+        if is_dask_array(X):
+            w_total = float(m * n)
+        elif W is None:
+            rows, cols = _sides(Xc, W)
             w_total = float(m * n)
             wz_total = float(Xc.sum())
             const = _const_full(div, Xc)
         else:
+            rows, cols = _sides(Xc, W)
             w_total = float(rows.w.sum())
             wz_total = float(rows.w @ rows.z)
             const = float(rows.w @ _phi_array(div, rows.z))
@@ -969,6 +1094,14 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
             model.lam = lam
             out = model.reconstruct(r, h)
         return out.astype(self._dtype, copy=False)
+
+
+@dataclass
+class _DaskInfo:
+    """What the fitted state reads of a dask array: its shape and float type."""
+
+    shape: tuple
+    dtype: object
 
 
 def _auto_beta(div, m, n, w_total):

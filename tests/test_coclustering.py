@@ -332,3 +332,49 @@ def test_reconstruct_before_fit():
     from sklearn.exceptions import NotFittedError
     with pytest.raises(NotFittedError, match="not fitted"):
         BregmanCoclustering().reconstruct()
+
+
+def test_row_weights_are_the_product_measure():
+    X = _counts(15, 12, seed=16)
+    a = np.random.RandomState(0).randint(1, 4, 15).astype(float)
+    init = (np.arange(15) % 3, np.arange(12) % 2)
+    one = BregmanCoclustering(3, 2, basis="C5", init=init).fit(X, sample_weight=a)
+    two = BregmanCoclustering(3, 2, basis="C5", init=init).fit(
+        X, sample_weight=np.repeat(a[:, None], 12, axis=1))
+    rep = BregmanCoclustering(3, 2, basis="C5", init=(np.repeat(init[0], a.astype(int)),
+                                                      init[1])).fit(
+        np.repeat(X, a.astype(int), axis=0))
+    assert (one.row_labels_ == two.row_labels_).all()
+    assert one.objective_ == pytest.approx(rep.objective_, rel=1e-9)
+    assert (one.column_labels_ == rep.column_labels_).all()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_dask_rows_give_the_in_memory_fit(sparse):
+    da = pytest.importorskip("dask.array")
+    X = _counts(50, 30, seed=17)
+    Xd = (da.from_array(sp.csr_matrix(X), chunks=(12, -1), asarray=False) if sparse
+          else da.from_array(X, chunks=(12, -1)))
+    a = _fit(X, n_row_clusters=3, n_column_clusters=4, n_init=2)
+    b = _fit(Xd, n_row_clusters=3, n_column_clusters=4, n_init=2)
+    assert (a.row_labels_ == b.row_labels_).all()
+    assert (a.column_labels_ == b.column_labels_).all()
+    assert b.objective_ == pytest.approx(a.objective_, rel=1e-12)
+    np.testing.assert_allclose(b.reconstruct(), a.reconstruct())
+    assert (np.diff(b.objective_history_) <= 1e-9 * b.objective_history_[0]).all()
+
+
+def test_dask_hostile_input():
+    da = pytest.importorskip("dask.array")
+    X = _counts(30, 10, seed=18)
+    X[17, 3] = -1.0
+    with pytest.raises(DomainError, match="holds -1 at row 17, column 3"):
+        BregmanCoclustering().fit(da.from_array(X, chunks=(10, -1)))
+    X[17, 3] = np.nan
+    with pytest.raises(ValueError, match="holds nan at row 17, column 3"):
+        BregmanCoclustering().fit(da.from_array(X, chunks=(10, -1)))
+    with pytest.raises(ValueError, match="a dask array is co-clustered with basis='C2'"):
+        BregmanCoclustering(basis="C5").fit(da.from_array(np.abs(np.nan_to_num(X)),
+                                                          chunks=(10, -1)))
+    with pytest.raises(ValueError, match="chunk it by rows only"):
+        BregmanCoclustering().fit(da.from_array(np.ones((30, 10)), chunks=(10, 5)))

@@ -20,6 +20,7 @@ from sklearn.utils.estimator_checks import check_estimator, parametrize_with_che
 from bregclust import (
     AgglomerativeBregman,
     BisectingBregmanKMeans,
+    BregmanCoclustering,
     BregmanKMeans,
     BregmanMixture,
     MiniBatchBregmanKMeans,
@@ -37,6 +38,8 @@ ESTIMATORS = [
     MiniBatchBregmanKMeans(n_clusters=3, random_state=0, batch_size=20),
     MiniBatchBregmanKMeans(n_clusters=2, divergence="kl", random_state=0),
     BisectingBregmanKMeans(n_clusters=3, random_state=0),
+    BregmanCoclustering(2, 2, divergence="sqeuclidean", n_init=2, random_state=0),
+    BregmanCoclustering(2, 2, n_init=2, random_state=0),
 ]
 
 # Why fitting with weights differs from fitting repeated or removed samples, per estimator.
@@ -65,6 +68,10 @@ _WEIGHT_EQUIVALENCE = {
         "sample instead of weighting it changes the random stream, as in scikit-learn's "
         "BisectingKMeans."),
 }
+
+_COCLUSTERING_WEIGHTS = (
+    "the check expects a sample_weight of shape (n_samples, 2) to be refused, but on its "
+    "two-column X that is the entry-weight matrix co-clustering takes (0 = missing entry).")
 
 _NEGATIVE_DATA = (
     "the check feeds standardised blobs with negative values whatever the positive_only tag "
@@ -123,6 +130,8 @@ def _strictly_positive(est):
 
 def _expected_failed_checks(est):
     """Checks of scikit-learn's suite that ``est`` cannot pass, each with the reason."""
+    if isinstance(est, BregmanCoclustering):
+        return {"check_sample_weights_shape": _COCLUSTERING_WEIGHTS}
     out = {}
     # l1_subgradient's divergence sees only the sign pattern of each centre: on the check's
     # data the weighted and the repeated fits end in the same partition, so the checks pass
