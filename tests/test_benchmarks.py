@@ -65,6 +65,10 @@ CASES = [
      "ratio ours / this (target <= 1.0)"),
     ("mixture_quality.py --seeds 1 --datasets tr23 --draws 1", "cluto_docs/tr23.mat",
      "mixture BIC: true K chosen (target >= 9 / 10)"),
+    ("constrained.py --n 2000 --d 10 --k 10 --repeat 1 --skip-20ng", None,
+     "time ours / k-means-constrained:"),
+    ("constrained.py --skip-speed --docs 600 --terms 300 --seeds 1", "20newsgroups",
+     "mean NMI free"),
 ]
 
 
