@@ -67,6 +67,10 @@ CASES = [
      "mixture BIC: true K chosen (target >= 9 / 10)"),
     ("coclustering.py --cases 300x200:4x4 --seeds 1 --repeat 1", "20newsgroups",
      "ours C2 / cgc time ratio"),
+    ("constrained.py --n 2000 --d 10 --k 10 --repeat 1 --skip-20ng", None,
+     "time ours / k-means-constrained:"),
+    ("constrained.py --skip-speed --docs 600 --terms 300 --seeds 1", "20newsgroups",
+     "mean NMI free"),
 ]
 
 
