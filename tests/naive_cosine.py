@@ -99,3 +99,19 @@ def vmf_em(X, means, kappas, weights, n_iter, hard=False):
             M[h] = s / np.linalg.norm(s)
             kap[h] = mean_resultant_inverse(d, np.linalg.norm(s) / W)
     return M, kap, pi, history
+
+
+def log_bessel_series(v, k, terms=40000):
+    """``log I_v(k)`` from its power series ``sum_m (k/2)^(2m+v) / (m! Gamma(m+v+1))``, summed
+    in log space (any order; arguments up to about ``terms``)."""
+    m = np.arange(terms, dtype=float)
+    t = (2 * m + v) * math.log(k / 2.0) - special.gammaln(m + 1) - special.gammaln(m + v + 1)
+    top = t.max()
+    return float(top + math.log(np.exp(t - top).sum()))
+
+
+def vmf_log_normaliser_series(d, kappa):
+    """``log C_d(kappa)`` with the power-series Bessel function (the oracle where scipy's
+    unscaled or scaled Bessel functions underflow)."""
+    v = d / 2.0 - 1.0
+    return v * math.log(kappa) - (d / 2.0) * math.log(2 * math.pi) - log_bessel_series(v, kappa)
