@@ -65,6 +65,10 @@ CASES = [
      "ratio ours / this (target <= 1.0)"),
     ("mixture_quality.py --seeds 1 --datasets tr23 --draws 1", "cluto_docs/tr23.mat",
      "mixture BIC: true K chosen (target >= 9 / 10)"),
+    ("cosine_speed.py --n 3000 --ks 5 --iters 2 --repeat 1 --threads 1 --skip-20ng", None,
+     "ratio ours / sklearn (target <= 1.0)"),
+    ("cosine_quality.py --runs 1 --datasets tr23", "cluto_docs/tr23.mat",
+     "cosine methods (spkmeans / soft / hard moVMF) best on"),
 ]
 
 
