@@ -599,7 +599,8 @@ class Divergence:
         if self.spherical and n_features < 2:
             raise ValueError(
                 f"{self.name} needs at least 2 features (on one feature every row has "
-                f"direction +1 or -1); {name} has {n_features}. Use 'sqeuclidean' instead.")
+                f"direction +1 or -1); {name} has n_features = {n_features}. Use "
+                "'sqeuclidean' instead.")
         if self.generator is None and self.form is not None and "A" in dict(self.params):
             A = self.param("A")
             if A.shape[0] != n_features:

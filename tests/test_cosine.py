@@ -247,3 +247,20 @@ def test_cli_fit_with_cosine(tmp_path):
     lab = np.loadtxt(out, dtype=int)
     from sklearn.metrics import adjusted_rand_score
     assert adjusted_rand_score(y, lab) == 1.0
+
+
+def test_multitask_bregman_clustering_with_cosine_costs():
+    from bregclust import MultitaskBregmanClustering
+    from bregclust.mbc import mbc_objective
+
+    rng = np.random.default_rng(12)
+    mu = rng.normal(size=(3, 6))
+    Xs = [(mu[rng.integers(0, 3, 100)] + 0.8 * rng.normal(size=(100, 6)))
+          * rng.uniform(0.5, 5.0, size=(100, 1)) for _ in range(3)]
+    m = MultitaskBregmanClustering(3, divergence="cosine", lam=0.9, random_state=0).fit(Xs)
+    h = np.array(m.objective_history_)
+    assert np.all(np.diff(h) <= 1e-12 * abs(h[0]))
+    for U in m.cluster_centers_:
+        np.testing.assert_allclose(np.linalg.norm(U, axis=1), 1.0, atol=1e-12)
+    ref = mbc_objective(Xs, m.labels_, m.cluster_centers_, m.relations_, "cosine", lam=0.9)
+    assert h[-1] == pytest.approx(ref, rel=1e-9)
