@@ -17,6 +17,7 @@ from . import _execution as E
 from ._progress import progress
 from ._smoothing import smoothed_points
 from ._sources import as_source
+from ._spherical import unit_centres
 from ._validation import EmptyClusterWarning, check_array
 from .divergences import get_divergence
 
@@ -112,6 +113,8 @@ def update_centres(S, W, candidates, div, beta, z, run, previous):
     still = W <= 0
     if still.any():  # no point could be moved (see above): z, or the previous centres
         U[still] = z if beta > 0 else previous[still]
+    if div.spherical:  # the centre is the normalised mean (spherical k-means)
+        U = unit_centres(U, previous)
     return U
 
 

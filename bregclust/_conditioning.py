@@ -15,6 +15,9 @@ capabilities:
   at their weighted mean ``m`` when the GEMM form would lose more than four digits
   (``phi(m) > 1e4 s2``, ``s2`` the mean spread ``mean phi(x) - phi(m)``), so results on data
   near the origin stay those of the plain GEMM form.
+* ``spherical`` (cosine): every row is scaled to unit Euclidean length
+  (:func:`bregclust._spherical.unit_rows`, exact at any magnitude); centres are unit
+  directions in both units.
 * sample weights beyond ``2^+-SCALE_LIMIT`` are scaled by a power of two too (only their
   ratios matter to the partition); objectives and pseudo-counts follow.
 
@@ -30,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _execution as E
+from . import _spherical as SPH
 
 __all__ = ["SCALE_LIMIT", "CENTRING_DIGITS", "DataStats", "block_stats", "Conditioning",
            "IDENTITY", "exponent", "decide", "for_assignment", "assign_rows", "pairwise_rows",
@@ -260,43 +264,49 @@ class Conditioning:
     degree : int, default=0
         Homogeneity of the divergence under ``scale`` (objectives scale by ``2^(degree
         scale)``).
+    unit : bool, default=False
+        Rows scaled to unit length (a ``spherical`` divergence: cosine); centres are unit
+        directions.
     """
 
-    __slots__ = ("scale", "col_scale", "offset", "weight_scale", "degree")
+    __slots__ = ("scale", "col_scale", "offset", "weight_scale", "degree", "unit")
 
-    def __init__(self, scale=0, col_scale=None, offset=None, weight_scale=0, degree=0):
+    def __init__(self, scale=0, col_scale=None, offset=None, weight_scale=0, degree=0,
+                 unit=False):
         self.scale = int(scale)
         self.col_scale = col_scale
         self.offset = offset
         self.weight_scale = int(weight_scale)
         self.degree = int(degree)
+        self.unit = bool(unit)
 
     def __repr__(self):
         cols = None if self.col_scale is None else f"{int(np.count_nonzero(self.col_scale))} cols"
         return (f"Conditioning(scale={self.scale}, col_scale={cols}, "
                 f"offset={'yes' if self.offset is not None else None}, "
-                f"weight_scale={self.weight_scale})")
+                f"weight_scale={self.weight_scale}" + (", unit=True)" if self.unit else ")"))
 
     def __reduce__(self):
         return (Conditioning, (self.scale, self.col_scale, self.offset, self.weight_scale,
-                               self.degree))
+                               self.degree, self.unit))
 
     @property
     def identity(self):
         """Whether the data are used as given."""
         return (not self.scale and self.col_scale is None and self.offset is None
-                and not self.weight_scale)
+                and not self.weight_scale and not self.unit)
 
     @property
     def data_identity(self):
         """Whether the data rows (not the weights) are used as given."""
-        return not self.scale and self.col_scale is None and self.offset is None
+        return (not self.scale and self.col_scale is None and self.offset is None
+                and not self.unit)
 
     def token(self):
         """A hashable summary, equal for equal conditionings (a cache key)."""
         cols = None if self.col_scale is None else self.col_scale.tobytes()
         off = None if self.offset is None else self.offset.tobytes()
-        return (self.scale, cols, off, self.weight_scale)
+        return (self.scale, cols, off, self.weight_scale, self.unit)
 
     # ------------------------------------------------------------------ forward
     def apply(self, X):
@@ -312,6 +322,8 @@ class Conditioning:
         """
         if self.data_identity:
             return X
+        if self.unit:  # nothing else applies to a spherical divergence (see decide)
+            return SPH.unit_rows(X)
         if sp.issparse(X):
             X = X.copy()
             if self.col_scale is not None:
@@ -339,6 +351,8 @@ class Conditioning:
 
     def apply_centres(self, U):
         """Centres given in the data's units, in the conditioned units."""
+        if self.unit:
+            return SPH.unit_centres(U)
         U = np.asarray(U, dtype=np.float64)
         if self.col_scale is not None:
             U = np.ldexp(U, -self.col_scale[None, :])
@@ -351,6 +365,8 @@ class Conditioning:
     # ------------------------------------------------------------------ back
     def undo_centres(self, U):
         """Centres of the conditioned data, in the data's units."""
+        if self.unit:
+            return SPH.unit_centres(U)
         U = np.asarray(U, dtype=np.float64)
         if self.offset is not None:
             U = U + self.offset
@@ -396,6 +412,8 @@ class Conditioning:
                 m = np.ldexp(m, stats.xexp - self.scale)
         if self.offset is not None:
             m = m - self.offset
+        if self.unit:  # the direction of the mean: a point of the sphere, as the centres
+            return SPH.unit_centres(m[None, :])[0]
         return m
 
 
@@ -439,6 +457,8 @@ def decide(div, stats, *, centres=None):
     Conditioning
     """
     ws = exponent(stats.wmax)
+    if div.spherical:
+        return Conditioning(weight_scale=ws, unit=True)
     if div.coordinate_scale_invariant and stats.colmax is not None:
         colmax = stats.colmax
         if centres is not None and centres.size:

@@ -20,6 +20,7 @@ mahalanobis    x^T A x  (A SPD)             R / R            (x - y)^T A (x - y)
 kl             sum x log x - x              x >= 0 / y > 0   sum x log(x / y) - x + y
 itakura_saito  -sum log x                   x > 0 / y > 0    sum x / y - log(x / y) - 1
 l1_subgradient sum abs(x)                   R / R            sum (0 if x y > 0 else 2 abs(x))
+cosine         ||x|| on unit rows           R / R, x != 0    1 - <x, y> / (||x|| ||y||)
 ============== ============================ ================ ======================================
 """
 
@@ -43,6 +44,7 @@ from scipy.special import wrightomega
 from . import _conditioning as C
 from . import _execution as E
 from . import _kernels as K
+from . import _spherical as SPH
 from ._kernels import generators as KG
 from ._kernels import lloyd as KL
 from ._validation import (
@@ -324,6 +326,50 @@ class _MahalanobisForm:
         _assigned_by_cluster(self, div, Xd, U, labels, w, out)
 
 
+class _CosineForm:
+    """cosine: ``phi(x) = ||x||`` on rows scaled to unit length (:mod:`bregclust._spherical`).
+
+    ``Xg`` is the unit rows and ``phi_x = 1``; the GEMM parts of a centre are its direction
+    ``u / ||u||`` and ``0``, so ``D = 1 - <x / ||x||, u / ||u||>``: one product per pass."""
+
+    fused = True
+
+    def phi_rows(self, div, X):
+        if sp.issparse(X):
+            sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+            return np.sqrt(sq)
+        return SPH.row_norms(X)
+
+    def grad(self, div, U2):
+        return SPH.unit_centres(U2)
+
+    def prepare(self, div, X):
+        Xg = SPH.unit_rows(X)
+        return Xg, np.ones(X.shape[0])
+
+    def gemm_parts(self, div, U):
+        return SPH.unit_centres(U), np.zeros(U.shape[0])
+
+    def grad_inv(self, div, T2):
+        raise ValueError(
+            f"{div.name}: grad phi(u) = u / ||u|| forgets the length of u, so it has no "
+            "inverse (and no left-type centroid); use the centres' directions as they are.")
+
+    def generic_pairwise(self, div, Xd, U, out):
+        Xu = SPH.unit_rows(Xd).astype(np.float64, copy=False)
+        Uu = SPH.unit_centres(U)
+        for j in range(Uu.shape[0]):
+            out[:, j] = 1.0 - Xu @ Uu[j]
+        np.maximum(out, 0.0, out=out)  # 1 - cos >= 0; rounding may give -eps
+
+    def generic_assigned(self, div, Xd, U, labels, w, out, chunk=4096):
+        Uu = SPH.unit_centres(U)
+        for s in range(0, Xd.shape[0], chunk):
+            Xu = SPH.unit_rows(Xd[s:s + chunk]).astype(np.float64, copy=False)
+            cos = np.einsum("ij,ij->i", Xu, Uu[labels[s:s + chunk]])
+            out[s:s + chunk] = np.where(w[s:s + chunk] > 0, np.maximum(1.0 - cos, 0.0), 0.0)
+
+
 # ---------------------------------------------------------------------------- sided centroids
 def _symmetric_centroid(div, A, B, mL, mR):
     """Symmetric (quadratic) generators: ``(A mL + B mR) / (A + B)``."""
@@ -465,6 +511,11 @@ class Divergence:
         ``d(D x, D y) = d(x, y)`` for every positive diagonal ``D`` (Itakura-Saito): data of
         extreme magnitude are rescaled column by column instead (see
         :mod:`bregclust._conditioning`).
+    spherical : bool
+        Rows are scaled to unit Euclidean length before the passes of a fit (an all-zero row
+        is refused) and the centre of a cluster is the *normalised* weighted mean ``s /
+        ||s||``, not the mean itself (cosine: spherical k-means, :mod:`bregclust._spherical`).
+        Needs at least two features.
     parts_rule : callable or None
         ``parts_rule(U, GT) -> c``: the GEMM parts of centres ``U`` (k x d) in closed form,
         ``grad phi(U)^T`` written into ``GT`` (d x k) and ``c = <u, grad phi(u)> - phi(u)``
@@ -500,6 +551,7 @@ class Divergence:
     translation_invariant: bool = False
     homogeneity: object = None
     coordinate_scale_invariant: bool = False
+    spherical: bool = False
 
     # ------------------------------------------------------------------ pickling / params
     def __reduce__(self):
@@ -564,6 +616,11 @@ class Divergence:
         -------
         None
         """
+        if self.spherical and n_features < 2:
+            raise ValueError(
+                f"{self.name} needs at least 2 features (on one feature every row has "
+                f"direction +1 or -1); {name} has n_features = {n_features}. Use "
+                "'sqeuclidean' instead.")
         if self.generator is None and self.form is not None and "A" in dict(self.params):
             A = self.param("A")
             if A.shape[0] != n_features:
@@ -1622,7 +1679,7 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
 def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=False,
              centroid=None, form=None, differentiable=True, ward=False, param_names=(),
              binder=None, translation_invariant=False, homogeneity=None,
-             coordinate_scale_invariant=False, parts=None, phi_values=None):
+             coordinate_scale_invariant=False, parts=None, phi_values=None, spherical=False):
     gen = Generator(code, phi, dphi, inv, domain, name=name) if phi is not None else None
     if form is None and gen is not None:
         form = _SeparableForm(gen)
@@ -1633,7 +1690,7 @@ def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=
         else form, centroid_rule=centroid, ward=ward, param_names=param_names, binder=binder,
         translation_invariant=translation_invariant, homogeneity=homogeneity,
         coordinate_scale_invariant=coordinate_scale_invariant, parts_rule=parts,
-        phi_rule=phi_values,
+        phi_rule=phi_values, spherical=spherical,
     )
     _add(div)
 
@@ -1654,6 +1711,9 @@ _builtin("itakura_saito", ("is", "itakura"), "positive", KG.IS, K.is_phi, K.is_d
          coordinate_scale_invariant=True, parts=_is_parts, phi_values=_is_phi)
 _builtin("l1_subgradient", ("l1", "l1_sub"), "real", KG.ABS, K.abs_phi, K.sign_dphi, None,
          "sum (0 if x y > 0 else 2 |x|)", form=_L1Form, differentiable=False, homogeneity=1)
+_builtin("cosine", ("spherical", "cos"), "real", None, None, None, None,
+         "1 - <x, y> / (|x| |y|)", symmetric=True, form=_CosineForm(), homogeneity=0,
+         spherical=True)
 
 
 def divergence_table():

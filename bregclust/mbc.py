@@ -49,6 +49,7 @@ from ._progress import progress
 from ._seeding import seed_centres
 from ._smoothing import push_inside, resolve_smoothing
 from ._sources import as_source
+from ._spherical import unit_centres
 from ._transport import transport_plan
 from ._validation import check_task_list
 from .divergences import get_divergence
@@ -526,6 +527,8 @@ def _u_step_task(div, tasks, W, c, t, solver):
             if s != t:
                 M = (c * scale)[:, None] * (W[(s, t)].T + W[(t, s)])
                 out += M @ other.U
+        if div.spherical:  # the maximiser of a linear function over unit vectors (cosine)
+            return unit_centres(out, tk.U)
         return out
     sign_mass = tk.model is _SignMassModel
     sym = div.symmetric or sign_mass

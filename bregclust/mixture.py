@@ -38,6 +38,7 @@ from ._validation import (
     check_n_clusters,
     check_scalar,
 )
+from ._vmf import VonMisesFisherFamily
 from .divergences import get_divergence
 from .kmeans import BregmanKMeans
 
@@ -140,6 +141,7 @@ class _Family:
     fitted = False  # its dispersion can be fitted
     known = True  # its base measure is known (a true log-likelihood)
     simplex = False  # means are probability vectors
+    sphere = False  # means are unit directions (d - 1 free parameters each)
     conditions = False  # data may be rescaled by powers of two (a density, with a Jacobian)
     degree = 0  # dispersion scales as (data scale)^degree
 
@@ -148,6 +150,10 @@ class _Family:
 
     def __reduce__(self):
         return (type(self), (self.const,))
+
+    def bound(self, d):
+        """The family for data of dimension ``d`` (the same object unless it needs ``d``)."""
+        return self
 
     def beta(self, dispersion):
         """Precision ``beta`` of a dispersion (``log p = -beta d + ...``)."""
@@ -299,6 +305,9 @@ _CLASSES = {"gaussian": _Gaussian, "multinomial": _Multinomial, "poisson": _Pois
             "gamma": _Gamma, "custom": _Custom}
 _AUTO = {"sqeuclidean": "gaussian", "mahalanobis": "gaussian", "kl": "multinomial",
          "itakura_saito": "gamma"}
+FAMILIES["vmf"] = ("cosine",)  # von Mises-Fisher (bregclust._vmf)
+_CLASSES["vmf"] = VonMisesFisherFamily
+_AUTO["cosine"] = "vmf"
 
 
 def _family(div, family):
@@ -366,6 +375,7 @@ class _Setup:
 
     base: float
     wphi: float
+    wx: object = None  # sum_i w_i x_i of the conditioned rows (families on the sphere)
 
 
 def setup_block(block, div, family):
@@ -374,8 +384,9 @@ def setup_block(block, div, family):
     phi_x = block.prepared(div)[1]
     b = family.row_base(block.X)
     pos = w > 0
+    wx = E.column_sums(w, block.X) if family.sphere else None
     with np.errstate(over="ignore", invalid="ignore"):
-        return _Setup(base=float(w[pos] @ b[pos]), wphi=float(w @ phi_x))
+        return _Setup(base=float(w[pos] @ b[pos]), wphi=float(w @ phi_x), wx=wx)
 
 
 class _Model:
@@ -633,6 +644,7 @@ def _prepare(src, div, fam, mode, reg_dispersion):
         cond = C.Conditioning(weight_scale=C.exponent(stats.wmax))
     srcc = src.conditioned(cond)
     d = src.d
+    fam = fam.bound(d)
     setup = srcc.run(setup_block, div, fam)
     wtot = float(np.ldexp(stats.weight, stats.wexp - cond.weight_scale))
     mean = cond.mean(stats)
@@ -651,7 +663,8 @@ def _prepare(src, div, fam, mode, reg_dispersion):
     unit = 1.0
     if fam.fitted:
         with np.errstate(invalid="ignore", over="ignore"):
-            J0 = setup.wphi - wtot * float(E.phi_rows(div, mean[None, :])[0])
+            m1 = setup.wx / wtot if fam.sphere else mean  # unit rows: the mean of those
+            J0 = setup.wphi - wtot * float(E.phi_rows(div, m1[None, :])[0])
         m0 = max(J0, 0.0) / (wtot * d) if np.isfinite(J0) else 0.0
         if not m0 > 0:  # constant data: the resolution of float64 at their magnitude
             m0 = (max(_EPS * float(np.max(np.abs(mean))) ** 2, 1e-300)
@@ -731,6 +744,9 @@ class BregmanMixture(DivergenceEstimatorMixin, DensityMixin, BaseEstimator):
     kl                ``"poisson"``            independent Poisson counts; none
     itakura_saito     ``"gamma"``              independent Gamma, shape ``a``, mean ``mu``;
                                                ``1 / a`` (``dispersion=1.0``: exponential)
+    cosine            ``"vmf"``                von Mises-Fisher on the unit sphere (rows scaled
+                                               to unit length), mean direction ``mu``;
+                                               ``1 / kappa`` (:mod:`bregclust._vmf`)
     registered        ``"custom"``             ``exp(-d(x, mu) / dispersion) b(x)``, ``b``
                                                unknown; a given float, default 1
     ================= ======================== =================================================
@@ -744,7 +760,8 @@ class BregmanMixture(DivergenceEstimatorMixin, DensityMixin, BaseEstimator):
         A differentiable registered divergence.
     divergence_params : dict, optional
         E.g. ``{"A": A}`` for ``"mahalanobis"`` (the Gaussian's covariance is ``A^-1``).
-    family : {"auto", "gaussian", "multinomial", "poisson", "gamma", "custom"}, default="auto"
+    family : {"auto", "gaussian", "multinomial", "poisson", "gamma", "vmf", "custom"}, \
+default="auto"
         The exponential family (see the table). ``"auto"``: gaussian for sqeuclidean and
         mahalanobis, multinomial for kl, gamma for itakura_saito, custom for a registered
         generator. For kl, ``"multinomial"`` models each row as counts with a fixed total (the
@@ -1354,7 +1371,7 @@ dict, default="auto"
 def _n_parameters(fam, mode, k, d):
     """Free parameters: ``k - 1`` weights, the means (``d - 1`` each on the simplex) and the
     fitted dispersions."""
-    mean = k * (d - 1) if fam.simplex else k * d
+    mean = k * (d - 1) if fam.simplex or fam.sphere else k * d
     disp = {"component": k, "tied": 1}.get(mode, 0)
     return int(mean + disp + k - 1)
 

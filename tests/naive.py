@@ -28,6 +28,8 @@ def divergence(name, x, y, A=None):
         return float((x / y - np.log(x / y) - 1).sum())
     if name == "l1_subgradient":
         return float(sum(0.0 if a * b > 0 else 2 * abs(a) for a, b in zip(x, y)))
+    if name == "cosine":
+        return float(1.0 - x @ y / (np.sqrt(x @ x) * np.sqrt(y @ y)))
     raise KeyError(name)
 
 

@@ -71,6 +71,10 @@ CASES = [
      "time ours / k-means-constrained:"),
     ("constrained.py --skip-speed --docs 600 --terms 300 --seeds 1", "20newsgroups",
      "mean NMI free"),
+    ("cosine_speed.py --n 3000 --ks 5 --iters 2 --repeat 1 --threads 1 --skip-20ng", None,
+     "ratio ours / sklearn (target <= 1.0)"),
+    ("cosine_quality.py --runs 1 --datasets tr23", "cluto_docs/tr23.mat",
+     "cosine methods (spkmeans / soft / hard moVMF) best on"),
 ]
 
 
