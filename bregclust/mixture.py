@@ -27,9 +27,16 @@ from sklearn.utils.validation import check_is_fitted
 from . import _conditioning as C
 from . import _execution as E
 from ._centroid import DivergenceEstimatorMixin, lloyd
+from ._mixture_init import (
+    TEXT_SHORT_ITER,
+    TEXT_STARTS,
+    mixture_smoothing,
+    one_hot,
+    tfidf_partitions,
+)
 from ._progress import progress
 from ._seeding import seed_centres, seeding_method
-from ._smoothing import push_inside, resolve_smoothing
+from ._smoothing import push_inside
 from ._sources import as_source
 from ._validation import (
     EmptyClusterWarning,
@@ -774,13 +781,17 @@ default="auto"
         Gaussian, ``1 / shape`` for the Gamma, the divisor of the divergence for a custom
         generator). ``"auto"``: ``"component"`` for sqeuclidean and itakura_saito, 1.0 for
         mahalanobis and custom generators, none for multinomial and Poisson.
-    init : {"auto", "k-means++", "k-means||", "random", "kmeans"}, BregmanKMeans, ndarray or \
-dict, default="auto"
+    init : {"auto", "k-means++", "k-means||", "random", "kmeans", "tfidf-kmeans"}, \
+BregmanKMeans, ndarray or dict, default="auto"
         Initial parameters. ``"k-means++"``/``"k-means||"``/``"random"``: Bregman seeds (for
         the multinomial on the rows divided by their totals, weighted by the totals), then one
         hard assignment gives the means (the seeds' cluster means), mixing weights and
         dispersions. ``"kmeans"``: a Bregman k-means fit from k-means++ seeds (k-means|| on a
-        dask array); its centres are the means. ``"auto"``: ``"k-means||"`` for a dask array, ``"k-means++"`` otherwise.
+        dask array); its centres are the means. ``"tfidf-kmeans"`` (multinomial, in-memory
+        counts): ``max(n_init, 6)`` partitions by spherical k-means on the tf-idf rows, three EM
+        iterations from each, then EM from the best (``bregclust._mixture_init``).
+        ``"auto"``: ``"k-means||"`` for a dask array, ``"tfidf-kmeans"`` for the multinomial
+        family, ``"k-means++"`` otherwise.
         A fitted :class:`~bregclust.BregmanKMeans` (its centres), an array of means
         ``(n_components, n_features)`` (weights and dispersions from their hard partition),
         an array of responsibilities ``(n_samples, n_components)`` (one M-step; in-memory
@@ -797,8 +808,9 @@ dict, default="auto"
         ``(S_h + beta z) / (W_h + beta)``, a conjugate prior (MAP EM); it keeps kl and
         Itakura-Saito means off the boundary of their domain. ``"auto"`` as
         :class:`~bregclust.BregmanKMeans` (0 on R, three average cluster masses on sparse
-        non-negative data, one pseudo-sample on dense); for the multinomial the masses are
-        word counts (``sum_i w_i N_i``).
+        non-negative data, one pseudo-sample on dense); for the multinomial family ``0.1 d``
+        pseudo-words per component (``d`` terms), which keeps every word probability positive
+        without pulling components toward the corpus distribution.
     reg_dispersion : float, default=1e-6
         Added to every fitted dispersion, in units of the dispersion of the whole data set
         (the one-component fit), so that a component holding one point keeps a finite density
@@ -988,7 +1000,7 @@ dict, default="auto"
         rng = check_random_state(self.random_state)
         results = []
         for k in ks:
-            smoothing = resolve_smoothing(self.smoothing, div, fs.counts, k)
+            smoothing = mixture_smoothing(self.smoothing, div, fam, fs.counts, k)
             st = fs.setting(cond.apply_mass(smoothing))
             fixed_c = None if fixed is None else float(fam.to_conditioned(fixed, cond))
             best = self._fit_k(srcc, src, st, k, fixed_c, cond, rng, warm)
@@ -1011,6 +1023,8 @@ dict, default="auto"
                 self._warn_convergence(desc)
             return run
         init, deterministic = self._check_init(st, k, src)
+        if init == "tfidf-kmeans":
+            return self._fit_text(srcc, st, k, fixed_c, cond, rng, desc)
         n_init = self.n_init
         if deterministic and n_init != 1:
             warnings.warn("init fixes the initial parameters, so n_init is ignored (1 run).",
@@ -1027,6 +1041,30 @@ dict, default="auto"
                       f"{run.n_iter} iterations")
             if best is None or run.lower_bound > best.lower_bound:
                 best = run
+        if not best.converged:
+            self._warn_convergence(desc)
+        return best
+
+    def _fit_text(self, srcc, st, k, fixed_c, cond, rng, desc):
+        """``init="tfidf-kmeans"``: a few EM iterations from each of ``max(n_init,
+        TEXT_STARTS)`` spherical k-means partitions of the tf-idf rows, then EM to convergence
+        from the start with the highest objective."""
+        blk = srcc.block
+        parts = tfidf_partitions(blk.X, k, max(self.n_init, TEXT_STARTS), rng, blk.weights())
+        short = min(TEXT_SHORT_ITER, self.max_iter)
+        best = None
+        for r, labels in enumerate(parts):
+            p0 = self._initial(srcc, st, k, ("resp", one_hot(labels, k)), fixed_c, cond, rng)
+            run = _em(srcc, st, p0, short, self.tol, verbose=self.verbose,
+                      desc=f"{desc} start {r}")
+            if best is None or run.lower_bound > best.lower_bound:
+                best = run
+        if not best.converged and self.max_iter > best.n_iter:
+            more = _em(srcc, st, best.params, self.max_iter - best.n_iter, self.tol,
+                       verbose=self.verbose, desc=desc, lower=best.lower_bound)
+            best = _Run(more.params, best.history + more.history, best.n_iter + more.n_iter,
+                        more.converged, best.dead | more.dead)
+        self._warn_run(best, desc, 0)
         if not best.converged:
             self._warn_convergence(desc)
         return best
@@ -1053,11 +1091,17 @@ dict, default="auto"
         div, fam = st.div, st.fam
         d = src.d
         if isinstance(init, str):
-            if init not in ("auto", "k-means++", "k-means||", "random", "kmeans"):
+            if init == "auto" and fam.simplex and not src.chunked:
+                init = "tfidf-kmeans"
+            if init not in ("auto", "k-means++", "k-means||", "random", "kmeans", "tfidf-kmeans"):
                 raise ValueError("init must be 'auto', 'k-means++', 'k-means||', 'random', "
-                                 "'kmeans', a fitted BregmanKMeans, an array or a dict, got "
-                                 f"{init!r}.")
-            if init != "kmeans":
+                                 "'kmeans', 'tfidf-kmeans', a fitted BregmanKMeans, an array "
+                                 f"or a dict, got {init!r}.")
+            if init == "tfidf-kmeans" and (src.chunked or not fam.simplex):
+                raise ValueError("init='tfidf-kmeans' starts the multinomial family on "
+                                 "in-memory counts; use init='k-means||' (dask) or "
+                                 "'k-means++'.")
+            if init not in ("kmeans", "tfidf-kmeans"):
                 init = seeding_method(src, init, others=("kmeans",))
             return init, False
         if not isinstance(self.n_components, numbers.Integral):

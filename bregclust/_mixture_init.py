@@ -1,0 +1,167 @@
+"""Starts and smoothing of the multinomial mixture of documents (``BregmanMixture``, kl).
+
+The mixture of multinomials has many local optima on text, and which one EM reaches is decided
+by the start. Starting from a partition by spherical k-means on tf-idf rows (the usual recipe
+for documents: idf damps the frequent words that dominate a multinomial likelihood, the L2
+norm gives every document the same weight) reaches partitions close to the classes; a kl
+k-means++ start on the term distributions lets a few long documents seed components, and EM
+then keeps most documents in one or two of them. :func:`tfidf_partitions` gives the starts of
+``init="auto"``; the mixture runs a few EM iterations from each and continues the one with the
+highest objective (measured in ``benchmarks/mixture_text.py``).
+
+:func:`mixture_smoothing` sizes the pseudo-count of the multinomial mixture's means: one
+tenth of a pseudo-word per vocabulary term, spread over the terms as the corpus uses them. It
+keeps every probability positive (a new document with a word a component has never seen keeps
+a finite likelihood) while a component of a few thousand words keeps its own distribution; the
+k-means rule ``smoothing="auto"`` (three average cluster masses) is made for hard assignments
+of L1-normalised rows and, applied to word counts, makes every component mostly the corpus
+distribution.
+"""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from ._smoothing import resolve_smoothing
+from ._validation import EmptyClusterWarning
+from .kmeans import BregmanKMeans
+
+__all__ = ["TEXT_STARTS", "TEXT_SHORT_ITER", "TEXT_KMEANS_ITER", "MULTINOMIAL_PSEUDO_PER_TERM", "tfidf_rows",
+           "tfidf_partitions", "one_hot", "mixture_smoothing"]
+
+#: ``init="auto"`` on counts draws at least this many tf-idf k-means partitions ...
+TEXT_STARTS = 6
+#: ... runs this many EM iterations from each, and continues the best.
+TEXT_SHORT_ITER = 3
+#: Lloyd iterations of each tf-idf k-means start (the start only needs the right basin).
+TEXT_KMEANS_ITER = 20
+#: The multinomial mixture's ``smoothing="auto"``: pseudo-words per vocabulary term.
+MULTINOMIAL_PSEUDO_PER_TERM = 0.1
+
+
+def tfidf_rows(X, sample_weight=None):
+    """Rows of counts as L2-normalised tf-idf vectors (scikit-learn's smooth idf).
+
+    ``idf_l = log((1 + n) / (1 + df_l)) + 1`` with ``n`` and the document frequencies
+    ``df_l`` counted with the sample weights; rows of zeros stay zero.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        Non-negative counts (validated).
+    sample_weight : ndarray of shape (n_samples,), optional
+
+    Returns
+    -------
+    ndarray or CSR matrix of shape (n_samples, n_features)
+        Sparse when ``X`` is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> T = tfidf_rows(np.array([[1.0, 0.0], [1.0, 1.0]]))
+    >>> np.round(T, 3).tolist()
+    [[1.0, 0.0], [0.583, 0.812]]
+    """
+    n = X.shape[0]
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    present = (X > 0).astype(np.float64)
+    df = np.asarray(present.T @ w).ravel()
+    idf = np.log((1.0 + w.sum()) / (1.0 + df)) + 1.0
+    if sp.issparse(X):
+        T = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        T.data *= idf[T.indices]
+        norms = np.sqrt(np.asarray(T.multiply(T).sum(axis=1)).ravel())
+        inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        return sp.csr_matrix(sp.diags(inv) @ T)
+    T = np.asarray(X, dtype=np.float64) * idf
+    norms = np.linalg.norm(T, axis=1)
+    inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    return T * inv[:, None]
+
+
+def tfidf_partitions(X, k, n_starts, random_state, sample_weight=None,
+                     max_iter=TEXT_KMEANS_ITER):
+    """Partitions of the rows by spherical k-means on their tf-idf vectors, one per start.
+
+    Squared Euclidean k-means on the unit tf-idf rows (:func:`tfidf_rows`), each from its own
+    k-means++ seeds, at most ``max_iter`` Lloyd iterations.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        Non-negative counts (validated).
+    k : int
+    n_starts : int
+    random_state : RandomState
+    sample_weight : ndarray of shape (n_samples,), optional
+    max_iter : int, default=TEXT_KMEANS_ITER
+
+    Returns
+    -------
+    list of ndarray of shape (n_samples,)
+    """
+    T = tfidf_rows(X, sample_weight)
+    out = []
+    for _ in range(n_starts):
+        km = BregmanKMeans(k, divergence="sqeuclidean", n_init=1, max_iter=max_iter,
+                           random_state=random_state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", EmptyClusterWarning)
+            km.fit(T, sample_weight=sample_weight)
+        out.append(np.asarray(km.labels_, dtype=np.int64))
+    return out
+
+
+def one_hot(labels, k, eps=1e-6):
+    """Responsibilities of a hard partition, every component given ``eps`` of every row.
+
+    The floor keeps a component that k-means left empty alive for the first M-step (it then
+    holds ``eps`` of every row, the corpus mean, and EM decides what it becomes).
+
+    Parameters
+    ----------
+    labels : ndarray of int of shape (n_samples,)
+    k : int
+    eps : float, default=1e-6
+
+    Returns
+    -------
+    ndarray of shape (n_samples, k)
+        Rows sum to 1.
+    """
+    n = labels.shape[0]
+    R = np.full((n, k), eps / k)
+    R[np.arange(n), labels] += 1.0 - eps
+    return R
+
+
+def mixture_smoothing(smoothing, div, fam, counts, k):
+    """``smoothing_`` of a mixture: the parameter checked, ``"auto"`` resolved per family.
+
+    For the multinomial family ``"auto"`` is ``MULTINOMIAL_PSEUDO_PER_TERM * d`` pseudo-words
+    per component (``d`` the vocabulary size), spread as the corpus' term distribution; the
+    other families use the centroid estimators' rule
+    (:func:`bregclust._smoothing.resolve_smoothing`).
+
+    Parameters
+    ----------
+    smoothing : float or "auto"
+    div : Divergence
+    fam : object
+        The mixture's family (its ``name``).
+    counts : tuple
+        ``(n, d, nnz, total weight)`` of the data.
+    k : int
+
+    Returns
+    -------
+    float
+    """
+    if isinstance(smoothing, str) and smoothing == "auto" and fam.name == "multinomial":
+        resolve_smoothing(smoothing, div, counts, k)  # the same parameter check
+        return MULTINOMIAL_PSEUDO_PER_TERM * float(counts[1])
+    return resolve_smoothing(smoothing, div, counts, k)

@@ -1,0 +1,111 @@
+"""The multinomial mixture on documents: tf-idf starts, the default smoothing, the plain-EM oracle."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from naive_text_mixture import loglik, multinomial_em
+from sklearn.feature_extraction.text import TfidfTransformer
+
+from bregclust import BregmanMixture
+from bregclust._mixture_init import MULTINOMIAL_PSEUDO_PER_TERM, one_hot, tfidf_rows
+from bregclust._smoothing import auto_smoothing
+from bregclust.metrics import nmi
+
+
+def topic_corpus(k=4, per=40, d=80, seed=0):
+    """Documents of 40-120 words drawn from ``k`` sparse topics (Dirichlet(0.1))."""
+    rng = np.random.default_rng(seed)
+    topics = rng.dirichlet(np.full(d, 0.1), size=k)
+    y = np.repeat(np.arange(k), per)
+    N = rng.integers(40, 120, size=k * per)
+    X = np.array([rng.multinomial(m, topics[t]) for m, t in zip(N, y)], dtype=np.float64)
+    return sp.csr_matrix(X), y
+
+
+def test_tfidf_rows_equal_scikit_learn_tfidf_transformer():
+    X, _ = topic_corpus()
+    X = X.tolil()
+    X[:, 3] = 0  # a term no document uses
+    X = sp.csr_matrix(X)
+    want = TfidfTransformer().fit_transform(X).toarray()
+    np.testing.assert_allclose(tfidf_rows(X).toarray(), want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(tfidf_rows(X.toarray()), want, rtol=1e-12, atol=1e-15)
+
+
+def test_tfidf_rows_weight_two_is_a_repeated_row():
+    X, _ = topic_corpus(per=10)
+    w = np.ones(X.shape[0])
+    w[:5] = 2.0
+    rep = sp.vstack([X, X[:5]]).tocsr()
+    np.testing.assert_allclose(tfidf_rows(X, w).toarray(), tfidf_rows(rep).toarray()[:X.shape[0]],
+                               rtol=1e-12)
+
+
+def test_one_hot_rows_sum_to_one_and_keep_every_component_alive():
+    R = one_hot(np.array([0, 0, 2]), 4)
+    np.testing.assert_allclose(R.sum(axis=1), 1.0)
+    assert (R > 0).all()
+    assert R.argmax(axis=1).tolist() == [0, 0, 2]
+
+
+def test_unsmoothed_em_from_a_partition_reaches_the_plain_em_optimum():
+    """Oracle: the plain multinomial EM (alpha = 0) and ours (smoothing = 0) from the same
+    responsibilities reach the same fixed point and log-likelihood."""
+    X, y = topic_corpus(k=3, per=30, seed=3)
+    rng = np.random.default_rng(1)
+    labels = np.where(rng.uniform(size=y.size) < 0.7, y, rng.integers(0, 3, size=y.size))
+    ref = multinomial_em(X, 3, alpha=0.0, labels=labels, max_iter=500, rtol=1e-14)
+    R = np.zeros((y.size, 3))
+    R[np.arange(y.size), labels] = 1.0
+    gm = BregmanMixture(3, divergence="kl", smoothing=0.0, init={"responsibilities": R},
+                        max_iter=500, tol=1e-12).fit(X)
+    ours = loglik(X, gm.weights_, gm.means_)
+    assert ours == pytest.approx(ref["loglik"], rel=1e-9)
+    assert gm.score(X) * X.shape[0] == pytest.approx(ref["loglik"], rel=1e-9)
+    np.testing.assert_allclose(gm.means_, ref["means"], atol=1e-7)
+
+
+def test_default_smoothing_is_a_tenth_of_a_pseudo_word_per_term():
+    X, _ = topic_corpus()
+    gm = BregmanMixture(4, divergence="kl", random_state=0).fit(X)
+    assert gm.smoothing_ == pytest.approx(MULTINOMIAL_PSEUDO_PER_TERM * X.shape[1])
+    # every word keeps a positive probability, and components are not the corpus distribution
+    assert (gm.means_ > 0).all()
+    corpus = np.asarray(X.sum(axis=0)).ravel() / X.sum()
+    assert np.abs(gm.means_ - corpus).sum(axis=1).min() > 0.5
+
+
+def test_poisson_family_keeps_the_centroid_smoothing_rule():
+    X, _ = topic_corpus()
+    gm = BregmanMixture(4, divergence="kl", family="poisson", random_state=0).fit(X)
+    assert gm.smoothing_ == pytest.approx(auto_smoothing(X, "kl", 4))
+
+
+def test_default_start_recovers_topics_and_its_lower_bound_never_decreases():
+    X, y = topic_corpus(k=5, per=40, seed=2)
+    gm = BregmanMixture(5, divergence="kl", random_state=0, tol=1e-8).fit(X)
+    assert nmi(y, gm.predict(X)) > 0.95
+    lb = np.array(gm.lower_bounds_)
+    assert gm.n_iter_ == lb.size
+    assert np.all(np.diff(lb) >= -1e-9 * np.abs(lb[1:]))
+
+
+def test_tfidf_start_is_deterministic_for_a_seed():
+    X, _ = topic_corpus()
+    a = BregmanMixture(4, divergence="kl", random_state=7).fit(X)
+    b = BregmanMixture(4, divergence="kl", random_state=7).fit(X)
+    np.testing.assert_array_equal(a.means_, b.means_)
+
+
+def test_tfidf_start_refuses_other_families():
+    X = np.abs(np.random.default_rng(0).normal(size=(30, 3)))
+    with pytest.raises(ValueError, match="init='tfidf-kmeans' starts the multinomial"):
+        BregmanMixture(2, init="tfidf-kmeans").fit(X)
+
+
+def test_old_default_stays_selectable():
+    X, _ = topic_corpus()
+    k = 4
+    gm = BregmanMixture(k, divergence="kl", init="k-means++", smoothing=3.0 * X.sum() / k,
+                        random_state=0).fit(X)
+    assert gm.smoothing_ == pytest.approx(3.0 * X.sum() / k)
