@@ -78,6 +78,7 @@ from bregclust.mbc import MultitaskBregmanClustering
 from bregclust.metrics import nmi
 from bregclust.model_relation import ModelRelationClustering
 from bregclust.shared_subspace import SharedSubspaceClustering
+from bregclust.spectral_mtc import SpectralMTC
 
 #: A multi-task mean NMI within this of the best single-task mean NMI counts as a tie.
 TIE = 0.01
@@ -97,7 +98,20 @@ MT_SETTINGS = {
                    kw=dict(n_components=2, lam=0.75, init="random")),
     "MTCMRL": dict(rep="tfidf", est=ModelRelationClustering,
                    kw=dict(lam=4.0, alpha=4.0, mu=0.5, beta=0.5), max_n=4000),
+    # the recommended entry point (issue 38): spectral clustering per task on the cosine 10-NN
+    # graph (the NCut baseline's graph), the tasks joined by cross-task kNN edges, the coupling
+    # chosen per task by the normalised cut on the task's own graph (0 included)
+    "SpecMTC": dict(rep="tfidf", est=SpectralMTC, kw=dict()),
     # Controls (run only when named in --methods; shown in the table, left out of the headline):
+    # SpectralMTC with the coupling off (= the NCut baseline, same seeds), the joint graph only
+    # and the instance transfer only at fixed couplings, and the instance transfer chosen "auto"
+    "SpecMTC-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(coupling=0.0), control=True),
+    "SpecMTC-joint.05": dict(rep="tfidf", est=SpectralMTC,
+                             kw=dict(coupling=0.05, transfer="joint"), control=True),
+    "SpecMTC-inst.05": dict(rep="tfidf", est=SpectralMTC,
+                            kw=dict(coupling=0.05, transfer="instance"), control=True),
+    "SpecMTC-inst-auto": dict(rep="tfidf", est=SpectralMTC, kw=dict(transfer="instance"),
+                              control=True),
     # LNKMTC without its cross-task MMD term (C=0), to tell its kernel learning and kernel
     # k-means apart from the multi-task coupling.
     "LNKMTC-C0": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(C=0.0), control=True),
