@@ -226,3 +226,28 @@ def test_bad_tasks_are_named():
         SpectralMTC(2).fit([Xs[0], np.full_like(Xs[1], np.nan)])
     with pytest.raises(TypeError, match="list"):
         SpectralMTC(2).fit(Xs[0])
+
+
+# ------------------------------------------------------------------------------ the demo
+def test_demo_prints_the_spectral_rows_and_verdicts_from_the_numbers(capsys):
+    import re
+
+    from bregclust.cli import main
+
+    assert main(["demo", "--quiet", "--methods", "spectralmtc", "ind", "--draws", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = {}
+    for ln in out.splitlines():
+        m = re.match(r"(IND spectral \(cosine 10-NN\)|SpectralMTC \(coupling=auto[^)]*\)|"
+                     r"IND k-means \(\w+\), best of 5)\s+(\d\.\d{3}) / .*?(\d\.\d{3}) / "
+                     r"\d\.\d{3} / \d\.\d{3}\s*$", ln)
+        if m and m.group(1).split(" (coupling")[0] not in rows:  # the full tasks come first
+            rows[m.group(1).split(" (coupling")[0]] = float(m.group(2))
+    assert {"IND spectral (cosine 10-NN)", "SpectralMTC"} <= set(rows)
+    assert rows["IND spectral (cosine 10-NN)"] > 0.8  # spectral clustering of the digits
+    # the SpectralMTC verdict is against the best IND row, spectral included: recompute it
+    ind = max(v for k, v in rows.items() if k.startswith("IND"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("  SpectralMTC (coupling="))
+    diff = float(re.search(r": ([+-]\d\.\d{3}) /", line).group(1))
+    assert diff == pytest.approx(rows["SpectralMTC"] - ind, abs=1.5e-3)
+    assert "Conclusion" in out
