@@ -30,6 +30,7 @@ from .model_relation import (
     similarity_matrix,
 )
 from .shared_subspace import LSSMTC, LSSTTC, SharedSubspaceClustering, SharedSubspaceTransfer
+from .spectral_mtc import SpectralMTC
 
 __version__ = "0.1.0"
 
@@ -52,6 +53,7 @@ __all__ = [
     "LSKMTC",
     "NonparametricKernelMTC",
     "SpectralKernelMTC",
+    "SpectralMTC",
     "kernel_kmeans",
     "BregmanKMeans",
     "bregman_kmeans_plusplus",

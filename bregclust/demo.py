@@ -27,8 +27,9 @@ from .mbc import MultitaskBregmanClustering
 from .metrics import clustering_scores
 from .model_relation import ModelRelationClustering
 from .shared_subspace import SharedSubspaceClustering
+from .spectral_mtc import SpectralMTC
 
-__all__ = ["DEMOS", "scores", "verdicts", "demo_ind", "demo_mbc", "demo_agglomerative",
+__all__ = ["DEMOS", "scores", "verdicts", "demo_spectral_mtc", "demo_ind", "demo_mbc", "demo_agglomerative",
            "demo_kernel_mtc", "demo_shared_subspace", "demo_model_relation",
            "subsample_per_class", "row_key", "few_sample_runs", "verdicts_over_draws",
            "same_start_gains",
@@ -82,6 +83,33 @@ def demo_ind(Xs, ys, random_state=0):
                   .fit(X).labels_ for X, k in zip(Xs, _n_classes(ys))]
         rows.append((f"IND k-means ({div}), best of 5", scores(ys, labels)))
     return rows
+
+
+def demo_spectral_mtc(Xs, ys, random_state=0):
+    """Spectral clustering per task (a single-task IND row) and SpectralMTC, from one fit.
+
+    :class:`~bregclust.spectral_mtc.SpectralMTC` with its defaults (cosine 10-NN graph per
+    task, joint graph across tasks, ``coupling="auto"``): its candidate at coupling 0 is
+    scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")`` on each task's
+    unit-norm rows, the strongest single-task baseline of ``benchmarks/mtc_compare.py``, shown
+    as an IND row so that every verdict is measured against it.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+    ys : list of ndarray
+    random_state : int, default=0
+
+    Returns
+    -------
+    rows : list of (str, list of (nmi, ari, accuracy))
+        ``IND spectral (cosine 10-NN)`` then ``SpectralMTC (coupling=auto: c_1/c_2)`` with
+        the coupling each task kept (chosen without labels).
+    """
+    est = SpectralMTC(_n_classes(ys), random_state=random_state).fit(Xs)
+    chosen = "/".join(f"{c:g}" for c in est.coupling_)
+    return [("IND spectral (cosine 10-NN)", scores(ys, est.labels_per_coupling_[0])),
+            (f"SpectralMTC (coupling=auto: {chosen})", scores(ys, est.labels_))]
 
 
 def _mbc_pair(Xs, ys, random_state, lam, divergence):
@@ -520,6 +548,6 @@ MEASURED_ELSEWHERE = (
 
 
 #: ``(group name, function)`` in the order ``bregclust demo`` prints them.
-DEMOS = [("IND", demo_ind), ("MBC", demo_mbc), ("Agglomerative", demo_agglomerative),
+DEMOS = [("SpectralMTC", demo_spectral_mtc), ("IND", demo_ind), ("MBC", demo_mbc), ("Agglomerative", demo_agglomerative),
          ("KernelMTC", demo_kernel_mtc), ("LSSMTC", demo_shared_subspace),
          ("MTCMRL", demo_model_relation)]

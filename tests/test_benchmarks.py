@@ -50,6 +50,10 @@ CASES = [
      "Headline: the best multi-task method beats the best single-task baseline"),
     ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits --methods MBC-sq,LNKMTC-C0",
      None, "LNKMTC-C0: NonparametricKernelMTC(C=0.0) on tfidf [control]"),
+    ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits --methods SpecMTC,SpecMTC-mu0",
+     None, "SpecMTC-mu0: SpectralMTC(coupling=0.0) on tfidf [control]"),
+    ("spectral_mtc_speed.py --dataset digits", None,
+     "SpectralMTC(coupling=0) gives the per-task SpectralClustering labels: True"),
     ("minibatch_speed.py --n-dense 20000 --repeat 1 --skip-kl --out-of-core 200000 "
      "--rows-per-chunk 50000 --memory-limit 1GB --compile", None, "time ours / sklearn:"),
     ("minibatch_speed.py --skip-dense --kl-seeds 1 --repeat 1", "20newsgroups",

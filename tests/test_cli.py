@@ -192,7 +192,8 @@ def test_demo_all_methods(capsys):
     out = capsys.readouterr().out
     for name in ("IND k-means", "MBC (sqeuclidean", "MBC (kl", "AGG (Ward", "LNKMTC (C=auto: ",
                  "LSKMTC (C=1000)", "LSSMTC (random start", "LSSMTC lam=1 control", "MTCMRL",
-                 "LNKMTC (C=auto)", "MBC (kl, lam=auto)"):
+                 "LNKMTC (C=auto)", "MBC (kl, lam=auto)", "IND spectral (cosine 10-NN)",
+                 "SpectralMTC (coupling=auto: ", "SpectralMTC (coupling=auto)"):
         assert name in out, name
     import re
     full, few = out.split("2. Few images per class")
@@ -200,7 +201,7 @@ def test_demo_all_methods(capsys):
     for part in (full, few):
         rows = {m.group(1).strip(): [float(v) for v in m.groups()[1:]]
                 for m in re.finditer(rf"^(.+?)\s+{cell}\s+{cell}\s*$", part, re.MULTILINE)}
-        assert len(rows) == 14, part
+        assert len(rows) == 16, part
         # digits cluster well with k-means, MBC and agglomerative: NMI > 0.5, accuracy > 0.6
         for name, (nmi0, _, acc0, nmi1, _, acc1) in rows.items():
             if name.startswith(("IND", "MBC", "AGG")):
@@ -218,10 +219,11 @@ def test_demo_all_methods(capsys):
     # the few-image verdicts carry their spread, and the conclusion follows from them
     spread = re.findall(r"^  (.+?): [+-]\d\.\d{3} ± \d\.\d{3} / [+-]\d\.\d{3} ± \d\.\d{3} NMI vs "
                         r"IND: (.+)$", few.replace("\n      ", " "), re.MULTILINE)
-    assert len(spread) == 10
+    assert len(spread) == 11
     gains = [n for n, v in spread if v == "gains on every task" and not n.startswith("AGG")]
     assert ("Conclusion: no multi-task method beats IND" in few) == (not gains)
-    assert "Time per method group (full tasks / few images, all draws): IND: " in few
+    assert "Time per method group (full tasks / few images, all draws): SpectralMTC: " in few
+    assert ", IND: " in few
 
 
 def _two_task_files(tmp_path, seed=3):

@@ -1,0 +1,504 @@
+"""Multi-task spectral clustering: per-task normalised cuts coupled through the other tasks.
+
+Single-task spectral clustering on a cosine k-nearest-neighbour graph (scikit-learn's
+``SpectralClustering(affinity="nearest_neighbors")`` on unit-norm rows) is the strongest
+single-task baseline of ``benchmarks/mtc_compare.py``. :class:`SpectralMTC` keeps that base and
+lets the tasks help each other in one of two ways, with one coupling strength ``mu >= 0``
+(``mu = 0`` is exactly the single-task method, labels included):
+
+* ``transfer="instance"`` (in the manner of SAMTC, Zhang, Zhang & Liu, IJCAI 2016): the rows of
+  the other tasks are used as probes. A row ``u`` of task ``s`` votes for every pair of task
+  ``t``'s rows among its ``k`` nearest neighbours in task ``t``; the votes form a graph ``H_t``
+  on task ``t``'s rows, scaled to the mass of task ``t``'s own graph ``W_t``, and task ``t`` is
+  clustered on ``W_t + mu H_t`` (two-step paths ``t -> s -> t`` through reusable instances);
+* ``transfer="joint"`` (in the manner of MTSC's shared embedding and of LNKMTC's joint graph):
+  one graph over all tasks, the task graphs on the diagonal and ``mu`` times the symmetrised
+  cross-task kNN graphs (scaled to the same mass) off the diagonal; its spectral embedding of
+  dimension ``sum_t K_t``, restricted to a task's rows, is clustered by k-means with ``K_t``.
+
+``coupling="auto"`` (the default) fits every value of ``coupling_grid`` (``0`` included) and
+keeps, **per task**, the partition with the smallest normalised cut on that task's own graph
+``W_t``, the criterion single-task spectral clustering relaxes: no labels are used, and a task
+whose own graph prefers its single-task partition keeps it. The maths is restated in the guide
+page ``docs/guide/spectral_mtc.rst``.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.cluster import KMeans
+from sklearn.manifold import spectral_embedding
+from sklearn.neighbors import NearestNeighbors, kneighbors_graph
+from sklearn.preprocessing import normalize
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
+
+from ._multitask import (
+    BOOLEAN,
+    Interval,
+    MultiTaskMixin,
+    Options,
+    check_n_clusters_per_task,
+    within_cluster_per_point,
+)
+from ._validation import check_tasks
+
+__all__ = ["SpectralMTC", "task_graph", "transfer_graph", "cross_task_graph", "joint_graph", "normalized_cut",
+           "spectral_labels", "ARPACK_MAX_N"]
+
+#: ``eigen_solver="auto"`` uses ARPACK up to this many nodes and LOBPCG above (ARPACK in
+#: scikit-learn's shift-invert mode factorises the Laplacian, too slow on large kNN graphs);
+#: the rule of the NCut baseline of ``benchmarks/mtc_compare.py``.
+ARPACK_MAX_N = 3000
+
+
+def _unit(X):
+    return normalize(X) if sp.issparse(X) else normalize(np.asarray(X, dtype=np.float64))
+
+
+def task_graph(X, n_neighbors=10):
+    """The single-task graph: symmetrised cosine kNN connectivity, as scikit-learn builds it.
+
+    ``W = (A + A^T) / 2`` with ``A[i, j] = 1`` when ``x_j`` is among the ``n_neighbors``
+    nearest rows of ``x_i`` by cosine (Euclidean distance of unit-norm rows), the row itself
+    included: exactly the affinity of ``SpectralClustering(affinity="nearest_neighbors")`` on
+    ``normalize(X)``.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+    n_neighbors : int, default=10
+        Clipped to ``n``.
+
+    Returns
+    -------
+    W : scipy.sparse.csr_matrix of shape (n, n)
+    """
+    Xn = _unit(X)
+    k = min(int(n_neighbors), Xn.shape[0])
+    A = kneighbors_graph(Xn, n_neighbors=k, include_self=True)
+    W = sp.csr_matrix(0.5 * (A + A.T))
+    W.sort_indices()
+    return W
+
+
+def _cross_knn(Xq, Xr, k):
+    """Directed cosine kNN connectivity of the rows of ``Xq`` among the rows of ``Xr``."""
+    k = min(int(k), Xr.shape[0])
+    nn = NearestNeighbors(n_neighbors=k).fit(_unit(Xr))
+    return nn.kneighbors_graph(_unit(Xq), mode="connectivity")
+
+
+def _scaled_to(H, W):
+    """``H`` scaled to the total weight of ``W`` (zero stays zero)."""
+    s = float(H.sum())
+    return H * (float(W.sum()) / s) if s > 0 else H
+
+
+def transfer_graph(Xs, t, n_neighbors=10, W_t=None):
+    """The instance-transfer graph ``H_t`` of task ``t`` (votes of the other tasks' rows).
+
+    ``H_t = sum_{s != t} C_st^T C_st`` with ``C_st[u, i] = 1`` when row ``i`` of task ``t`` is
+    among the ``n_neighbors`` nearest rows of task ``t`` to row ``u`` of task ``s``; the
+    diagonal is removed and ``H_t`` is scaled to the total weight of ``W_t``.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+        The tasks.
+    t : int
+        The task whose graph is built.
+    n_neighbors : int, default=10
+    W_t : sparse matrix, optional
+        Task ``t``'s own graph (:func:`task_graph`), built when not given.
+
+    Returns
+    -------
+    H : scipy.sparse.csr_matrix of shape (n_t, n_t)
+    """
+    if W_t is None:
+        W_t = task_graph(Xs[t], n_neighbors)
+    n = Xs[t].shape[0]
+    H = sp.csr_matrix((n, n))
+    for s, X in enumerate(Xs):
+        if s == t:
+            continue
+        C = _cross_knn(X, Xs[t], n_neighbors)
+        H = H + (C.T @ C)
+    H = sp.csr_matrix(H)
+    H.setdiag(0.0)
+    H.eliminate_zeros()
+    H = sp.csr_matrix(_scaled_to(H, W_t))
+    H.sort_indices()
+    return H
+
+
+def cross_task_graph(Xs, s, t, n_neighbors=10):
+    """Symmetrised cosine kNN connectivity between tasks ``s`` and ``t`` (``n_s x n_t``).
+
+    ``B = (C_st + C_ts^T) / 2`` with ``C_st`` the directed kNN of task ``s``'s rows among task
+    ``t``'s rows.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+    s, t : int
+    n_neighbors : int, default=10
+
+    Returns
+    -------
+    B : scipy.sparse.csr_matrix of shape (n_s, n_t)
+    """
+    return sp.csr_matrix(0.5 * (_cross_knn(Xs[s], Xs[t], n_neighbors)
+                                + _cross_knn(Xs[t], Xs[s], n_neighbors).T))
+
+
+def _cross_blocks(Xs, Ws, n_neighbors):
+    """Cross-task graphs ``B_st`` (``s < t``), each scaled to the mean total weight of
+    ``W_s`` and ``W_t``."""
+    cross = {}
+    for s in range(len(Xs)):
+        for t in range(s + 1, len(Xs)):
+            B = cross_task_graph(Xs, s, t, n_neighbors)
+            total = float(B.sum())
+            scale = 0.5 * (float(Ws[s].sum()) + float(Ws[t].sum())) / total if total > 0 else 0.0
+            cross[s, t] = sp.csr_matrix(B * scale)
+    return cross
+
+
+def joint_graph(Xs, coupling, n_neighbors=10, *, Ws=None, cross=None):
+    """One graph over all tasks: ``W_t`` on the diagonal, ``coupling * B_st`` off it.
+
+    ``B_st`` is :func:`cross_task_graph` scaled to the mean total weight of ``W_s`` and
+    ``W_t``, so ``coupling`` is the weight of the cross-task edges relative to a task's own.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix}
+    coupling : float
+    n_neighbors : int, default=10
+    Ws : list of sparse matrices, optional
+        The task graphs (:func:`task_graph`), built when not given.
+    cross : dict, optional
+        The scaled cross-task blocks ``{(s, t): B_st}`` (``s < t``), built when not given.
+
+    Returns
+    -------
+    J : scipy.sparse.csr_matrix of shape (sum n_t, sum n_t)
+    """
+    T = len(Xs)
+    if Ws is None:
+        Ws = [task_graph(X, n_neighbors) for X in Xs]
+    if cross is None:
+        cross = _cross_blocks(Xs, Ws, n_neighbors)
+    blocks = [[None] * T for _ in range(T)]
+    for t in range(T):
+        blocks[t][t] = Ws[t]
+    for (s, t), B in cross.items():
+        blocks[s][t] = coupling * B
+        blocks[t][s] = coupling * B.T
+    J = sp.csr_matrix(sp.bmat(blocks, format="csr"))
+    J.sort_indices()
+    return J
+
+
+def normalized_cut(W, labels):
+    """Normalised cut ``sum_k cut(A_k, rest) / vol(A_k)`` of a partition of a graph.
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n, n)
+        Symmetric non-negative weights; the diagonal (self-loops) is ignored, as in the graph
+        Laplacian of ``scipy.sparse.csgraph.laplacian`` that spectral clustering embeds.
+    labels : ndarray of shape (n,)
+        Non-negative integer labels.
+
+    Returns
+    -------
+    float
+        ``sum_k (1 - W(A_k, A_k) / vol(A_k))`` over the non-empty clusters with positive
+        volume; 0 for a perfect partition of disconnected components.
+    """
+    W = sp.csr_matrix(W, dtype=np.float64, copy=True)
+    W.setdiag(0.0)  # self-loops do not count, as in the Laplacian scikit-learn embeds
+    W.eliminate_zeros()
+    labels = np.asarray(labels, dtype=np.int64)
+    k = int(labels.max()) + 1
+    Z = sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
+                      shape=(labels.size, k))
+    within = np.asarray((Z.T @ W @ Z).diagonal()).ravel()
+    vol = np.asarray(Z.T @ np.asarray(W.sum(axis=1)).ravel()).ravel()
+    nz = vol > 0
+    return float(np.sum(1.0 - within[nz] / vol[nz]))
+
+
+def _solver(eigen_solver, n, joint=False):
+    if eigen_solver == "auto":
+        # a joint graph always goes to LOBPCG: ARPACK's shift-invert factorises its Laplacian
+        # (the sparse LU took 1.0 s against LOBPCG's 0.4 s on the digits tasks' joint graph)
+        return "arpack" if n <= ARPACK_MAX_N and not joint else "lobpcg"
+    return eigen_solver
+
+
+def spectral_labels(W, n_clusters, *, n_components=None, rows=None, eigen_solver="auto",
+                    n_init=10, random_state=None):
+    """Spectral clustering of a graph: scikit-learn's embedding, then k-means on its rows.
+
+    The steps of ``SpectralClustering(affinity="precomputed", assign_labels="kmeans")``:
+    ``sklearn.manifold.spectral_embedding(W, n_components, drop_first=False)`` (the normalised
+    Laplacian's eigenvectors scaled by ``D^-1/2``) and ``KMeans(n_clusters, n_init)`` on the
+    embedding's rows (only the rows ``rows`` when given).
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n, n)
+    n_clusters : int
+    n_components : int, optional
+        Dimension of the embedding (``n_clusters`` when None).
+    rows : slice or ndarray, optional
+        The nodes to cluster (default: all).
+    eigen_solver : {"auto", "arpack", "lobpcg"}, default="auto"
+        ``"auto"``: ARPACK up to :data:`ARPACK_MAX_N` nodes, LOBPCG above.
+    n_init : int, default=10
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    labels : ndarray of shape (n_rows,), int64
+    """
+    rng = check_random_state(random_state)
+    n_components = n_clusters if n_components is None else n_components
+    # the same seeds, in the same order, as SpectralClustering draws from its random_state
+    maps = spectral_embedding(W, n_components=n_components,
+                              eigen_solver=_solver(eigen_solver, W.shape[0]),
+                              random_state=rng, drop_first=False)
+    if rows is not None:
+        maps = maps[rows]
+    return _kmeans_labels(maps, n_clusters, n_init, rng)
+
+
+def _kmeans_labels(maps, n_clusters, n_init, random_state):
+    """k-means on the embedding's rows, scikit-learn's OpenMP pool held to one thread: the
+    embedding has few columns, and on a loaded machine the pool's threads spent 4.8 s waiting
+    on 80 fits of 260 rows that take 0.2 s of CPU."""
+    with threadpool_limits(1, user_api="openmp"):
+        km = KMeans(n_clusters, n_init=n_init, random_state=random_state).fit(maps)
+    return km.labels_.astype(np.int64)
+
+
+class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
+    """Multi-task spectral clustering on cosine kNN graphs, coupling chosen without labels.
+
+    Each task is clustered by spectral clustering (normalised cut relaxation) on its own
+    cosine k-nearest-neighbour graph, with the other tasks' rows entering through
+    ``transfer`` at strength ``coupling``. ``coupling=0`` is scikit-learn's
+    ``SpectralClustering(affinity="nearest_neighbors")`` on every task's unit-norm rows, with
+    the same labels for the same ``random_state``.
+
+    Parameters
+    ----------
+    n_clusters : int or list of int, default=8
+        Clusters per task (one int for every task, or one per task).
+    coupling : float or "auto", default="auto"
+        ``mu >= 0``, the weight of the transferred edges relative to a task's own graph (both
+        scaled to the same total weight). ``"auto"``: fit every value of ``coupling_grid`` and
+        keep for each task the partition with the smallest normalised cut on the task's own
+        graph (ties to the smaller value).
+    coupling_grid : tuple of float, default=(0.02, 0.05, 0.1)
+        Candidates of ``coupling="auto"``; ``0`` (no coupling) is always added. Small values:
+        the transferred edges perturb a task's own graph, they do not replace it (at 0.25 and
+        above both transfers lost to the single-task partition on the digits, tr11 and WebKB4
+        tasks, see ``docs/guide/spectral_mtc.rst``).
+    transfer : {"joint", "instance"}, default="joint"
+        ``"instance"``: task ``t``'s graph gains the two-step links through the other tasks'
+        rows (:func:`transfer_graph`); ``"joint"``: one graph over all tasks with ``coupling``
+        times the cross-task kNN graphs, embedded in ``sum_t K_t`` dimensions
+        (:func:`cross_task_graph`).
+    n_neighbors : int, default=10
+        Neighbours of every row in its own task and in every other task.
+    eigen_solver : {"auto", "arpack", "lobpcg"}, default="auto"
+        ``"auto"``: a task's own graph by ARPACK up to 3,000 nodes and LOBPCG above (the rule
+        of the NCut baseline), the joint graph by LOBPCG.
+    n_init : int, default=10
+        k-means restarts on the embedding.
+    random_state : int, RandomState or None, default=None
+    verbose : bool, default=False
+        Print the normalised cut of every task at every candidate coupling.
+
+    Attributes
+    ----------
+    labels_ : list of ndarray of shape (n_t,)
+    n_clusters_ : list of int
+    coupling_ : list of float
+        The coupling each task kept.
+    ncut_ : ndarray of shape (n_candidates, n_tasks)
+        Normalised cut of every task's partition on its own graph, per candidate coupling.
+    couplings_ : ndarray of shape (n_candidates,)
+        The candidates (``[coupling]`` when a number was given).
+    labels_per_coupling_ : list of list of ndarray
+        ``labels_per_coupling_[i][t]``: task ``t``'s partition at ``couplings_[i]`` (at 0: the
+        single-task spectral clustering).
+    objective_history_ : ndarray of shape (1,)
+        The sum over tasks of the kept partitions' normalised cuts on their own graphs (the
+        method has no iterations).
+    affinity_matrices_ : list of sparse matrices
+        The tasks' own graphs ``W_t``.
+    n_tasks_, n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bregclust.spectral_mtc import SpectralMTC
+    >>> rng = np.random.default_rng(0)
+    >>> Xs = [np.vstack([rng.normal([5, 0, 0], 1, (30, 3)), rng.normal([0, 5, 0], 1, (30, 3))])
+    ...       for _ in range(2)]
+    >>> est = SpectralMTC(2, n_neighbors=5, random_state=0).fit(Xs)
+    >>> [np.bincount(lab).tolist() for lab in est.labels_]
+    [[30, 30], [30, 30]]
+    """
+
+    _parameter_constraints = {
+        "coupling": [Interval(numbers.Real, 0.0), Options("auto")],
+        "transfer": [Options("joint", "instance")],
+        "n_neighbors": [Interval(numbers.Integral, 1)],
+        "eigen_solver": [Options("auto", "arpack", "lobpcg")],
+        "n_init": [Interval(numbers.Integral, 1)],
+        "verbose": [BOOLEAN, Interval(numbers.Integral, 0)],
+    }
+
+    def __init__(self, n_clusters=8, *, coupling="auto", coupling_grid=(0.02, 0.05, 0.1),
+                 transfer="joint", n_neighbors=10, eigen_solver="auto", n_init=10,
+                 random_state=None, verbose=False):
+        self.n_clusters = n_clusters
+        self.coupling = coupling
+        self.coupling_grid = coupling_grid
+        self.transfer = transfer
+        self.n_neighbors = n_neighbors
+        self.eigen_solver = eigen_solver
+        self.n_init = n_init
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------------ validation
+    def _candidates(self):
+        if not isinstance(self.coupling, str):
+            return np.array([float(self.coupling)])
+        grid = self.coupling_grid
+        if isinstance(grid, (str, bytes)) or not hasattr(grid, "__len__") or len(grid) == 0:
+            raise TypeError(f"coupling_grid must be a non-empty sequence of numbers >= 0, got "
+                            f"{grid!r}.")
+        vals = []
+        for v in grid:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) \
+                    or v < 0:
+                raise ValueError(f"coupling_grid must hold finite numbers >= 0, got {v!r}.")
+            vals.append(float(v))
+        return np.unique([0.0] + vals)
+
+    def _score_criterion(self, Xs, labels):
+        """``score``'s criterion: each task's within-cluster sum of squares per point on
+        unit-norm rows (the geometry of the cosine graph)."""
+        return within_cluster_per_point(Xs, labels, unit_rows=True)
+
+    # ------------------------------------------------------------------------------- fit
+    def fit(self, Xs, y=None):
+        """Cluster every task.
+
+        Parameters
+        ----------
+        Xs : list of {array-like, sparse matrix} of shape (n_t, n_features)
+            Two or more tasks over one feature space.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SpectralMTC
+        """
+        self._validate_params()
+        Xs = check_tasks(Xs, min_samples=2)
+        T = len(Xs)
+        if T < 2:
+            raise ValueError(f"SpectralMTC needs at least two tasks, got {T}; for one task use "
+                             "sklearn.cluster.SpectralClustering.")
+        sizes = [X.shape[0] for X in Xs]
+        ks = check_n_clusters_per_task(self.n_clusters, sizes)
+        mus = self._candidates()
+        if isinstance(self.random_state, numbers.Integral) and not isinstance(
+                self.random_state, bool):
+            # an int seeds every task alike, as SpectralClustering(random_state=int) per task
+            seeds = np.full(T, int(self.random_state))
+        else:
+            seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max,
+                                                                  size=T)
+        Ws = [task_graph(X, self.n_neighbors) for X in Xs]
+        cand_labels = np.empty((mus.size, T), dtype=object)
+        if self.transfer == "instance":
+            Hs = ([transfer_graph(Xs, t, self.n_neighbors, Ws[t]) for t in range(T)]
+                  if np.any(mus > 0) else None)
+            for i, mu in enumerate(mus):
+                for t in range(T):
+                    G = Ws[t] if mu == 0 else sp.csr_matrix(Ws[t] + mu * Hs[t])
+                    cand_labels[i, t] = spectral_labels(
+                        G, ks[t], eigen_solver=self.eigen_solver, n_init=self.n_init,
+                        random_state=int(seeds[t]))
+        else:
+            cross = _cross_blocks(Xs, Ws, self.n_neighbors) if np.any(mus > 0) else None
+            starts = np.concatenate([[0], np.cumsum(sizes)])
+            for i, mu in enumerate(mus):
+                if mu == 0:
+                    for t in range(T):
+                        cand_labels[i, t] = spectral_labels(
+                            Ws[t], ks[t], eigen_solver=self.eigen_solver, n_init=self.n_init,
+                            random_state=int(seeds[t]))
+                    continue
+                J = joint_graph(Xs, mu, self.n_neighbors, Ws=Ws, cross=cross)
+                # one embedding of the joint graph, k-means on each task's rows of it
+                maps = spectral_embedding(J, n_components=min(sum(ks), J.shape[0]),
+                                          eigen_solver=_solver(self.eigen_solver, J.shape[0],
+                                                               joint=True),
+                                          random_state=check_random_state(int(seeds[0])),
+                                          drop_first=False)
+                for t in range(T):
+                    cand_labels[i, t] = _kmeans_labels(maps[starts[t]:starts[t + 1]], ks[t],
+                                                       self.n_init, int(seeds[t]))
+        ncut = np.array([[normalized_cut(Ws[t], cand_labels[i, t]) for t in range(T)]
+                         for i in range(mus.size)])
+        best = [int(np.argmin(ncut[:, t])) for t in range(T)]  # first minimum: smaller mu
+        if self.verbose:
+            for i, mu in enumerate(mus):
+                print(f"SpectralMTC coupling {mu:g}: normalised cut per task "
+                      + " / ".join(f"{v:.4f}" for v in ncut[i]))
+        labels = [cand_labels[best[t], t] for t in range(T)]
+        self.couplings_ = mus
+        self.labels_per_coupling_ = [list(cand_labels[i]) for i in range(mus.size)]
+        self.ncut_ = ncut
+        self.coupling_ = [float(mus[b]) for b in best]
+        self.n_clusters_ = ks
+        self.affinity_matrices_ = Ws
+        self._fit_tasks = [_unit(X) for X in Xs]
+        self._set_fitted_tasks(Xs, labels, [float(sum(ncut[best[t], t] for t in range(T)))])
+        return self
+
+    def predict(self, X, task=None):
+        """Cluster of new rows of task ``task``: the label of the most similar training row.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        task : int, optional
+            Which task's training rows to use; required when there are several tasks.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), int64
+        """
+        t = self._check_task(task)
+        check_is_fitted(self, "labels_")
+        X = self._check_X(X)
+        nn = NearestNeighbors(n_neighbors=1).fit(self._fit_tasks[t])
+        idx = nn.kneighbors(_unit(X), return_distance=False)[:, 0]
+        return self.labels_[t][idx]

@@ -1,0 +1,253 @@
+"""SpectralMTC: graphs against the dense reference, the single-task base against scikit-learn,
+the label-free choice of the coupling, and the multi-task contract (2 and 3 tasks, per-task K)."""
+
+import pickle
+import warnings
+
+import naive_spectral_mtc as naive
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.cluster import SpectralClustering
+from sklearn.manifold import spectral_embedding
+from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import normalize
+
+from bregclust.spectral_mtc import (
+    SpectralMTC,
+    cross_task_graph,
+    joint_graph,
+    normalized_cut,
+    task_graph,
+    transfer_graph,
+)
+
+
+def _tasks(seed=0, sizes=((14, 12), (11, 13)), d=5):
+    """Tasks sharing two cluster directions (plus a third for a third task), rows in general
+    position (no ties among distances)."""
+    rng = np.random.default_rng(seed)
+    dirs = np.eye(d) * 4.0 + 0.5
+    Xs, ys = [], []
+    for t, part in enumerate(sizes):
+        blocks = [dirs[(c + t) % d] + 0.6 * rng.random((m, d)) for c, m in enumerate(part)]
+        Xs.append(np.vstack(blocks))
+        ys.append(np.repeat(np.arange(len(part)), part))
+    return Xs, ys
+
+
+def _fit(est, Xs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # graph not fully connected
+        return est.fit(Xs)
+
+
+# ------------------------------------------------------------------ graphs: dense reference
+@pytest.mark.parametrize("k", [3, 5])
+def test_task_graph_matches_dense_reference(k):
+    X = _tasks()[0][0]
+    np.testing.assert_allclose(task_graph(X, k).toarray(), naive.task_graph(X, k), atol=0)
+
+
+@pytest.mark.parametrize("n_tasks", [2, 3])
+def test_transfer_graph_matches_dense_reference(n_tasks):
+    Xs, _ = _tasks(sizes=((14, 12), (11, 13), (9, 10))[:n_tasks])
+    for t in range(n_tasks):
+        H = transfer_graph(Xs, t, 4)
+        R = naive.transfer_graph(Xs, t, 4)
+        np.testing.assert_allclose(H.toarray(), R, rtol=1e-12, atol=1e-12)
+        assert np.allclose(H.toarray(), H.toarray().T) and np.all(H.diagonal() == 0)
+
+
+@pytest.mark.parametrize("n_tasks", [2, 3])
+def test_joint_graph_matches_dense_reference(n_tasks):
+    Xs, _ = _tasks(sizes=((14, 12), (11, 13), (9, 10))[:n_tasks])
+    J = joint_graph(Xs, 0.3, 4)
+    np.testing.assert_allclose(J.toarray(), naive.joint_graph(Xs, 4, 0.3), rtol=1e-12, atol=1e-12)
+    B = cross_task_graph(Xs, 0, 1, 4)
+    assert B.shape == (Xs[0].shape[0], Xs[1].shape[0])
+
+
+def test_normalized_cut_matches_dense_reference():
+    Xs, ys = _tasks()
+    W = task_graph(Xs[0], 4)
+    rng = np.random.default_rng(1)
+    for lab in (ys[0], rng.integers(0, 3, Xs[0].shape[0])):
+        assert normalized_cut(W, lab) == pytest.approx(naive.normalized_cut(W.toarray(), lab),
+                                                       rel=1e-12)
+    assert normalized_cut(W, ys[0]) < normalized_cut(W, rng.integers(0, 2, Xs[0].shape[0]))
+
+
+def test_joint_embedding_spans_the_dense_eigenvectors():
+    """The embedding the joint transfer clusters spans the dense Laplacian's eigenvectors."""
+    Xs, _ = _tasks(sizes=((14, 12), (11, 13), (9, 10)))
+    J = joint_graph(Xs, 0.2, 4)
+    m = 4
+    vals, R = naive.embedding(J.toarray(), m)
+    assert vals[m] - vals[m - 1] > 1e-3 if len(vals) > m else True
+    E = spectral_embedding(J, n_components=m, eigen_solver="arpack", random_state=0,
+                           drop_first=False)
+    # same column space (projections equal) after undoing the D^-1/2 scaling
+    d = np.sqrt(np.asarray(J.sum(axis=1)).ravel() - J.diagonal())[:, None]
+    P = np.linalg.qr(E * d)[0]
+    Q = np.linalg.qr(R * d)[0]
+    np.testing.assert_allclose(P @ P.T, Q @ Q.T, atol=1e-6)
+
+
+# --------------------------------------------------------------- the single-task base
+@pytest.mark.parametrize("transfer", ["joint", "instance"])
+def test_coupling_zero_is_scikit_learn_spectral_clustering(transfer):
+    Xs, _ = _tasks(sizes=((30, 25), (28, 31)))
+    Xs = [X + np.random.default_rng(2).random(X.shape) for X in Xs]  # a harder problem
+    est = _fit(SpectralMTC(2, coupling=0.0, transfer=transfer, n_neighbors=6, random_state=3),
+               Xs)
+    for X, lab in zip(Xs, est.labels_):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            ref = SpectralClustering(2, affinity="nearest_neighbors", n_neighbors=6,
+                                     random_state=3).fit(normalize(X)).labels_
+        np.testing.assert_array_equal(lab, ref)
+
+
+@pytest.mark.parametrize("transfer", ["joint", "instance"])
+def test_auto_keeps_per_task_the_smallest_own_graph_ncut(transfer):
+    Xs, ys = _tasks(seed=4, sizes=((20, 18), (17, 21), (15, 16)))
+    Xs = [X + 0.8 * np.random.default_rng(5).random(X.shape) for X in Xs]
+    est = _fit(SpectralMTC([2, 2, 2], transfer=transfer, n_neighbors=5, random_state=0), Xs)
+    assert est.couplings_[0] == 0.0 and est.ncut_.shape == (est.couplings_.size, 3)
+    for t in range(3):
+        i = int(np.argmin(est.ncut_[:, t]))
+        assert est.coupling_[t] == est.couplings_[i]
+        np.testing.assert_array_equal(est.labels_[t], est.labels_per_coupling_[i][t])
+        assert est.ncut_[i, t] == pytest.approx(
+            naive.normalized_cut(naive.task_graph(Xs[t], 5), est.labels_[t]))
+    # every candidate is the fit at that fixed coupling (same seeds)
+    for i, mu in enumerate(est.couplings_):
+        fixed = _fit(SpectralMTC([2, 2, 2], coupling=float(mu), transfer=transfer,
+                                 n_neighbors=5, random_state=0), Xs)
+        for a, b in zip(fixed.labels_, est.labels_per_coupling_[i]):
+            np.testing.assert_array_equal(a, b)
+    assert est.objective_history_.shape == (1,)
+    assert est.objective_history_[0] == pytest.approx(
+        sum(est.ncut_[est.couplings_.tolist().index(c), t] for t, c in enumerate(est.coupling_)))
+
+
+def test_never_worse_on_its_own_graph_than_the_single_task_partition():
+    """The label-free guarantee: every task's kept partition has a normalised cut on its own
+    graph no larger than the single-task spectral partition's."""
+    for seed in range(3):
+        Xs, _ = _tasks(seed=seed, sizes=((20, 18), (17, 21)))
+        Xs = [X + 1.5 * np.random.default_rng(seed).random(X.shape) for X in Xs]
+        est = _fit(SpectralMTC(2, n_neighbors=5, random_state=seed), Xs)
+        best = est.ncut_[[list(est.couplings_).index(c) for c in est.coupling_], [0, 1]]
+        assert np.all(best <= est.ncut_[0] + 1e-15)
+
+
+@pytest.mark.parametrize("transfer", ["joint", "instance"])
+def test_two_and_three_tasks_per_task_k_recover_clusters(transfer):
+    Xs, ys = _tasks(sizes=((15, 14), (12, 13, 11), (10, 12)))
+    est = _fit(SpectralMTC([2, 3, 2], coupling=0.05, transfer=transfer, n_neighbors=5,
+                           random_state=0), Xs)
+    assert est.n_tasks_ == 3 and est.n_clusters_ == [2, 3, 2]
+    for y, lab, k in zip(ys, est.labels_, [2, 3, 2]):
+        assert lab.dtype == np.int64 and np.unique(lab).size == k
+        assert adjusted_rand_score(y, lab) == 1.0
+    est2 = _fit(SpectralMTC(2, transfer=transfer, n_neighbors=5, random_state=0), Xs[::2])
+    assert [adjusted_rand_score(y, lab) for y, lab in zip(ys[::2], est2.labels_)] == [1.0, 1.0]
+
+
+def test_coupling_changes_the_partition_of_a_task_that_needs_it():
+    """A task whose own kNN graph is ambiguous (two thin strands); the other task fills the gap
+    between the strands' ends: fixed couplings give partitions other than the single-task one
+    (the coupling is live, not ignored)."""
+    Xs, ys = _tasks(seed=7, sizes=((25, 25), (25, 25)))
+    Xs[0] = Xs[0] + 2.5 * np.random.default_rng(8).random(Xs[0].shape)
+    est = _fit(SpectralMTC(2, coupling_grid=(0.5, 2.0), n_neighbors=5, random_state=0), Xs)
+    parts = est.labels_per_coupling_
+    assert any(adjusted_rand_score(parts[0][0], p[0]) < 1.0 for p in parts[1:])
+
+
+# --------------------------------------------------------------------------- the contract
+def test_predict_pickle_clone_and_inputs_untouched():
+    Xs, ys = _tasks()
+    copies = [X.copy() for X in Xs]
+    est = _fit(SpectralMTC(2, n_neighbors=4, random_state=0), Xs)
+    for X, C in zip(Xs, copies):
+        np.testing.assert_array_equal(X, C)
+    for t in range(2):
+        np.testing.assert_array_equal(est.predict(Xs[t], task=t), est.labels_[t])
+    with pytest.raises(ValueError, match="pass task=t"):
+        est.predict(Xs[0])
+    with pytest.raises(ValueError, match="task must be in"):
+        est.predict(Xs[0], task=2)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(Xs[0][:, :3], task=0)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(Xs[1], task=1), est.labels_[1])
+    assert clone(est).get_params() == est.get_params()
+    assert est.fit_predict(Xs)[0].tolist() == est.labels_[0].tolist()
+
+
+def test_sparse_and_float32_give_the_dense_labels():
+    Xs, _ = _tasks()
+    ref = _fit(SpectralMTC(2, n_neighbors=4, random_state=0), Xs).labels_
+    for conv in (sp.csr_matrix, lambda X: X.astype(np.float32)):
+        got = _fit(SpectralMTC(2, n_neighbors=4, random_state=0), [conv(X) for X in Xs]).labels_
+        for a, b in zip(got, ref):
+            assert adjusted_rand_score(a, b) == 1.0
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(coupling=-0.1), ValueError, "coupling"),
+    (dict(coupling="big"), ValueError, "coupling"),
+    (dict(transfer="both"), ValueError, "transfer"),
+    (dict(n_neighbors=0), ValueError, "n_neighbors"),
+    (dict(coupling_grid=()), TypeError, "coupling_grid"),
+    (dict(coupling_grid=(0.1, -1.0)), ValueError, "coupling_grid"),
+    (dict(coupling_grid=(0.1, float("nan"))), ValueError, "coupling_grid"),
+    (dict(eigen_solver="amg"), ValueError, "eigen_solver"),
+])
+def test_bad_parameters_are_named(kw, exc, match):
+    Xs, _ = _tasks()
+    with pytest.raises(exc, match=match):
+        SpectralMTC(2, **kw).fit(Xs)
+
+
+def test_bad_tasks_are_named():
+    Xs, _ = _tasks()
+    with pytest.raises(ValueError, match="at least two tasks"):
+        SpectralMTC(2).fit(Xs[:1])
+    with pytest.raises(ValueError, match="feature space"):
+        SpectralMTC(2).fit([Xs[0], Xs[1][:, :3]])
+    with pytest.raises(ValueError, match="n_clusters"):
+        SpectralMTC([2, 99]).fit(Xs)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        SpectralMTC(2).fit([Xs[0], np.full_like(Xs[1], np.nan)])
+    with pytest.raises(TypeError, match="list"):
+        SpectralMTC(2).fit(Xs[0])
+
+
+# ------------------------------------------------------------------------------ the demo
+def test_demo_prints_the_spectral_rows_and_verdicts_from_the_numbers(capsys):
+    import re
+
+    from bregclust.cli import main
+
+    assert main(["demo", "--quiet", "--methods", "spectralmtc", "ind", "--draws", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = {}
+    for ln in out.splitlines():
+        m = re.match(r"(IND spectral \(cosine 10-NN\)|SpectralMTC \(coupling=auto[^)]*\)|"
+                     r"IND k-means \(\w+\), best of 5)\s+(\d\.\d{3}) / .*?(\d\.\d{3}) / "
+                     r"\d\.\d{3} / \d\.\d{3}\s*$", ln)
+        if m and m.group(1).split(" (coupling")[0] not in rows:  # the full tasks come first
+            rows[m.group(1).split(" (coupling")[0]] = float(m.group(2))
+    assert {"IND spectral (cosine 10-NN)", "SpectralMTC"} <= set(rows)
+    assert rows["IND spectral (cosine 10-NN)"] > 0.8  # spectral clustering of the digits
+    # the SpectralMTC verdict is against the best IND row, spectral included: recompute it
+    ind = max(v for k, v in rows.items() if k.startswith("IND"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("  SpectralMTC (coupling="))
+    diff = float(re.search(r": ([+-]\d\.\d{3}) /", line).group(1))
+    assert diff == pytest.approx(rows["SpectralMTC"] - ind, abs=1.5e-3)
+    assert "Conclusion" in out
