@@ -19,6 +19,7 @@ from sklearn.utils import check_random_state
 
 from . import _conditioning as C
 from . import _execution as E
+from . import _pruned
 from ._seeding import bregman_kmeans_plusplus, kmeans_parallel, kmeans_plusplus, random_centres
 from ._smoothing import (
     AUTO_SPARSE_CLUSTER_MASSES,
@@ -98,6 +99,12 @@ default="auto"
         ``n_clusters``.
     init_rounds : int, default=5
         k-means|| only: number of sampling rounds (passes over the data).
+    algorithm : {"auto", "lloyd", "hamerly"}, default="auto"
+        ``"lloyd"``: every pass evaluates all ``n k`` scores. ``"hamerly"``: exact pruned
+        passes (one lower bound per point, valid for every Bregman divergence, see
+        :doc:`/guide/kmeans`): the same labels and centres as ``"lloyd"``, fewer scores when
+        ``k`` is large. ``"auto"``: ``"hamerly"`` from 64 clusters on for in-memory data and
+        divergences with the fused GEMM form, ``"lloyd"`` otherwise (always for a dask array).
 
     Attributes
     ----------
@@ -106,6 +113,12 @@ default="auto"
         A lazy ``dask.array.Array`` when ``X`` was a dask array.
     inertia_ : float
         ``sum_i w_i d(x_i, u_{label(i)})`` for the training data.
+    algorithm_ : str
+        The passes the fit ran (``"lloyd"`` or ``"hamerly"``).
+    n_skipped_ : ndarray of shape (n_iter_ + 1,)
+        Per Lloyd pass of the best restart, the score evaluations ``d(x_i, u_j)`` skipped by
+        the pruning bounds (zeros for ``"lloyd"``); ``n_skipped_ / (n_samples n_clusters)``
+        is the fraction skipped, shown in the progress bar at ``verbose=1``.
     n_iter_ : int
         Centroid updates of the best restart.
     objective_history_ : list of float
@@ -155,7 +168,8 @@ default="auto"
 
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
                  init="auto", n_init="auto", max_iter=300, tol=1e-4, smoothing="auto",
-                 random_state=None, verbose=0, oversampling_factor=2.0, init_rounds=5):
+                 random_state=None, verbose=0, oversampling_factor=2.0, init_rounds=5,
+                 algorithm="auto"):
         self.n_clusters = n_clusters
         self.divergence = divergence
         self.divergence_params = divergence_params
@@ -168,6 +182,7 @@ default="auto"
         self.verbose = verbose
         self.oversampling_factor = oversampling_factor
         self.init_rounds = init_rounds
+        self.algorithm = algorithm
 
     def _check_n_init(self, init_is_array):
         n_init = self.n_init
@@ -251,6 +266,7 @@ default="auto"
             check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
             src = as_source(X, sample_weight, div, validate=self._validator(reset=True))
             k = check_n_clusters(self.n_clusters, src.n)
+            algorithm = _pruned.resolve_algorithm(self.algorithm, div, src, k)
             init, init_is_array = self._check_init(div, k, src.d, src.chunked)
             n_init = self._check_n_init(init_is_array)
             rng = check_random_state(self.random_state)
@@ -273,8 +289,12 @@ default="auto"
             best = None
             for run in range(n_init):
                 C0 = self._seed(src, div, k, rng, beta, z, init)
+                passes = (_pruned.PrunedPasses(src, div, debug=_pruned.DEBUG)
+                          if algorithm == "hamerly" else None)
                 res = lloyd(src, div, C0, beta, z, self.max_iter, self.tol, run,
-                            verbose=self.verbose, first=first)
+                            verbose=self.verbose, first=first, passes=passes)
+                res.skipped = (np.zeros(res.n_iter + 1, dtype=np.int64) if passes is None
+                               else np.asarray(passes.skipped, dtype=np.int64))
                 if self.verbose:
                     print(f"BregmanKMeans restart {run}: objective {res.objective:.6g}, "
                           f"{res.n_iter} iterations")
@@ -283,6 +303,8 @@ default="auto"
             inertia = src.final_objective(div, best.part, best.centres)
             labels = src.labels(div, E.prepare_centres(div, best.centres), best.part)
             self._set_fitted(div, cond, smoothing, best, inertia, labels, src)
+            self.algorithm_ = algorithm
+            self.n_skipped_ = best.skipped
             return self
 
     def _set_fitted(self, div, cond, smoothing, best, inertia, labels, src):

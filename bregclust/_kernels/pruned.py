@@ -1,0 +1,240 @@
+"""Pruned Lloyd passes (Hamerly-type bounds in the GEMM form), exact to the labels of
+:mod:`bregclust._kernels.lloyd`.
+
+The assignment is ``argmin_j D_j(x)``, ``D_j(x) = c_j - <x, t_j>`` (the GEMM form without the
+common ``phi(x)``). Every row keeps its label ``a`` and a lower bound ``lb`` on
+``min_{j != a} D_j(x)``. When the centres move, ``D_j`` changes by ``dc_j - <x, dt_j>``, which
+the driver (:mod:`bregclust._pruned`) bounds per cluster, so a pass only updates ``lb``, evaluates
+the row's own score ``D_a`` (one dot product) and skips the ``k`` scores of every row with
+``D_a + 2 E < lb``, where ``E`` bounds the rounding error of the score Lloyd's kernel would
+compute: the computed argmin of those scores is then ``a`` with no tie possible.
+
+Rows that fail the test get all their scores by the arithmetic of the Lloyd kernels: dense rows
+in one BLAS product per batch of failing rows (OpenBLAS gives each row of a product the same
+values whichever rows share the call, except a one-row call, which takes ``gemv``: a batch of
+one row is padded to two, and the one row Lloyd itself multiplies alone is multiplied alone),
+CSR rows by the same row product; the argmin runs the same comparisons in the same order. The
+per-cluster sums add every row in row order within each thread's block, as Lloyd's kernel does,
+so labels, sums and centres are those of Lloyd bit for bit.
+
+Written by hand because no library prunes a Bregman k-means (scikit-learn's Elkan and
+every peer prune squared Euclidean distances with the triangle inequality only).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from .generators import JIT, PJIT
+from .lloyd import _product_csr
+
+
+@njit(**JIT)
+def _move_bound(lb, shift_m, shift_2, shift_inf, r2, r1, use_l1, u):
+    """``lb + shift_m - min(r2 shift_2, r1 shift_inf)`` rounded down (by ``u`` relative)."""
+    s = r2 * shift_2
+    if use_l1:
+        s1 = r1 * shift_inf
+        if s1 < s:
+            s = s1
+    b = lb + shift_m - s
+    return b - 4.0 * u * (abs(lb) + abs(shift_m) + s)
+
+
+@njit(**JIT)
+def _finish_row(p, c, phi_xi, r, labels, mins, lb, Ei, u):
+    """The argmin of Lloyd's kernel on the scores ``c_j - p_j`` of row ``r`` (the same
+    comparisons, so the same label and minimum), and the new lower bound from the
+    second-smallest score."""
+    best = np.inf
+    second = np.inf
+    bj = 0
+    tot = 0.0
+    for j in range(c.shape[0]):
+        v = c[j] - p[j]
+        tot += v
+        if v < best:
+            second = best
+            best = v
+            bj = j
+        elif v < second:
+            second = v
+    labels[r] = bj
+    v = phi_xi + best
+    if tot != tot or not (abs(v) < np.inf):
+        mins[r] = np.nan
+    else:
+        mins[r] = v if v > 0.0 else 0.0
+    lb[r] = second - Ei - 2.0 * u * abs(second)
+
+
+@njit(**JIT)
+def _pruned_block_dense(X, phi_x, GT, G, c, w, xn, x1, lb, labels, shift_m, shift_2,
+                        shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
+                        St, Wt, s0, e0):
+    """Rows ``s0..e0-1`` of :func:`pruned_step_dense`; returns ``(objective, recomputed)``."""
+    n, d = X.shape
+    k = GT.shape[1]
+    u = 1.1102230246251565e-16
+    idx = np.empty(e0 - s0, np.int64)
+    nrec = 0
+    for r in range(s0, e0):
+        a = labels[r]
+        g = 0.0
+        for l in range(d):
+            g += np.float64(X[r, l]) * G[a, l]
+        Da = c[a] - g
+        if use_ref:
+            q = 0.0
+            for l in range(d):
+                t = np.float64(X[r, l]) - U0[a, l]
+                q += t * t
+            r2 = np.sqrt(q) * (1.0 + gam)
+        else:
+            r2 = xn[r]
+        b = _move_bound(lb[r], shift_m[a], shift_2[a], shift_inf[a], r2, x1[r], use_l1, u)
+        lb[r] = b
+        scale = xn[r] * TN
+        Ei = rho * (scale + CN)
+        m = phi_x[r] + Da
+        if Da + 2.0 * Ei < b and scale < lim and abs(m) < np.inf:
+            mins[r] = m if m > 0.0 else 0.0
+        else:
+            idx[nrec] = r
+            nrec += 1
+    # every failing row by Lloyd's arithmetic
+    single = e0 - 1 if (e0 - s0) % chunk == 1 else -1
+    buf = np.empty((chunk, d), X.dtype)
+    P = np.empty((chunk, k), X.dtype)
+    rows = np.empty(chunk, np.int64)
+    q = 0
+    for p in range(nrec + 1):
+        flush = p == nrec
+        if not flush:
+            r = idx[p]
+            if r == single:  # Lloyd multiplied this row alone (gemv): so do we
+                np.dot(X[r:r + 1], GT, P[:1])
+                _finish_row(P[0], c, phi_x[r], r, labels, mins, lb,
+                            rho * (xn[r] * TN + CN), u)
+                continue
+            buf[q] = X[r]
+            rows[q] = r
+            q += 1
+            flush = q == chunk
+        if flush and q > 0:
+            m = q
+            if m == 1:  # a one-row product would take gemv, not Lloyd's gemm
+                buf[1] = buf[0]
+                m = 2
+            np.dot(buf[:m], GT, P[:m])
+            for i in range(q):
+                r = rows[i]
+                _finish_row(P[i], c, phi_x[r], r, labels, mins, lb,
+                            rho * (xn[r] * TN + CN), u)
+            q = 0
+    # the sums in row order, as lloyd._lloyd_block adds them
+    obj = 0.0
+    for r in range(s0, e0):
+        bj = labels[r]
+        wi = w[r]
+        Wt[bj] += wi
+        obj += wi * mins[r]
+        for l in range(d):
+            St[bj, l] += wi * X[r, l]
+    return obj, nrec
+
+
+@njit(**PJIT)
+def pruned_step_dense(X, phi_x, GT, G, c, w, xn, x1, lb, labels, shift_m, shift_2, shift_inf,
+                      U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins, S, W, O, R):
+    """One pruned Lloyd pass over dense rows: in/out ``labels`` and ``lb``; OUT ``mins``,
+    ``S``/``W``/``O`` (one slice per thread, as :func:`bregclust._kernels.lloyd.lloyd_step_dense`)
+    and ``R[t]``, the rows whose scores were all evaluated.
+
+    ``G`` (k x d, float64) gives the own score ``c_a - <x, g_a>``; ``GT`` (d x k, in the data's
+    type) the full product. The bound of row ``i`` moves by
+    ``shift_m[a] - min(r2_i shift_2[a], x1_i shift_inf[a])`` where ``r2_i = ||x_i - U0[a]||``
+    (``use_ref``) or ``xn_i = ||x_i||``; ``rho (xn_i TN + CN)`` bounds the rounding of a
+    score; rows with ``xn_i TN >= lim`` are never skipped (a float32 product could overflow).
+    """
+    n = X.shape[0]
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    for t in prange(T):
+        o, nr = _pruned_block_dense(X, phi_x, GT, G, c, w, xn, x1, lb, labels, shift_m,
+                                    shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN,
+                                    lim, chunk, mins, S[t], W[t], t * per,
+                                    min(n, (t + 1) * per))
+        O[t] = o
+        R[t] = nr
+
+
+@njit(**JIT)
+def pruned_step_dense_serial(X, phi_x, GT, G, c, w, xn, x1, lb, labels, shift_m, shift_2,
+                             shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
+                             S, W, O, R):
+    """:func:`pruned_step_dense` with one block on the calling thread."""
+    o, nr = _pruned_block_dense(X, phi_x, GT, G, c, w, xn, x1, lb, labels, shift_m, shift_2,
+                                shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk,
+                                mins, S[0], W[0], 0, X.shape[0])
+    O[0] = o
+    R[0] = nr
+
+
+@njit(**JIT)
+def _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, w, xn, x1, lb, labels, shift_m,
+                     shift_2, shift_inf, use_l1, rho, TN, CN, mins, St, Wt, r0, r1):
+    """Rows ``r0..r1-1`` of :func:`pruned_step_csr`; returns ``(objective, recomputed)``."""
+    u = 1.1102230246251565e-16
+    acc = np.empty(GT.shape[1])
+    obj = 0.0
+    nrec = 0
+    for r in range(r0, r1):
+        a = labels[r]
+        g = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            g += data[p] * G[a, indices[p]]
+        Da = c[a] - g
+        b = _move_bound(lb[r], shift_m[a], shift_2[a], shift_inf[a], xn[r], x1[r], use_l1, u)
+        lb[r] = b
+        Ei = rho * (xn[r] * TN + CN)
+        m = phi_x[r] + Da
+        if Da + 2.0 * Ei < b and abs(m) < np.inf:
+            mins[r] = m if m > 0.0 else 0.0
+        else:
+            _product_csr(data, indices, indptr, GT, r, acc)
+            _finish_row(acc, c, phi_x[r], r, labels, mins, lb, Ei, u)
+            nrec += 1
+        bj = labels[r]
+        wi = w[r]
+        Wt[bj] += wi
+        obj += wi * mins[r]
+        for p in range(indptr[r], indptr[r + 1]):
+            St[bj, indices[p]] += wi * data[p]
+    return obj, nrec
+
+
+@njit(**PJIT)
+def pruned_step_csr(data, indices, indptr, phi_x, GT, G, c, w, xn, x1, lb, labels, shift_m,
+                    shift_2, shift_inf, use_l1, rho, TN, CN, mins, S, W, O, R):
+    """:func:`pruned_step_dense` for CSR rows (no reference point: ``r2_i = ||x_i||``); the
+    failing rows take :func:`bregclust._kernels.lloyd.lloyd_step_csr`'s row product."""
+    n = indptr.shape[0] - 1
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    for t in prange(T):
+        o, nr = _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, w, xn, x1, lb, labels,
+                                 shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S[t],
+                                 W[t], t * per, min(n, (t + 1) * per))
+        O[t] = o
+        R[t] = nr
+
+
+@njit(**JIT)
+def pruned_step_csr_serial(data, indices, indptr, phi_x, GT, G, c, w, xn, x1, lb, labels,
+                           shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S, W, O, R):
+    """:func:`pruned_step_csr` with one block on the calling thread."""
+    o, nr = _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, w, xn, x1, lb, labels,
+                             shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S[0], W[0],
+                             0, indptr.shape[0] - 1)
+    O[0] = o
+    R[0] = nr
