@@ -30,14 +30,16 @@ from .lloyd import _product_csr
 
 @njit(**JIT)
 def _move_bound(lb, shift_m, shift_2, shift_inf, r2, r1, use_l1, u):
-    """``lb + shift_m - min(r2 shift_2, r1 shift_inf)`` rounded down (by ``u`` relative)."""
+    """``lb + shift_m - min(r2 shift_2, r1 shift_inf)`` rounded down (by ``u`` relative);
+    ``-inf`` for NaN."""
     s = r2 * shift_2
     if use_l1:
         s1 = r1 * shift_inf
         if s1 < s:
             s = s1
     b = lb + shift_m - s
-    return b - 4.0 * u * (abs(lb) + abs(shift_m) + s)
+    b = b - 4.0 * u * (abs(lb) + abs(shift_m) + s)
+    return b if b == b else -np.inf  # NaN (inf - inf, k = 1): no bound
 
 
 @njit(**JIT)
@@ -64,7 +66,8 @@ def _finish_row(p, c, phi_xi, r, labels, mins, lb, Ei, u):
         mins[r] = np.nan
     else:
         mins[r] = v if v > 0.0 else 0.0
-    lb[r] = second - Ei - 2.0 * u * abs(second)
+    b = second - Ei - 2.0 * u * abs(second)
+    lb[r] = b if b == b else -np.inf
 
 
 @njit(**JIT)
