@@ -33,7 +33,7 @@ from ._kernels import pruned as KP
 
 __all__ = ["PrunedPasses", "ALGORITHMS", "AUTO_MIN_CLUSTERS", "resolve_algorithm"]
 
-ALGORITHMS = ("auto", "lloyd", "hamerly")
+ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang")
 
 #: ``algorithm="auto"`` prunes from this many clusters on (dense and CSR rows; below it a
 #: Lloyd pass is cheap and the bounds rarely pay for their bookkeeping, see
@@ -50,7 +50,7 @@ def _gamma(m, u):
 
 
 def resolve_algorithm(algorithm, div, src, k):
-    """``"lloyd"`` or ``"hamerly"`` for the ``algorithm`` parameter of a fit.
+    """``"lloyd"``, ``"hamerly"`` or ``"yinyang"`` for the ``algorithm`` parameter of a fit.
 
     ``"auto"`` prunes when the data are in memory, the divergence has the fused GEMM form and
     ``k >= AUTO_MIN_CLUSTERS``; a dask array (chunked source) always runs Lloyd's passes.
@@ -60,7 +60,7 @@ def resolve_algorithm(algorithm, div, src, k):
     if algorithm == "lloyd" or src.chunked or not div.has_gemm:
         return "lloyd"
     if algorithm == "auto":
-        return "hamerly" if k >= AUTO_MIN_CLUSTERS else "lloyd"
+        return "yinyang" if k >= AUTO_MIN_CLUSTERS else "lloyd"
     return algorithm
 
 
@@ -77,6 +77,9 @@ class PrunedPasses:
     ----------
     src : InMemorySource
     div : Divergence
+    algorithm : {"hamerly", "yinyang"}, default="hamerly"
+        One bound per row, or one per group of about 10 centres (groups of nearby initial
+        centres, Ding et al., 2015).
     debug : bool, default=False
         Check after every pass that the bounds hold on every row and that the labels and sums
         are those of the source's Lloyd pass (tests only: a full pass more per iteration).
@@ -90,9 +93,11 @@ class PrunedPasses:
         ``n k``, the evaluations of a Lloyd pass.
     """
 
-    def __init__(self, src, div, debug=False):
+    def __init__(self, src, div, algorithm="hamerly", debug=False):
         self.src = src
         self.div = div
+        self.algorithm = algorithm
+        self.grp = None
         self.debug = bool(debug)
         block = src.block
         self.Xg, self.phi_x = block.prepared(div)
@@ -151,9 +156,12 @@ class PrunedPasses:
         if not pc.fused or self.n == 0:
             return self._fallback(pc)
         if self.prev is None:
+            if self.grp is None or self.grp.shape[0] != k:
+                self._group(pc.U)
+            G = self.starts.shape[0]
             self.labels = np.zeros(self.n, dtype=np.int64)
-            self.lb = np.full(self.n, -np.inf)
-            shifts = (np.zeros(k), np.zeros(k), np.zeros(k), np.zeros((0, self.d)), False)
+            self.lb = np.full((self.n, G), -np.inf)
+            shifts = (np.zeros((1, G)), np.zeros(G), np.zeros(G), np.zeros((0, self.d)), False)
         else:
             shifts = self._shifts(self.prev, pc)
         part, nrec = self._run(pc, shifts)
@@ -172,15 +180,37 @@ class PrunedPasses:
             self._check(pc, part)
         return part
 
+    def _group(self, U):
+        """Groups of centres: one (Hamerly), or about ``k / 10`` from a few Lloyd steps on the
+        first centres (Yinyang's grouping; any grouping keeps the bounds valid)."""
+        k = U.shape[0]
+        G = 1 if self.algorithm == "hamerly" else max(1, k // 10)
+        grp = np.zeros(k, dtype=np.int64)
+        if G > 1:
+            V = np.nan_to_num(U)
+            C = V[np.linspace(0, k - 1, G).astype(np.int64)]
+            for _ in range(5):
+                D = (C * C).sum(axis=1)[None, :] - 2.0 * V @ C.T
+                grp = np.argmin(D, axis=1)
+                for g in range(G):
+                    if (grp == g).any():
+                        C[g] = V[grp == g].mean(axis=0)
+            grp = np.unique(grp, return_inverse=True)[1].astype(np.int64)  # no empty group
+        self.grp = np.ascontiguousarray(grp)
+        self.perm = np.argsort(grp, kind="stable")
+        self.starts = np.flatnonzero(np.r_[True, np.diff(grp[self.perm]) != 0])
+
     def _fallback(self, pc):
         self.prev = None
         self.skipped.append(0)
         return self.src.lloyd(self.div, pc)
 
     def _shifts(self, old, new):
-        """Per cluster ``a``: ``(shift_m, shift_2, shift_inf, U0, use_ref)`` with
-        ``shift_m[a] <= min_{j != a} beta_j`` and ``shift_2[a] >= max_{j != a} ||dt_j||_2``
-        (``shift_inf``: the infinity norm), each rounded to the safe side."""
+        """Per cluster ``a`` (row 0 for all without a reference point) and group ``g``:
+        ``(shift_m, shift_2, shift_inf, U0, use_ref)`` with
+        ``shift_m[a, g] <= min_{j in g, j != a} beta_j`` and
+        ``shift_2[g] >= max_{j in g} ||dt_j||_2`` (``shift_inf``: the infinity norm), each
+        rounded to the safe side."""
         k, d = new.G.shape
         g = _gamma(d, _U) + 8 * _U
         with np.errstate(invalid="ignore", over="ignore"):
@@ -195,17 +225,18 @@ class PrunedPasses:
                 B = dc[None, :] - U0 @ dT.T
                 B -= g * (np.abs(dc)[None, :] + un[:, None] * d2[None, :]) + 4 * _U * np.abs(B)
                 np.fill_diagonal(B, np.inf)
-                shift_m = B.min(axis=1) if k > 1 else np.full(k, np.inf)
             else:
                 U0 = np.zeros((0, d))
-                low = dc - 4 * _U * np.abs(dc)
-                shift_m = _min_but_own(low, np.inf)
-        shift_2 = -_min_but_own(-d2, -0.0)
-        shift_inf = -_min_but_own(-dinf, -0.0)
+                B = (dc - 4 * _U * np.abs(dc))[None, :]
+            perm, starts = self.perm, self.starts
+            shift_m = np.minimum.reduceat(B[:, perm], starts, axis=1)
+            shift_2 = np.maximum.reduceat(d2[perm], starts)
+            shift_inf = np.maximum.reduceat(dinf[perm], starts)
         shift_m = np.where(np.isnan(shift_m), -np.inf, shift_m)
         shift_2 = np.where(np.isnan(shift_2), np.inf, shift_2)
         shift_inf = np.where(np.isnan(shift_inf), np.inf, shift_inf)
-        return shift_m, shift_2, shift_inf, np.ascontiguousarray(U0), use_ref
+        return (np.ascontiguousarray(shift_m), shift_2, shift_inf, np.ascontiguousarray(U0),
+                use_ref)
 
     def _run(self, pc, shifts):
         """The kernel pass: ``(LloydPart, rows recomputed)``, or ``(None, 0)`` after an
@@ -228,14 +259,15 @@ class PrunedPasses:
         if self.sparse:
             Xg = self.Xg
             kern = KP.pruned_step_csr if T > 1 else KP.pruned_step_csr_serial
-            kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, pc.GT, G, c, self.w, self.xn,
+            kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, pc.GT, G, c, self.grp, self.w,
+                 self.xn,
                  self.x1, lb, labels, shift_m, shift_2, shift_inf, use_l1, self.rho, TN, CN,
                  mins, S, W, O, R)
         else:
             GT = pc.gt(self.Xg.dtype)
             kern = KP.pruned_step_dense if T > 1 else KP.pruned_step_dense_serial
             with E.blas_one_thread():
-                kern(self.Xg, self.phi_x, GT, G, c, self.w, self.xn, self.x1, lb, labels,
+                kern(self.Xg, self.phi_x, GT, G, c, self.grp, self.w, self.xn, self.x1, lb, labels,
                      shift_m, shift_2, shift_inf, U0, use_ref, use_l1, self.rho, self.gam, TN,
                      CN, self.lim, E._LLOYD_CHUNK, mins, S, W, O, R)
         obj = float(O[0])
@@ -255,30 +287,17 @@ class PrunedPasses:
         P = np.asarray(Xg @ pc.G.T) if self.sparse else Xg.astype(np.float64) @ pc.G.T
         D = pc.c[None, :] - P
         a = self.labels
-        other = D.copy()
-        other[np.arange(self.n), a] = np.inf
-        low = other.min(axis=1)
+        D[np.arange(self.n), a] = np.inf
         slack = 1e-12 * (self.xn * np.sqrt((pc.G ** 2).sum(axis=1)).max() + np.abs(pc.c).max())
-        bad = ~(self.lb <= low + slack)
-        assert not bad.any(), (
-            f"pruned bound broken on {int(bad.sum())} rows: lb {self.lb[bad][:3]} > {low[bad][:3]}")
+        for g in range(self.starts.shape[0]):
+            low = D[:, self.grp == g].min(axis=1)
+            bad = ~(self.lb[:, g] <= low + slack)
+            assert not bad.any(), (f"pruned bound broken on {int(bad.sum())} rows (group {g}): "
+                                   f"lb {self.lb[bad, g][:3]} > {low[bad][:3]}")
         ref = self.src.lloyd(self.div, pc)
         assert np.array_equal(ref.labels, part.labels), "pruned labels differ from Lloyd's"
         assert np.array_equal(ref.W, part.W), "pruned cluster weights differ from Lloyd's"
         assert np.array_equal(ref.S, part.S), "pruned cluster sums differ from Lloyd's"
-
-
-def _min_but_own(v, empty):
-    """``out[a] = min_{j != a} v[j]`` (``empty`` when ``k == 1``), NaN-propagating."""
-    k = v.shape[0]
-    if k == 1:
-        return np.full(1, empty)
-    if np.isnan(v).any():
-        return np.full(k, np.nan)
-    order = np.argsort(v, kind="stable")[:2]
-    out = np.full(k, v[order[0]])
-    out[order[0]] = v[order[1]]
-    return out
 
 
 #: Tests set this to check the bounds on every row at every pass (:meth:`PrunedPasses._check`).

@@ -99,12 +99,13 @@ default="auto"
         ``n_clusters``.
     init_rounds : int, default=5
         k-means|| only: number of sampling rounds (passes over the data).
-    algorithm : {"auto", "lloyd", "hamerly"}, default="auto"
-        ``"lloyd"``: every pass evaluates all ``n k`` scores. ``"hamerly"``: exact pruned
-        passes (one lower bound per point, valid for every Bregman divergence, see
-        :doc:`/guide/kmeans`): the same labels and centres as ``"lloyd"``, fewer scores when
-        ``k`` is large. ``"auto"``: ``"hamerly"`` from 64 clusters on for in-memory data and
-        divergences with the fused GEMM form, ``"lloyd"`` otherwise (always for a dask array).
+    algorithm : {"auto", "lloyd", "hamerly", "yinyang"}, default="auto"
+        ``"lloyd"``: every pass evaluates all ``n k`` scores. ``"hamerly"`` and ``"yinyang"``:
+        exact pruned passes (one lower bound per point, or one per group of about 10 centres;
+        valid for every Bregman divergence, see :doc:`/guide/kmeans`): the same labels and
+        centres as ``"lloyd"``, fewer scores when ``k`` is large. ``"auto"``: ``"yinyang"``
+        from 64 clusters on for in-memory data and divergences with the fused GEMM form,
+        ``"lloyd"`` otherwise (always for a dask array).
 
     Attributes
     ----------
@@ -114,7 +115,7 @@ default="auto"
     inertia_ : float
         ``sum_i w_i d(x_i, u_{label(i)})`` for the training data.
     algorithm_ : str
-        The passes the fit ran (``"lloyd"`` or ``"hamerly"``).
+        The passes the fit ran (``"lloyd"``, ``"hamerly"`` or ``"yinyang"``).
     n_skipped_ : ndarray of shape (n_iter_ + 1,)
         Per Lloyd pass of the best restart, the score evaluations ``d(x_i, u_j)`` skipped by
         the pruning bounds (zeros for ``"lloyd"``); ``n_skipped_ / (n_samples n_clusters)``
@@ -289,8 +290,8 @@ default="auto"
             best = None
             for run in range(n_init):
                 C0 = self._seed(src, div, k, rng, beta, z, init)
-                passes = (_pruned.PrunedPasses(src, div, debug=_pruned.DEBUG)
-                          if algorithm == "hamerly" else None)
+                passes = (None if algorithm == "lloyd" else
+                          _pruned.PrunedPasses(src, div, algorithm, debug=_pruned.DEBUG))
                 res = lloyd(src, div, C0, beta, z, self.max_iter, self.tol, run,
                             verbose=self.verbose, first=first, passes=passes)
                 res.skipped = (np.zeros(res.n_iter + 1, dtype=np.int64) if passes is None

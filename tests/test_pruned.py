@@ -1,4 +1,5 @@
-"""Pruned Bregman k-means (``algorithm="hamerly"``): the same fit as Lloyd's passes.
+"""Pruned Bregman k-means (``algorithm="hamerly"``, ``"yinyang"``): the same fit as Lloyd's
+passes.
 
 Every pruned fit here runs with the debug mode of :mod:`bregclust._pruned` on: after each pass
 it checks that the lower bound of every row is below its true second score, and that labels and
@@ -64,7 +65,7 @@ def _fit(alg, X, k, div, **kw):
 def _same(a, b, float32=False):
     """Same fit; the objective history agrees to the rounding of the minima (the pruned pass
     evaluates a skipped row's own score in float64, Lloyd's float32 product in float32)."""
-    assert a.algorithm_ == "lloyd" and b.algorithm_ == "hamerly"
+    assert a.algorithm_ == "lloyd" and b.algorithm_ in ("hamerly", "yinyang")
     assert np.array_equal(a.labels_, b.labels_)
     assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
     assert a.n_iter_ == b.n_iter_
@@ -77,11 +78,11 @@ def _same(a, b, float32=False):
 @given(div=st.sampled_from(DIVS), seed=st.integers(0, 2**31 - 1), n=st.integers(2, 90),
        d=st.integers(1, 3), k=st.integers(1, 12), grid=st.booleans(),
        weights=st.sampled_from(["none", "random", "zeros"]), dup_init=st.booleans(),
-       smoothing=st.sampled_from([0.0, 0.5]))
-def test_pruned_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init, smoothing):
+       smoothing=st.sampled_from([0.0, 0.5]), alg=st.sampled_from(["hamerly", "yinyang"]))
+def test_pruned_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init, smoothing, alg):
     rng = np.random.default_rng(seed)
     X = _data(div, rng, n, d, grid)
-    k = min(k, n)
+    k = min(k, n) if alg == "hamerly" else min(3 * k, n)  # yinyang: >= 10 centres, groups
     sw = None
     if weights == "random":
         sw = rng.uniform(0.1, 3.0, n)
@@ -97,12 +98,13 @@ def test_pruned_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init, smooth
     if div == "kl" and smoothing == 0.0:
         X = X + 0.1  # no zero counts without smoothing (centres stay inside the domain)
     kw = dict(init=init, max_iter=60, tol=0.0, smoothing=smoothing, sw=sw)
-    _same(_fit("lloyd", X, k, div, **dict(kw)), _fit("hamerly", X, k, div, **dict(kw)))
+    _same(_fit("lloyd", X, k, div, **dict(kw)), _fit(alg, X, k, div, **dict(kw)))
 
 
+@pytest.mark.parametrize("alg", ["hamerly", "yinyang"])
 @pytest.mark.parametrize("div", DIVS)
 @pytest.mark.parametrize("form", ["float64", "float32", "csr"])
-def test_pruned_equals_lloyd_many_clusters(div, form):
+def test_pruned_equals_lloyd_many_clusters(div, form, alg):
     """Many clusters (many skipped rows), default tol, k-means++ and n_init restarts."""
     if form == "csr" and div in ("itakura_saito", "mahalanobis", CUSTOM):
         pytest.skip("CSR rows: divergences with 0 in the domain and separable generators")
@@ -116,7 +118,7 @@ def test_pruned_equals_lloyd_many_clusters(div, form):
     elif form == "float32":
         X = X.astype(np.float32)
     kw = dict(init="k-means++", n_init=2, random_state=0, max_iter=100)
-    a, b = _fit("lloyd", X, 40, div, **dict(kw)), _fit("hamerly", X, 40, div, **dict(kw))
+    a, b = _fit("lloyd", X, 40, div, **dict(kw)), _fit(alg, X, 40, div, **dict(kw))
     _same(a, b, float32=form == "float32")
     assert b.cluster_centers_.dtype == X.dtype
     frac = b.n_skipped_ / (X.shape[0] * 40)
@@ -135,8 +137,9 @@ def test_debug_mode_catches_a_broken_bound(monkeypatch):
 
     monkeypatch.setattr(P.PrunedPasses, "_shifts", broken)
     X = np.random.default_rng(0).normal(size=(300, 2))
-    with pytest.raises(AssertionError, match="bound"):
-        _fit("hamerly", X, 8, "sqeuclidean", init=X[:8], max_iter=20)
+    for alg in ("hamerly", "yinyang"):
+        with pytest.raises(AssertionError, match="bound"):
+            _fit(alg, X, 20, "sqeuclidean", init=X[:20], max_iter=20)
 
 
 def test_auto_chooses_by_k_and_source():
@@ -145,7 +148,7 @@ def test_auto_chooses_by_k_and_source():
     small = _fit("auto", X, 5, "sqeuclidean", random_state=0)
     large = _fit("auto", X, P.AUTO_MIN_CLUSTERS, "sqeuclidean", random_state=0)
     l1 = _fit("auto", X, P.AUTO_MIN_CLUSTERS, "l1_subgradient", random_state=0)
-    assert (small.algorithm_, large.algorithm_, l1.algorithm_) == ("lloyd", "hamerly", "lloyd")
+    assert (small.algorithm_, large.algorithm_, l1.algorithm_) == ("lloyd", "yinyang", "lloyd")
     forced = _fit("hamerly", X, 5, "l1_subgradient", random_state=0)
     assert forced.algorithm_ == "lloyd"  # no GEMM form to bound: Lloyd's passes
     assert BregmanKMeans().get_params()["algorithm"] == "auto"
@@ -169,7 +172,7 @@ def test_bad_algorithm(bad):
 def test_pruned_model_pickles_and_input_untouched():
     X = np.random.default_rng(1).normal(size=(500, 3))
     X0 = X.copy()
-    km = _fit("hamerly", X, 70, "sqeuclidean", random_state=0)
+    km = _fit("yinyang", X, 70, "sqeuclidean", random_state=0)
     assert np.array_equal(X, X0)
     again = pickle.loads(pickle.dumps(km))
     assert np.array_equal(again.predict(X), km.labels_)
