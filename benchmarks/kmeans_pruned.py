@@ -20,7 +20,7 @@ the calling thread (``--wall`` for wall time): every library then runs on that t
 time is what a shared, loaded machine disturbs least.
 
 Run: python benchmarks/kmeans_pruned.py [--n 200000] [--iters 50] [--ks 256 1024] [--repeat 3]
-[--threads 1] [--skip-20ng] [--skip-faiss] [--wall]
+[--threads 1] [--skip-20ng] [--skip-dense] [--skip-faiss] [--wall]
 """
 
 import argparse
@@ -147,11 +147,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--ks", type=int, nargs="+", default=[256, 1024])
+    ap.add_argument("--ks", type=int, nargs="+", default=[64, 256, 1024])
     ap.add_argument("--text-k", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--skip-20ng", action="store_true")
+    ap.add_argument("--skip-dense", action="store_true", help="leave out parts 1 and 3")
     ap.add_argument("--skip-faiss", action="store_true")
     ap.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
     a = ap.parse_args()
@@ -173,14 +174,16 @@ def main():
         except ImportError:
             use_faiss = False
             print("# faiss-cpu not installed: its row is left out")
-    print(f"\n## 1. dense squared Euclidean, {a.iters} iterations from the same centres")
-    for k in a.ks:
-        dense_rows(a.n, k, a.iters, a.repeat, clock, use_faiss, a.threads)
+    if not a.skip_dense:
+        print(f"\n## 1. dense squared Euclidean, {a.iters} iterations from the same centres")
+        for k in a.ks:
+            dense_rows(a.n, k, a.iters, a.repeat, clock, use_faiss, a.threads)
     if not a.skip_20ng:
         print("\n## 2. kl on 20 Newsgroups term frequencies")
         text_rows(a.text_k, a.repeat, clock)
-    print("\n## 3. small k: algorithm='auto'")
-    small_k_rows(a.n, 20, a.repeat, clock)
+    if not a.skip_dense:
+        print("\n## 3. small k: algorithm='auto'")
+        small_k_rows(a.n, 20, a.repeat, clock)
 
 
 if __name__ == "__main__":

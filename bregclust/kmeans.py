@@ -104,8 +104,8 @@ default="auto"
         exact pruned passes (one lower bound per point, or one per group of about 10 centres;
         valid for every Bregman divergence, see :doc:`/guide/kmeans`): the same labels and
         centres as ``"lloyd"``, fewer scores when ``k`` is large. ``"auto"``: ``"yinyang"``
-        from 64 clusters on for in-memory data and divergences with the fused GEMM form,
-        ``"lloyd"`` otherwise (always for a dask array).
+        from 64 clusters on for dense in-memory data and divergences with the fused GEMM form,
+        ``"lloyd"`` otherwise (sparse rows, where the bounds prune little, and dask arrays).
 
     Attributes
     ----------

@@ -149,6 +149,8 @@ def test_auto_chooses_by_k_and_source():
     large = _fit("auto", X, P.AUTO_MIN_CLUSTERS, "sqeuclidean", random_state=0)
     l1 = _fit("auto", X, P.AUTO_MIN_CLUSTERS, "l1_subgradient", random_state=0)
     assert (small.algorithm_, large.algorithm_, l1.algorithm_) == ("lloyd", "yinyang", "lloyd")
+    sparse = _fit("auto", sp.csr_matrix(X), P.AUTO_MIN_CLUSTERS, "sqeuclidean", random_state=0)
+    assert sparse.algorithm_ == "lloyd"
     forced = _fit("hamerly", X, 5, "l1_subgradient", random_state=0)
     assert forced.algorithm_ == "lloyd"  # no GEMM form to bound: Lloyd's passes
     assert BregmanKMeans().get_params()["algorithm"] == "auto"
