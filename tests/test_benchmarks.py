@@ -65,6 +65,8 @@ CASES = [
      "ratio ours / this (target <= 1.0)"),
     ("mixture_quality.py --seeds 1 --datasets tr23 --draws 1", "cluto_docs/tr23.mat",
      "mixture BIC: true K chosen (target >= 9 / 10)"),
+    ("kmeans_pruned.py --n 3000 --ks 64 --iters 5 --repeat 1 --skip-20ng", None,
+     "ratio to sklearn's faster (target <= 0.5)"),
 ]
 
 
