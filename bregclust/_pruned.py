@@ -40,6 +40,9 @@ ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang")
 #: benchmarks/kmeans_pruned.py).
 AUTO_MIN_CLUSTERS = 64
 
+#: Centres per group of ``algorithm="yinyang"`` (Ding et al. use ``k / 10`` groups).
+GROUP_SIZE = 10
+
 _U = np.finfo(np.float64).eps / 2
 
 
@@ -187,7 +190,7 @@ class PrunedPasses:
         """Groups of centres: one (Hamerly), or about ``k / 10`` from a few Lloyd steps on the
         first centres (Yinyang's grouping; any grouping keeps the bounds valid)."""
         k = U.shape[0]
-        G = 1 if self.algorithm == "hamerly" else max(1, k // 10)
+        G = 1 if self.algorithm == "hamerly" else max(1, k // GROUP_SIZE)
         grp = np.zeros(k, dtype=np.int64)
         if G > 1:
             V = np.nan_to_num(U)
