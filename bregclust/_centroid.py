@@ -119,7 +119,7 @@ def update_centres(S, W, candidates, div, beta, z, run, previous):
 
 
 def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=None,
-          desc="BregmanKMeans", stacklevel=3):
+          desc="BregmanKMeans", stacklevel=3, passes=None):
     """One restart of Bregman k-means on a (conditioned) data source.
 
     Each iteration is one fused pass (the labels of the current centres and the centre sums
@@ -145,13 +145,17 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
         The estimator named in the progress bar and in the ConvergenceWarning.
     stacklevel : int, default=3
         Of the ConvergenceWarning, as seen from the caller of this function.
+    passes : callable, optional
+        Runs the Lloyd pass in place of ``src.lloyd`` (same signature and result): the pruned
+        passes of :class:`bregclust._pruned.PrunedPasses`, whose ``skipped`` list the bar shows.
 
     Returns
     -------
     LloydResult
     """
+    run_pass = src.lloyd if passes is None else passes
     pc = E.prepare_centres(div, centres)
-    part = first if first is not None else src.lloyd(div, pc)
+    part = first if first is not None else run_pass(div, pc)
     history = [smoothed_objective(part.objective, centres, div, beta, z)]
     n_iter = 0
     converged = False
@@ -160,12 +164,15 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
             centres = update_centres(part.S, part.W, src.farthest(div, part, pc), div, beta, z,
                                      run, centres)
             pc = E.prepare_centres(div, centres)
-            new = src.lloyd(div, pc)
+            new = run_pass(div, pc)
             history.append(smoothed_objective(new.objective, centres, div, beta, z))
             n_iter = it + 1
             changed = src.labels_changed(part, new)
             part = new
-            bar.step(history[-1])
+            if passes is None:
+                bar.step(history[-1])
+            else:
+                bar.step(history[-1], skipped=f"{passes.skipped[-1] / max(passes.total, 1):.1%}")
             if not changed or history[-2] - history[-1] <= tol * abs(history[-2]):
                 converged = True
                 break

@@ -19,6 +19,7 @@ from sklearn.utils import check_random_state
 
 from . import _conditioning as C
 from . import _execution as E
+from . import _pruned
 from ._constrained import (
     check_batch_bounds,
     check_size_bounds,
@@ -117,6 +118,13 @@ default="auto"
         simplex; ``O(n k)`` memory); ``"sinkhorn"`` (an entropic plan, rounded) and
         ``"greedy"`` (nearest centres) then moves of least cost until the sizes fit:
         approximate, for large ``n``. Ignored without bounds.
+    algorithm : {"auto", "lloyd", "hamerly", "yinyang"}, default="auto"
+        ``"lloyd"``: every pass evaluates all ``n k`` scores. ``"hamerly"`` and ``"yinyang"``:
+        exact pruned passes (one lower bound per point, or one per group of about 10 centres;
+        valid for every Bregman divergence, see :doc:`/guide/kmeans`): the same labels and
+        centres as ``"lloyd"``, fewer scores when ``k`` is large. ``"auto"``: ``"yinyang"``
+        from 64 clusters on for dense in-memory data and divergences with the fused GEMM form,
+        ``"lloyd"`` otherwise (sparse rows, where the bounds prune little, and dask arrays).
 
     Attributes
     ----------
@@ -125,6 +133,12 @@ default="auto"
         A lazy ``dask.array.Array`` when ``X`` was a dask array.
     inertia_ : float
         ``sum_i w_i d(x_i, u_{label(i)})`` for the training data.
+    algorithm_ : str
+        The passes the fit ran (``"lloyd"``, ``"hamerly"`` or ``"yinyang"``).
+    n_skipped_ : ndarray of shape (n_iter_ + 1,)
+        Per Lloyd pass of the best restart, the score evaluations ``d(x_i, u_j)`` skipped by
+        the pruning bounds (zeros for ``"lloyd"``); ``n_skipped_ / (n_samples n_clusters)``
+        is the fraction skipped, shown in the progress bar at ``verbose=1``.
     n_iter_ : int
         Centroid updates of the best restart.
     objective_history_ : list of float
@@ -178,7 +192,7 @@ default="auto"
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
                  init="auto", n_init="auto", max_iter=300, tol=1e-4, smoothing="auto",
                  random_state=None, verbose=0, oversampling_factor=2.0, init_rounds=5,
-                 size_min=None, size_max=None, size_method="exact"):
+                 size_min=None, size_max=None, size_method="exact", algorithm="auto"):
         self.n_clusters = n_clusters
         self.divergence = divergence
         self.divergence_params = divergence_params
@@ -194,6 +208,7 @@ default="auto"
         self.size_min = size_min
         self.size_max = size_max
         self.size_method = size_method
+        self.algorithm = algorithm
 
     def _check_n_init(self, init_is_array):
         n_init = self.n_init
@@ -268,6 +283,14 @@ default="auto"
             src = as_source(X, sample_weight, div, validate=self._validator(reset=True))
             k = check_n_clusters(self.n_clusters, src.n)
             bounds = self._check_sizes(src, k)
+            algorithm = _pruned.resolve_algorithm(self.algorithm, div, src, k)
+            if bounds is not None and algorithm != "lloyd":
+                if self.algorithm != "auto":
+                    raise ValueError(
+                        f"algorithm={self.algorithm!r} prunes the nearest-centre assignment, "
+                        "which size_min / size_max replace by a transport problem; use "
+                        "algorithm='lloyd' or 'auto' with size bounds.")
+                algorithm = "lloyd"
             init, init_is_array = self._check_init(div, k, src.d, src)
             n_init = self._check_n_init(init_is_array)
             rng = check_random_state(self.random_state)
@@ -290,13 +313,17 @@ default="auto"
             best = None
             for run in range(n_init):
                 C0 = self._seed(src, div, k, rng, beta, z, init)
+                passes = (None if algorithm == "lloyd" else
+                          _pruned.PrunedPasses(src, div, algorithm, debug=_pruned.DEBUG))
                 if bounds is not None:
                     res = constrained_lloyd(src, div, C0, beta, z, self.max_iter, self.tol,
                                             run, bounds.scaled(cond.weight_scale),
                                             verbose=self.verbose)
                 else:
                     res = lloyd(src, div, C0, beta, z, self.max_iter, self.tol, run,
-                                verbose=self.verbose, first=first)
+                                verbose=self.verbose, first=first, passes=passes)
+                res.skipped = (np.zeros(res.n_iter + 1, dtype=np.int64) if passes is None
+                               else np.asarray(passes.skipped, dtype=np.int64))
                 if self.verbose:
                     print(f"BregmanKMeans restart {run}: objective {res.objective:.6g}, "
                           f"{res.n_iter} iterations")
@@ -308,6 +335,8 @@ default="auto"
             self.size_min_, self.size_max_ = (None, None) if bounds is None else (
                 bounds.lo, bounds.hi)
             self._size_total = None if bounds is None else bounds.total
+            self.algorithm_ = algorithm
+            self.n_skipped_ = best.skipped
             return self
 
     def _check_sizes(self, src, k):

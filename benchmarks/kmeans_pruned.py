@@ -1,0 +1,190 @@
+"""Pruned Bregman k-means (algorithm="hamerly") against Lloyd, scikit-learn and faiss.
+
+What it measures (same run, ratios, best of ``--repeat``):
+1. Dense squared Euclidean, n x 50 (default n = 200,000; k overlapping blobs: centres
+   N(0, 2^2), noise N(0, 3^2), so that the fit runs its iterations), k = 256 and
+   1024, ``--iters`` iterations (default 50, tol = 0) from the same initial centres (k rows
+   drawn at random): BregmanKMeans(algorithm="yinyang", "hamerly" and "lloyd"), scikit-learn's KMeans
+   "lloyd" and "elkan", faiss-cpu's Kmeans (float32, every row used:
+   ``max_points_per_centroid`` = n). Target: pruned <= 0.5 x the faster of scikit-learn's two.
+2. kl k-means on 20 Newsgroups term frequencies (counts / document length, CSR, terms in >= 5
+   documents), k = 256, smoothing="auto", from the same centres: pruned vs our own Lloyd,
+   identical labels. Target <= 0.35.
+3. k = 20 (the dense problem of benchmarks/kmeans_speed.py) with algorithm="auto" vs "lloyd":
+   auto must not be slower (it runs Lloyd's passes below AUTO_MIN_CLUSTERS clusters).
+
+Threads: ``--threads`` (default 1) limits every library to that many threads (numba,
+BREGCLUST_NUM_THREADS, OpenMP through threadpoolctl, faiss.omp_set_num_threads); set
+OPENBLAS_NUM_THREADS=1 in the environment. With ``--threads 1`` the clock is the CPU time of
+the calling thread (``--wall`` for wall time): every library then runs on that thread, and CPU
+time is what a shared, loaded machine disturbs least.
+
+Run: python benchmarks/kmeans_pruned.py [--n 200000] [--iters 50] [--ks 256 1024] [--repeat 3]
+[--threads 1] [--skip-20ng] [--skip-dense] [--skip-faiss] [--wall]
+"""
+
+import argparse
+import os
+import time
+import warnings
+
+import numpy as np
+from _common import machine, table
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+
+from bregclust import BregmanKMeans
+
+
+def timed(fn, repeat, clock):
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = clock()
+        out = fn()
+        best = min(best, clock() - t0)
+    return best, out
+
+
+def dense_rows(n, k, iters, repeat, clock, use_faiss, threads):
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=2.0, size=(k, 50))
+    X = centres[rng.integers(0, k, n)] + rng.normal(scale=3.0, size=(n, 50))
+    C0 = X[rng.choice(n, k, replace=False)]
+    kw = dict(init=C0, max_iter=iters, tol=0.0)
+    for alg in ("hamerly", "yinyang"):  # compile
+        BregmanKMeans(k, algorithm=alg, **dict(kw, max_iter=2)).fit(X[:5000])
+    t_l, lloyd = timed(lambda: BregmanKMeans(k, algorithm="lloyd", **kw).fit(X), repeat, clock)
+    t_h, ham = timed(lambda: BregmanKMeans(k, algorithm="hamerly", **kw).fit(X), repeat, clock)
+    t_y, yy = timed(lambda: BregmanKMeans(k, algorithm="yinyang", **kw).fit(X), repeat, clock)
+    t_skl, skl = timed(lambda: KMeans(k, n_init=1, algorithm="lloyd", **kw).fit(X), repeat,
+                       clock)
+    t_ske, ske = timed(lambda: KMeans(k, n_init=1, algorithm="elkan", **kw).fit(X), repeat,
+                       clock)
+    best_sk = min(t_skl, t_ske)
+    print(f"\n### dense n={n:,} d=50 k={k}: iterations ours lloyd/hamerly/yinyang "
+          f"{lloyd.n_iter_} / {ham.n_iter_} / {yy.n_iter_}, sklearn lloyd/elkan {skl.n_iter_} / "
+          f"{ske.n_iter_}")
+    for name, m in (("hamerly", ham), ("yinyang", yy)):
+        frac = m.n_skipped_ / (n * k)
+        print(f"{name}: labels == lloyd: {np.array_equal(lloyd.labels_, m.labels_)}, centres "
+              f"identical: {np.array_equal(lloyd.cluster_centers_, m.cluster_centers_)}; skipped "
+              f"per pass (every 5th): {np.round(frac[::5], 3).tolist()}, over the fit "
+              f"{frac.mean():.3f}")
+    print(f"our lloyd labels == sklearn lloyd: {np.array_equal(lloyd.labels_, skl.labels_)}")
+    rows = [
+        ("bregclust yinyang", f"{t_y:.2f}", f"{t_y / best_sk:.2f}"),
+        ("bregclust hamerly", f"{t_h:.2f}", f"{t_h / best_sk:.2f}"),
+        ("bregclust lloyd", f"{t_l:.2f}", f"{t_l / best_sk:.2f}"),
+        ("sklearn lloyd", f"{t_skl:.2f}", f"{t_skl / best_sk:.2f}"),
+        ("sklearn elkan", f"{t_ske:.2f}", f"{t_ske / best_sk:.2f}"),
+    ]
+    if use_faiss:
+        import faiss
+        faiss.omp_set_num_threads(threads)
+        X32 = np.ascontiguousarray(X, dtype=np.float32)
+
+        def run_faiss():
+            km = faiss.Kmeans(50, k, niter=iters, max_points_per_centroid=n,
+                              min_points_per_centroid=1, seed=0)
+            km.train(X32, init_centroids=np.ascontiguousarray(C0, dtype=np.float32))
+            return km
+
+        t_f, _ = timed(run_faiss, repeat, clock)
+        rows.append(("faiss-cpu (float32)", f"{t_f:.2f}", f"{t_f / best_sk:.2f}"))
+    table([f"k={k}", "seconds", "ratio to sklearn's faster (target <= 0.5)"], rows)
+
+
+def text_rows(k, repeat, clock):
+    from sklearn.preprocessing import normalize
+
+    from bregclust.datasets import load_20newsgroups
+    ng = load_20newsgroups(vectorizer="count", min_df=5, stop_words="english",
+                           remove=("headers", "footers", "quotes"))
+    X = normalize(ng.X, "l1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        start = BregmanKMeans(k, divergence="kl", random_state=0, max_iter=1,
+                              algorithm="lloyd").fit(X).cluster_centers_
+        kw = dict(divergence="kl", init=start, max_iter=300)
+        t_l, lloyd = timed(lambda: BregmanKMeans(k, algorithm="lloyd", **kw).fit(X), repeat,
+                           clock)
+        fits = {alg: timed(lambda: BregmanKMeans(k, algorithm=alg, **kw).fit(X), repeat, clock)
+                for alg in ("hamerly", "yinyang")}
+    print(f"\n### kl on 20NG term frequencies (CSR {X.shape}, nnz={X.nnz}), k={k}, "
+          f"smoothing='auto': lloyd {lloyd.n_iter_} iterations")
+    rows = [("bregclust lloyd", f"{t_l:.2f}", "", "", "")]
+    for alg, (t, m) in fits.items():
+        frac = m.n_skipped_ / (X.shape[0] * k)
+        print(f"{alg}: {m.n_iter_} iterations, skipped per pass (every 5th): "
+              f"{np.round(frac[::5], 3).tolist()}")
+        rows.append((f"bregclust {alg}", f"{t:.2f}", f"{t / t_l:.2f}",
+                     str(np.array_equal(lloyd.labels_, m.labels_)),
+                     str(np.array_equal(lloyd.cluster_centers_, m.cluster_centers_))))
+    table(["fit", "seconds", "ratio to lloyd (target <= 0.35)", "identical labels",
+           "identical centres"], rows)
+
+
+def small_k_rows(n, iters, repeat, clock):
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=4.0, size=(20, 50))
+    X = centres[rng.integers(0, 20, n)] + rng.normal(scale=3.0, size=(n, 50))
+    C0 = X[rng.choice(n, 20, replace=False)]
+    kw = dict(init=C0, max_iter=iters, tol=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        t_l, _ = timed(lambda: BregmanKMeans(20, algorithm="lloyd", **kw).fit(X), repeat, clock)
+        t_a, auto = timed(lambda: BregmanKMeans(20, algorithm="auto", **kw).fit(X), repeat,
+                          clock)
+        t_h, _ = timed(lambda: BregmanKMeans(20, algorithm="yinyang", **kw).fit(X), repeat,
+                       clock)
+    print(f"\n### k=20, dense n={n:,} d=50, {iters} iterations: auto ran {auto.algorithm_!r}")
+    table(["fit", "seconds", "ratio to lloyd (target auto <= 1.0)"],
+          [("lloyd", f"{t_l:.2f}", "1.00"), ("auto", f"{t_a:.2f}", f"{t_a / t_l:.2f}"),
+           ("yinyang (forced)", f"{t_h:.2f}", f"{t_h / t_l:.2f}")])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=200_000)
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--ks", type=int, nargs="+", default=[64, 256, 1024])
+    ap.add_argument("--text-k", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--skip-20ng", action="store_true")
+    ap.add_argument("--skip-dense", action="store_true", help="leave out parts 1 and 3")
+    ap.add_argument("--skip-faiss", action="store_true")
+    ap.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
+    a = ap.parse_args()
+    import numba
+    from threadpoolctl import threadpool_limits
+    os.environ["BREGCLUST_NUM_THREADS"] = str(a.threads)
+    numba.set_num_threads(min(a.threads, numba.config.NUMBA_NUM_THREADS))
+    threadpool_limits(limits=a.threads, user_api="openmp")
+    cpu = a.threads == 1 and not a.wall
+    clock = time.thread_time if cpu else time.perf_counter
+    print(f"# {machine()}")
+    print(f"# threads: {a.threads} (numba, BREGCLUST_NUM_THREADS, OpenMP, faiss; "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}); clock: "
+          f"{'CPU time of the calling thread' if cpu else 'wall'}; best of {a.repeat}")
+    use_faiss = not a.skip_faiss
+    if use_faiss:
+        try:
+            import faiss  # noqa: F401
+        except ImportError:
+            use_faiss = False
+            print("# faiss-cpu not installed: its row is left out")
+    if not a.skip_dense:
+        print(f"\n## 1. dense squared Euclidean, {a.iters} iterations from the same centres")
+        for k in a.ks:
+            dense_rows(a.n, k, a.iters, a.repeat, clock, use_faiss, a.threads)
+    if not a.skip_20ng:
+        print("\n## 2. kl on 20 Newsgroups term frequencies")
+        text_rows(a.text_k, a.repeat, clock)
+    if not a.skip_dense:
+        print("\n## 3. small k: algorithm='auto'")
+        small_k_rows(a.n, 20, a.repeat, clock)
+
+
+if __name__ == "__main__":
+    main()

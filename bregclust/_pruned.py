@@ -1,0 +1,310 @@
+"""Exact pruned Lloyd passes for Bregman k-means (``BregmanKMeans(algorithm="hamerly")``).
+
+:class:`PrunedPasses` stands in for a data source's Lloyd pass inside
+:func:`bregclust._centroid.lloyd`: it returns the same :class:`~bregclust._execution.LloydPart`
+(labels, centre sums, minima, objective) while evaluating the ``k`` scores of a row only when
+its bounds cannot prove that its label stays.
+
+The bound (docs/guide/kmeans.rst, "Pruned passes"): in the GEMM form the label of ``x`` is
+``argmin_j D_j(x)``, ``D_j(x) = c_j - <x, t_j>``, ``t_j = grad phi(u_j)``,
+``c_j = <u_j, t_j> - phi(u_j)``. When the centres move (``t -> t'``, ``c -> c'``), for any
+reference point ``x0``
+
+    D_j'(x) - D_j(x) = (dc_j - <x0, dt_j>) - <x - x0, dt_j>
+                     >= beta_j(x0) - min(||x - x0||_2 ||dt_j||_2, ||x - x0||_1 ||dt_j||_inf)
+
+(Cauchy-Schwarz / Hoelder), so a lower bound ``lb`` of ``min_{j != a} D_j(x)`` moves by
+``min_{j != a} beta_j - r max_{j != a} ||dt_j||`` (Hamerly, 2010, with ``||x - x0||`` in place of
+the triangle inequality). Dense rows take ``x0`` = their own cluster's new centre when the
+``k x k`` table of ``beta`` costs little beside a pass (``k <= n / 8``); CSR rows (text: the
+table would be ``k^2 d`` with ``d`` the vocabulary) take ``x0 = 0``, with both norms.
+
+Every quantity that enters a bound is rounded towards the safe side, and the skip test keeps a
+margin of twice the rounding error of the score Lloyd's kernel computes, so the labels are
+Lloyd's exactly (ties included: a tie never passes the test).
+"""
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from . import _execution as E
+from ._kernels import pruned as KP
+
+__all__ = ["PrunedPasses", "ALGORITHMS", "AUTO_MIN_CLUSTERS", "resolve_algorithm"]
+
+ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang")
+
+#: ``algorithm="auto"`` prunes dense rows from this many clusters on (below it a
+#: Lloyd pass is cheap and the bounds rarely pay for their bookkeeping, see
+#: benchmarks/kmeans_pruned.py).
+AUTO_MIN_CLUSTERS = 64
+
+#: Centres per group of ``algorithm="yinyang"`` (Ding et al. use ``k / 10`` groups).
+GROUP_SIZE = 10
+
+_U = np.finfo(np.float64).eps / 2
+
+
+def _gamma(m, u):
+    """``m u / (1 - m u)``: the relative error bound of an ``m``-term dot product."""
+    m = max(int(m), 1)
+    return m * u / max(1.0 - m * u, 0.5)
+
+
+def resolve_algorithm(algorithm, div, src, k):
+    """``"lloyd"``, ``"hamerly"`` or ``"yinyang"`` for the ``algorithm`` parameter of a fit.
+
+    ``"auto"`` prunes when the data are dense and in memory, the divergence has the fused GEMM
+    form and ``k >= AUTO_MIN_CLUSTERS``; a dask array (chunked source) always runs Lloyd's
+    passes. Sparse rows (text) run Lloyd under ``"auto"``: with ``x0 = 0`` the bound
+    ``||x|| ||dt_j||`` spans the whole vocabulary and prunes almost nothing (kl on 20
+    Newsgroups term frequencies, k = 256: 0.1% of the scores, benchmarks/kmeans_pruned.py).
+    """
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}.")
+    if algorithm == "lloyd" or src.chunked or not div.has_gemm:
+        return "lloyd"
+    if algorithm == "auto":
+        return "yinyang" if k >= AUTO_MIN_CLUSTERS and not src.sparse else "lloyd"
+    return algorithm
+
+
+class PrunedPasses:
+    """Lloyd passes with Hamerly-type bounds on an in-memory data source.
+
+    Call it as ``passes(div, centres)`` where :func:`bregclust._centroid.lloyd` would call
+    ``src.lloyd(div, centres)``. The bounds carry from one call to the next (the centres of
+    consecutive calls are consecutive iterations); a pass that cannot use them (centres
+    outside the fused GEMM form, an overflow, an empty cluster whose re-seeding reads the
+    minima) runs the source's own Lloyd pass instead and restarts the bounds.
+
+    Parameters
+    ----------
+    src : InMemorySource
+    div : Divergence
+    algorithm : {"hamerly", "yinyang"}, default="hamerly"
+        One bound per row, or one per group of about 10 centres (groups of nearby initial
+        centres, Ding et al., 2015).
+    debug : bool, default=False
+        Check after every pass that the bounds hold on every row and that the labels and sums
+        are those of the source's Lloyd pass (tests only: a full pass more per iteration).
+
+    Attributes
+    ----------
+    skipped : list of int
+        Per pass, the score evaluations skipped (``k - 1`` per row whose bound held: its own
+        score is still evaluated).
+    total : int
+        ``n k``, the evaluations of a Lloyd pass.
+    """
+
+    def __init__(self, src, div, algorithm="hamerly", debug=False):
+        self.src = src
+        self.div = div
+        self.algorithm = algorithm
+        self.grp = None
+        self.debug = bool(debug)
+        block = src.block
+        self.Xg, self.phi_x = block.prepared(div)
+        self.sparse = sp.issparse(self.Xg)
+        if not self.sparse:
+            self.Xg = np.ascontiguousarray(self.Xg)
+        self.w = block.weights()
+        n, d = self.Xg.shape
+        self.n, self.d = n, d
+        self.k = None
+        self.prev = None
+        self.labels = None
+        self.lb = None
+        self.skipped = []
+        self.total = 0
+        Xg = self.Xg
+        # row norms, rounded up
+        if self.sparse:
+            sq = np.zeros(n)
+            ab = np.zeros(n)
+            data = np.abs(Xg.data.astype(np.float64))
+            rows = np.repeat(np.arange(n), np.diff(Xg.indptr))
+            np.add.at(sq, rows, data * data)
+            np.add.at(ab, rows, data)
+            L = int(np.diff(Xg.indptr).max()) if n else 1
+        else:
+            sq = np.einsum("ij,ij->i", Xg, Xg, dtype=np.float64)
+            ab = np.abs(Xg).sum(axis=1, dtype=np.float64)
+            L = d
+        g = _gamma(L, _U) + 4 * _U
+        self.xn = np.sqrt(sq) * (1 + g)
+        self.x1 = ab * (1 + g)
+        self.gam = g
+        # the rounding of a score as Lloyd's kernel computes it (product in the data's type,
+        # float32 G^T for float32 dense rows) and as the own-score loop does (float64)
+        u_dt = (np.finfo(np.float32).eps / 2 if (not self.sparse and Xg.dtype == np.float32)
+                else _U)
+        self.rho = 2.0 * (_gamma(L, u_dt) + u_dt + _gamma(L, _U) + 4 * _U)
+        self.lim = 1e36 if (not self.sparse and Xg.dtype == np.float32) else 1e300
+        self.T = self._threads()
+
+    def _threads(self):
+        """The thread blocks of :func:`bregclust._execution.fused_pass` (the sums are added
+        per block, so the same split gives the same sums)."""
+        n, d = self.n, self.d
+        T = min(E.n_workers(), numba.get_num_threads()) if n * d > E.PARALLEL_MIN else 1
+        return max(1, min(T, n))
+
+    # ------------------------------------------------------------------ the pass
+    def __call__(self, div, pc, extra=None, sums=True):
+        k = pc.U.shape[0]
+        if self.k != k:
+            self.k = k
+            self.total = self.n * k
+            self.prev = None
+        if not pc.fused or self.n == 0:
+            return self._fallback(pc)
+        if self.prev is None:
+            if self.grp is None or self.grp.shape[0] != k:
+                self._group(pc.U)
+            G = self.starts.shape[0]
+            self.labels = np.zeros(self.n, dtype=np.int64)
+            self.lb = np.full((self.n, G), -np.inf)
+            shifts = (np.zeros((1, G)), np.zeros(G), np.zeros(G), np.zeros((0, self.d)), False)
+        else:
+            shifts = self._shifts(self.prev, pc)
+        part, nrec = self._run(pc, shifts)
+        if part is None:
+            return self._fallback(pc)
+        self.prev = pc
+        if (part.W <= 0).any():
+            # the re-seeding of an empty cluster orders rows by their minima: take Lloyd's
+            # minima (the labels are the same; the bounds stay valid)
+            lloyd = self.src.lloyd(div, pc)
+            if self.debug:
+                assert np.array_equal(lloyd.labels, part.labels)
+            part = lloyd
+        self.skipped.append((self.n - nrec) * (k - 1))
+        if self.debug:
+            self._check(pc, part)
+        return part
+
+    def _group(self, U):
+        """Groups of centres: one (Hamerly), or about ``k / 10`` from a few Lloyd steps on the
+        first centres (Yinyang's grouping; any grouping keeps the bounds valid)."""
+        k = U.shape[0]
+        G = 1 if self.algorithm == "hamerly" else max(1, k // GROUP_SIZE)
+        grp = np.zeros(k, dtype=np.int64)
+        if G > 1:
+            V = np.nan_to_num(U)
+            C = V[np.linspace(0, k - 1, G).astype(np.int64)]
+            for _ in range(5):
+                D = (C * C).sum(axis=1)[None, :] - 2.0 * V @ C.T
+                grp = np.argmin(D, axis=1)
+                for g in range(G):
+                    if (grp == g).any():
+                        C[g] = V[grp == g].mean(axis=0)
+            grp = np.unique(grp, return_inverse=True)[1].astype(np.int64)  # no empty group
+        self.grp = np.ascontiguousarray(grp)
+        self.perm = np.argsort(grp, kind="stable")
+        self.starts = np.flatnonzero(np.r_[True, np.diff(grp[self.perm]) != 0])
+
+    def _fallback(self, pc):
+        self.prev = None
+        self.skipped.append(0)
+        return self.src.lloyd(self.div, pc)
+
+    def _shifts(self, old, new):
+        """Per cluster ``a`` (row 0 for all without a reference point) and group ``g``:
+        ``(shift_m, shift_2, shift_inf, U0, use_ref)`` with
+        ``shift_m[a, g] <= min_{j in g, j != a} beta_j`` and
+        ``shift_2[g] >= max_{j in g} ||dt_j||_2`` (``shift_inf``: the infinity norm), each
+        rounded to the safe side."""
+        k, d = new.G.shape
+        g = _gamma(d, _U) + 8 * _U
+        with np.errstate(invalid="ignore", over="ignore"):
+            dT = new.G - old.G
+            dc = new.c - old.c
+            d2 = np.sqrt(np.einsum("ij,ij->i", dT, dT)) * (1 + g)
+            dinf = np.abs(dT).max(axis=1) * (1 + 4 * _U) if d else np.zeros(k)
+            use_ref = (not self.sparse) and k * 8 <= self.n
+            if use_ref:
+                U0 = new.U
+                un = np.sqrt(np.einsum("ij,ij->i", U0, U0))
+                B = dc[None, :] - U0 @ dT.T
+                B -= g * (np.abs(dc)[None, :] + un[:, None] * d2[None, :]) + 4 * _U * np.abs(B)
+                np.fill_diagonal(B, np.inf)
+            else:
+                U0 = np.zeros((0, d))
+                B = (dc - 4 * _U * np.abs(dc))[None, :]
+            perm, starts = self.perm, self.starts
+            shift_m = np.minimum.reduceat(B[:, perm], starts, axis=1)
+            shift_2 = np.maximum.reduceat(d2[perm], starts)
+            shift_inf = np.maximum.reduceat(dinf[perm], starts)
+        shift_m = np.where(np.isnan(shift_m), -np.inf, shift_m)
+        shift_2 = np.where(np.isnan(shift_2), np.inf, shift_2)
+        shift_inf = np.where(np.isnan(shift_inf), np.inf, shift_inf)
+        return (np.ascontiguousarray(shift_m), shift_2, shift_inf, np.ascontiguousarray(U0),
+                use_ref)
+
+    def _run(self, pc, shifts):
+        """The kernel pass: ``(LloydPart, rows recomputed)``, or ``(None, 0)`` after an
+        overflow (the caller then runs Lloyd's pass, which evaluates those rows by the
+        definition)."""
+        shift_m, shift_2, shift_inf, U0, use_ref = shifts
+        n, d, k, T = self.n, self.d, self.k, self.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + self.gam)
+            CN = float(np.abs(pc.c).max())
+        G = np.ascontiguousarray(pc.G)
+        c = pc.c
+        mins = np.empty(n)
+        S = np.zeros((T, k, d))
+        W = np.zeros((T, k))
+        O = np.zeros(T)
+        R = np.zeros(T, dtype=np.int64)
+        labels, lb = self.labels, self.lb
+        use_l1 = not use_ref
+        if self.sparse:
+            Xg = self.Xg
+            kern = KP.pruned_step_csr if T > 1 else KP.pruned_step_csr_serial
+            kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, pc.GT, G, c, self.grp, self.w,
+                 self.xn,
+                 self.x1, lb, labels, shift_m, shift_2, shift_inf, use_l1, self.rho, TN, CN,
+                 mins, S, W, O, R)
+        else:
+            GT = pc.gt(self.Xg.dtype)
+            kern = KP.pruned_step_dense if T > 1 else KP.pruned_step_dense_serial
+            with E.blas_one_thread():
+                kern(self.Xg, self.phi_x, GT, G, c, self.grp, self.w, self.xn, self.x1, lb, labels,
+                     shift_m, shift_2, shift_inf, U0, use_ref, use_l1, self.rho, self.gam, TN,
+                     CN, self.lim, E._LLOYD_CHUNK, mins, S, W, O, R)
+        obj = float(O[0])
+        for t in range(1, T):  # as fused_pass adds the threads' sums
+            S[0] += S[t]
+            obj += float(O[t])
+        if not np.isfinite(obj):
+            return None, 0
+        part = E.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels.copy(),
+                           mins=mins)
+        return part, int(R.sum())
+
+    # ------------------------------------------------------------------ debug checks
+    def _check(self, pc, part):
+        """Tests only: the bounds hold on every row, and the pass is Lloyd's."""
+        Xg = self.Xg
+        P = np.asarray(Xg @ pc.G.T) if self.sparse else Xg.astype(np.float64) @ pc.G.T
+        D = pc.c[None, :] - P
+        a = self.labels
+        D[np.arange(self.n), a] = np.inf
+        slack = 1e-12 * (self.xn * np.sqrt((pc.G ** 2).sum(axis=1)).max() + np.abs(pc.c).max())
+        for g in range(self.starts.shape[0]):
+            low = D[:, self.grp == g].min(axis=1)
+            bad = ~(self.lb[:, g] <= low + slack)
+            assert not bad.any(), (f"pruned bound broken on {int(bad.sum())} rows (group {g}): "
+                                   f"lb {self.lb[bad, g][:3]} > {low[bad][:3]}")
+        ref = self.src.lloyd(self.div, pc)
+        assert np.array_equal(ref.labels, part.labels), "pruned labels differ from Lloyd's"
+        assert np.array_equal(ref.W, part.W), "pruned cluster weights differ from Lloyd's"
+        assert np.array_equal(ref.S, part.S), "pruned cluster sums differ from Lloyd's"
+
+
+#: Tests set this to check the bounds on every row at every pass (:meth:`PrunedPasses._check`).
+DEBUG = False
