@@ -59,6 +59,7 @@ FITS = {
     "BregmanKMeans": _single(bregclust.BregmanKMeans),
     "MiniBatchBregmanKMeans": _single(bregclust.MiniBatchBregmanKMeans),
     "BisectingBregmanKMeans": _single(bregclust.BisectingBregmanKMeans),
+    "BregmanCoclustering": _single(bregclust.BregmanCoclustering),
     "BregmanMixture": _mixture,
     "AgglomerativeBregman": _single(bregclust.AgglomerativeBregman),
     "SymmetricNMF": _single(bregclust.SymmetricNMF),
@@ -86,7 +87,7 @@ def test_defaults_fit_the_digits_tasks_without_convergence_warning(name, digits)
         warnings.simplefilter("error", ConvergenceWarning)
         models = FITS[name](Xs, ys, ks)
     for model, X in zip(models, Xs):
-        labels = getattr(model, "labels_", None)
+        labels = getattr(model, "labels_", getattr(model, "row_labels_", None))
         if isinstance(model, bregclust.BregmanMixture):
             assert model.converged_
             labels = model.predict(X)
