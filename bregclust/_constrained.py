@@ -347,6 +347,8 @@ def constrained_labels(D, w, bounds, previous=None, *, where="", stacklevel=4):
             Mn = M - M.min(axis=1, keepdims=True)  # row shifts leave the plan unchanged
             gap = float(Mn[:pos.size].mean())
             reg = SINKHORN_REG * gap if gap > 0 else 1.0
+            # the forbidden cells need only be far above the rest: 50 reg is exp(-50) ~ 2e-22
+            Mn = np.minimum(Mn, float(Mn[:pos.size].max()) + 50 * reg)
             G = entropic_plan(a, b, Mn, reg, where=where, stacklevel=stacklevel,
                               max_iter=SINKHORN_ITER)
         labels[pos], split = _round_plan(G, pos, cols, w)

@@ -172,7 +172,10 @@ def assignment_plan(a, b, M, *, potentials=None, where="", stacklevel=3,
 
 def entropic_plan(a, b, M, reg, *, where="", stacklevel=3, max_iter=1000,
                   advice="use smoothing > 0 or rescale the data"):
-    """Entropic transport plan (POT's Sinkhorn iterations, log-domain when ``reg`` is small).
+    """Entropic transport plan by POT's Sinkhorn iterations.
+
+    The kernel ``exp(-M / reg)`` is formed in float64 when no entry underflows, otherwise the
+    iterations run in the log domain.
 
     Parameters
     ----------
@@ -206,6 +209,8 @@ def entropic_plan(a, b, M, reg, *, where="", stacklevel=3, max_iter=1000,
         # POT warns when Sinkhorn stops at max_iter; the caller rounds and repairs the plan,
         # so an unconverged plan is only a worse starting point, never an error
         warnings.simplefilter("ignore")
-        G = ot.sinkhorn(a, b, M, reg, method="sinkhorn_log", numItermax=max_iter,
-                        stopThr=1e-6)
+        # the kernel exp(-M / reg) in float64 while no entry underflows (two matrix-vector
+        # products per iteration), the log-domain iterations (a log-sum-exp per entry) else
+        method = "sinkhorn" if float(M.max()) / reg < 600 else "sinkhorn_log"
+        G = ot.sinkhorn(a, b, M, reg, method=method, numItermax=max_iter, stopThr=1e-6)
     return np.asarray(G, dtype=np.float64)
