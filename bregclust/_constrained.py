@@ -21,8 +21,7 @@ of zero demand are left out (balanced bounds give a plain ``n x k`` problem with
 
 With unit weights every marginal is an integer, so POT's network simplex (an exact method
 that returns a vertex of the transport polytope) gives an integral, hard assignment: the
-optimal constrained labels, and Lloyd's monotonicity holds. The dual potentials of one solve
-warm-start the next.
+optimal constrained labels, and Lloyd's monotonicity holds.
 
 With other weights a vertex may split a point between clusters (at most ``columns - 1`` of
 them: the support of a vertex is a forest). Points are never split: the split points are
@@ -178,20 +177,17 @@ def check_size_bounds(size_min, size_max, k, w, method="exact"):
 
 @dataclass
 class Assignment:
-    """The state one constrained assignment hands to the next.
+    """A constrained assignment.
 
     Attributes
     ----------
     labels : ndarray of shape (n,)
     feasible : bool
         Whether every size is within its bounds.
-    potentials : tuple or None
-        The network simplex's dual potentials (exact mode), a warm start.
     """
 
     labels: np.ndarray
     feasible: bool
-    potentials: object = None
 
 
 def _sizes(labels, w, k):
@@ -303,7 +299,7 @@ def _repair(D, w, labels, bounds):
     return labels, _within(W, bounds)
 
 
-def constrained_labels(D, w, bounds, previous=None, *, where="", stacklevel=4):
+def constrained_labels(D, w, bounds, *, where="", stacklevel=4):
     """Labels minimising ``sum_i w_i D[i, label_i]`` with every size within ``bounds``.
 
     Parameters
@@ -313,8 +309,6 @@ def constrained_labels(D, w, bounds, previous=None, *, where="", stacklevel=4):
     w : ndarray of shape (n,)
         Sample weights (the units of ``bounds``).
     bounds : SizeBounds
-    previous : Assignment, optional
-        The previous step's result: its potentials warm-start the network simplex.
     where : str, default=""
         Appended to messages.
     stacklevel : int, default=4
@@ -327,7 +321,6 @@ def constrained_labels(D, w, bounds, previous=None, *, where="", stacklevel=4):
     D = np.asarray(D, dtype=np.float64)
     pos = np.flatnonzero(w > 0)
     labels = np.argmin(D, axis=1)  # zero-weight rows: the nearest centre (they weigh nothing)
-    potentials = None
     if not np.isfinite(D[pos]).all():
         advice = ("use smoothing > 0 so that centres stay inside the domain, or rescale the "
                   "data")
@@ -340,13 +333,13 @@ def constrained_labels(D, w, bounds, previous=None, *, where="", stacklevel=4):
     else:
         a, b, M, cols = _tableau(D, w, bounds, pos)
         if bounds.method == "exact":
-            res = assignment_plan(a, b, M, where=where, stacklevel=stacklevel,
-                                  potentials=previous.potentials if previous else None)
-            G, potentials = res.plan, res.potentials
+            G = assignment_plan(a, b, M, where=where, stacklevel=stacklevel).plan
         else:
             Mn = M - M.min(axis=1, keepdims=True)  # row shifts leave the plan unchanged
             gap = float(Mn[:pos.size].mean())
             reg = SINKHORN_REG * gap if gap > 0 else 1.0
+            # the forbidden cells need only be far above the rest: 50 reg is exp(-50) ~ 2e-22
+            Mn = np.minimum(Mn, float(Mn[:pos.size].max()) + 50 * reg)
             G = entropic_plan(a, b, Mn, reg, where=where, stacklevel=stacklevel,
                               max_iter=SINKHORN_ITER)
         labels[pos], split = _round_plan(G, pos, cols, w)
@@ -360,8 +353,8 @@ def constrained_labels(D, w, bounds, previous=None, *, where="", stacklevel=4):
         else:
             labels, ok = _repair(D, w, labels, bounds)
             if not ok:
-                return Assignment(labels, False, potentials)
-    return Assignment(labels, _within(_sizes(labels, w, k), bounds), potentials)
+                return Assignment(labels, False)
+    return Assignment(labels, _within(_sizes(labels, w, k), bounds))
 
 
 def _cost(D, w, labels):
@@ -422,14 +415,13 @@ def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *,
         for it in range(max_iter):
             centres = update_centres(part.S, part.W, (), div, beta, z, run, centres)
             D = src.pairwise(div, centres)
-            new = constrained_labels(D, w, bounds, asg, where=where,
-                                     stacklevel=stacklevel + 2)
+            new = constrained_labels(D, w, bounds, where=where, stacklevel=stacklevel + 2)
             # the previous labels are a feasible answer at the new centres too: keeping them
             # when the new ones cost more keeps the objective from increasing (approximate
             # modes, weighted repairs, and the rounding of an exact solve)
             if asg.feasible and (not new.feasible or
                                  _cost(D, w, asg.labels) <= _cost(D, w, new.labels)):
-                new = Assignment(asg.labels.copy(), True, new.potentials)
+                new = Assignment(asg.labels.copy(), True)
             infeasible = infeasible and not new.feasible
             if zero.size:  # rows of no weight follow their nearest centre
                 new.labels[zero] = np.argmin(D[zero], axis=1)

@@ -82,20 +82,17 @@ def transport_plan(a, b, M, *, where="", what="the transport plan may be subopti
 
 @dataclass(frozen=True)
 class AssignmentPlan:
-    """An exact transport plan with the dual potentials that warm-start the next solve.
+    """An exact transport plan and its cost.
 
     Attributes
     ----------
     plan : ndarray of shape (n_rows, n_cols)
         The optimal plan (float64).
-    potentials : tuple of two ndarrays
-        POT's dual potentials ``(u, v)`` of the solve.
     cost : float
         ``<plan, M>``.
     """
 
     plan: np.ndarray
-    potentials: tuple
     cost: float
 
 
@@ -111,15 +108,16 @@ def _check_costs(a, b, M, name, advice):
     return a, b, M
 
 
-def assignment_plan(a, b, M, *, potentials=None, where="", stacklevel=3,
+def assignment_plan(a, b, M, *, where="", stacklevel=3,
                     advice="use smoothing > 0 or rescale the data"):
     """Exact plan of a transport problem whose marginals are equal sums (POT's network simplex).
 
     Used by the size-constrained assignment (:mod:`bregclust._constrained`): ``a`` are the
     sample weights (and a slack row), ``b`` the cluster capacities, ``M`` the divergences.
     Unlike :func:`transport_plan`, ``b`` is not rescaled (the caller balances the marginals
-    exactly: with integer marginals the network simplex then returns an integral vertex), and
-    the dual potentials of the previous solve may warm-start this one.
+    exactly: with integer marginals the network simplex then returns an integral vertex). POT's
+    warm start from the previous iteration's dual potentials is not used: it made whole fits
+    slower (2x on balanced blobs, 20x on 20 Newsgroups; benchmarks/RESULTS.md).
 
     Parameters
     ----------
@@ -129,9 +127,6 @@ def assignment_plan(a, b, M, *, potentials=None, where="", stacklevel=3,
         Positive column marginal with the sum of ``a``.
     M : array-like of shape (n_rows, n_cols)
         Finite cost matrix.
-    potentials : tuple of two ndarrays, optional
-        ``(u, v)`` of an earlier solve of a problem of the same shape (a warm start: the plan
-        is still optimal, only the number of pivots changes).
     where : str, default=""
         Appended to the messages.
     stacklevel : int, default=3
@@ -152,14 +147,10 @@ def assignment_plan(a, b, M, *, potentials=None, where="", stacklevel=3,
 
     a, b, M = _check_costs(a, b, M, f"the divergences between points and centres{where}",
                            advice)
-    kw = {}
-    if potentials is not None and potentials[0].shape == a.shape and \
-            potentials[1].shape == b.shape:
-        kw["potentials_init"] = potentials
     # check_marginals=False: the caller's marginals have equal sums up to the rounding of the
     # sum of the weights (POT would refuse a difference of one ulp)
     G, log = ot.emd(a, b, M, numItermax=max(100000, 50 * a.size * b.size), log=True,
-                    check_marginals=False, **kw)
+                    check_marginals=False)
     code = log.get("result_code", 1)
     if code != 1:
         warnings.warn(
@@ -167,12 +158,15 @@ def assignment_plan(a, b, M, *, potentials=None, where="", stacklevel=3,
             f"{log.get('warning')}); the cluster sizes may miss their bounds.",
             ConvergenceWarning, stacklevel=stacklevel)
     G = np.asarray(G, dtype=np.float64)
-    return AssignmentPlan(G, (np.asarray(log["u"]), np.asarray(log["v"])), float(log["cost"]))
+    return AssignmentPlan(G, float(log["cost"]))
 
 
 def entropic_plan(a, b, M, reg, *, where="", stacklevel=3, max_iter=1000,
                   advice="use smoothing > 0 or rescale the data"):
-    """Entropic transport plan (POT's Sinkhorn iterations, log-domain when ``reg`` is small).
+    """Entropic transport plan by POT's Sinkhorn iterations.
+
+    The kernel ``exp(-M / reg)`` is formed in float64 when no entry underflows, otherwise the
+    iterations run in the log domain.
 
     Parameters
     ----------
@@ -206,6 +200,8 @@ def entropic_plan(a, b, M, reg, *, where="", stacklevel=3, max_iter=1000,
         # POT warns when Sinkhorn stops at max_iter; the caller rounds and repairs the plan,
         # so an unconverged plan is only a worse starting point, never an error
         warnings.simplefilter("ignore")
-        G = ot.sinkhorn(a, b, M, reg, method="sinkhorn_log", numItermax=max_iter,
-                        stopThr=1e-6)
+        # the kernel exp(-M / reg) in float64 while no entry underflows (two matrix-vector
+        # products per iteration), the log-domain iterations (a log-sum-exp per entry) else
+        method = "sinkhorn" if float(M.max()) / reg < 600 else "sinkhorn_log"
+        G = ot.sinkhorn(a, b, M, reg, method=method, numItermax=max_iter, stopThr=1e-6)
     return np.asarray(G, dtype=np.float64)

@@ -399,6 +399,9 @@ def test_dask_input_is_refused():
     X = da.from_array(data("sqeuclidean", n=40), chunks=(20, 3))
     with pytest.raises(ValueError, match=r"size_min / size_max need the data in memory"):
         BregmanKMeans(2, size_min=10).fit(X)
+    km = BregmanKMeans(2, size_min=10, random_state=0).fit(X.compute())
+    with pytest.raises(ValueError, match=r"predict_constrained needs the data in memory"):
+        km.predict_constrained(X)
 
 
 def test_boundary_centres_without_smoothing_are_refused_clearly():
