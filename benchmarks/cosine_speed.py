@@ -81,6 +81,7 @@ def compare(X, k, iters, label, rows, repeat, use_faiss):
     cos_sk = float(D.min(axis=1).sum())
     row += [f"{cos_us:.1f}", f"{cos_sk:.1f}"]
     rows.append(tuple(row))
+    print("| " + " | ".join(str(v) for v in row) + " |", flush=True)  # partial results
 
 
 def main():
