@@ -20,7 +20,7 @@ Threads: ``--threads N`` for every library (OpenMP through threadpoolctl, numba'
 ``OPENBLAS_NUM_THREADS=1`` in the environment.
 
 Run: python benchmarks/cosine_speed.py [--n 200000] [--ks 20 256] [--iters 10] [--threads 1]
-[--skip-20ng] [--skip-faiss]
+[--skip-20ng] [--skip-faiss] [--float32]
 """
 
 import argparse
@@ -81,6 +81,7 @@ def compare(X, k, iters, label, rows, repeat, use_faiss):
     cos_sk = float(D.min(axis=1).sum())
     row += [f"{cos_us:.1f}", f"{cos_sk:.1f}"]
     rows.append(tuple(row))
+    print("| " + " | ".join(str(v) for v in row) + " |", flush=True)  # partial results
 
 
 def main():
@@ -93,6 +94,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--skip-20ng", action="store_true")
     ap.add_argument("--skip-faiss", action="store_true")
+    ap.add_argument("--float32", action="store_true", help="dense rows in float32 for everyone")
     a = ap.parse_args()
     print(f"# {machine()}")
     if a.threads is not None:
@@ -111,8 +113,10 @@ def main():
     centres = rng.normal(size=(64, a.d))
     X = centres[rng.integers(0, 64, a.n)] + rng.normal(scale=0.6, size=(a.n, a.d))
     X = normalize(X)
+    if a.float32:
+        X = X.astype(np.float32)
     for k in a.ks:
-        compare(X, k, a.iters, f"dense unit rows {a.n:,} x {a.d}", rows, a.repeat,
+        compare(X, k, a.iters, f"dense unit rows {a.n:,} x {a.d} {X.dtype}", rows, a.repeat,
                 not a.skip_faiss)
     if not a.skip_20ng:
         from bregclust.datasets import load_20newsgroups

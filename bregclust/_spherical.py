@@ -47,7 +47,8 @@ def unit_rows(X, *, name="X"):
     Returns
     -------
     ndarray or CSR matrix
-        A new array of the same type and dtype (``X`` is not modified).
+        A new array of the same type and dtype (``X`` is not modified); dense rows whose
+        norms are already 1 to rounding are returned as given.
 
     Raises
     ------
@@ -71,6 +72,12 @@ def unit_rows(X, *, name="X"):
         Y.data = (data / norms[rows]).astype(dtype, copy=False)
         return Y
     X = np.asarray(X)
+    if X.dtype == dtype and n and X.shape[1]:
+        # rows a fit has already scaled (the conditioning, then the GEMM preparation): one
+        # product instead of a copy, when every norm is 1 to the rounding of the scaling
+        sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+        if np.all(np.abs(sq - 1.0) <= 8.0 * np.finfo(dtype).eps):
+            return X
     big = np.abs(X).max(axis=1) if X.shape[1] else np.zeros(n)
     zero = np.flatnonzero(~(big > 0))
     if zero.size:

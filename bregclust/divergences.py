@@ -356,17 +356,25 @@ class _CosineForm:
             "inverse (and no left-type centroid); use the centres' directions as they are.")
 
     def generic_pairwise(self, div, Xd, U, out):
-        Xu = SPH.unit_rows(Xd).astype(np.float64, copy=False)
-        Uu = SPH.unit_centres(U)
-        for j in range(Uu.shape[0]):
-            out[:, j] = 1.0 - Xu @ Uu[j]
-        np.maximum(out, 0.0, out=out)  # 1 - cos >= 0; rounding may give -eps
+        n = Xd.shape[0]
+        col = np.empty(n)
+        for j in range(U.shape[0]):  # the definition of generic_assigned, column by column
+            self.generic_assigned(div, Xd, U, np.full(n, j, dtype=np.int64), np.ones(n), col)
+            out[:, j] = col
 
     def generic_assigned(self, div, Xd, U, labels, w, out, chunk=4096):
         Uu = SPH.unit_centres(U)
         for s in range(0, Xd.shape[0], chunk):
-            Xu = SPH.unit_rows(Xd[s:s + chunk]).astype(np.float64, copy=False)
-            cos = np.einsum("ij,ij->i", Xu, Uu[labels[s:s + chunk]])
+            Xc = Xd[s:s + chunk]
+            with np.errstate(over="ignore", under="ignore"):
+                sq = np.einsum("ij,ij->i", Xc, Xc, dtype=np.float64)
+            if np.all((sq > 1e-280) & (sq < 1e280)):  # no scaling needed: no copy of the rows
+                cos = np.einsum("ij,ij->i", Xc, Uu[labels[s:s + chunk]],
+                                dtype=np.float64) / np.sqrt(sq)
+            else:
+                Xu = SPH.unit_rows(Xc).astype(np.float64, copy=False)
+                cos = np.einsum("ij,ij->i", Xu, Uu[labels[s:s + chunk]])
+            # 1 - cos >= 0 (rounding may give -eps); rows of zero weight count 0
             out[s:s + chunk] = np.where(w[s:s + chunk] > 0, np.maximum(1.0 - cos, 0.0), 0.0)
 
 

@@ -161,3 +161,19 @@ def test_select_n_clusters_with_cosine():
     assert sel.family == "vmf" and sel.n_clusters == 3
     np.testing.assert_allclose(np.linalg.norm(sel.estimator.cluster_centers_, axis=1), 1.0,
                                atol=1e-12)
+
+
+def test_dask_equals_in_memory():
+    da = pytest.importorskip("dask.array")
+    X, _, _ = _sample(d=6, seed=3)
+    C0 = X[[0, 200, 400]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = BregmanMixture(3, divergence="cosine", init=C0).fit(X)
+        dX = da.from_array(X, chunks=(100, 6))
+        b = BregmanMixture(3, divergence="cosine", init=C0).fit(dX)
+    np.testing.assert_allclose(b.means_, a.means_, atol=1e-12)
+    np.testing.assert_allclose(b.dispersion_, a.dispersion_, rtol=1e-10)
+    np.testing.assert_allclose(b.lower_bounds_, a.lower_bounds_, rtol=1e-12)
+    np.testing.assert_allclose(b.score_samples(dX).compute(), a.score_samples(X), rtol=1e-12,
+                               atol=1e-12)
