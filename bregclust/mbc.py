@@ -53,7 +53,6 @@ from ._spherical import unit_centres
 from ._transport import transport_plan
 from ._validation import check_task_list
 from .divergences import get_divergence
-from .metrics import _emd as _emd_value
 from .metrics import partition_emd
 
 __all__ = [
@@ -490,6 +489,14 @@ def _w_step(tasks, D, mode, run, pairs=None):
     return {(t, s): _emd(_marginals(tasks[t], mode), _marginals(tasks[s], mode), D[(t, s)],
                          where=f" between tasks {t} and {s} (restart {run})")
             for (t, s) in (pairs if pairs is not None else D)}
+
+
+def _partition_distance(a, b, M, where):
+    """:func:`~bregclust.metrics.partition_emd` of two partitions with the proportions ``a``
+    and ``b`` from the matrix ``M`` of costs between their centres (clipped at 0, as there)."""
+    M = np.maximum(M, 0.0)
+    plan = _emd(a / a.sum(), b / b.sum(), M, where=where)
+    return float(np.sum(plan * M))
 
 
 def _cross_term(W, D, c):
@@ -1187,8 +1194,9 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                      _w_step(tasks, D, self.marginals, "final"))
         task_div = np.zeros((T, T))
         for (t, s), M in D.items():  # partition_emd of the centres, on the costs D holds
-            task_div[t, s] = _emd_value(tasks[t].counts / tasks[t].n,
-                                        tasks[s].counts / tasks[s].n, np.maximum(M, 0.0))
+            task_div[t, s] = _partition_distance(tasks[t].counts / tasks[t].n,
+                                                 tasks[s].counts / tasks[s].n, M,
+                                                 f" between tasks {t} and {s}")
         labels = [tk.source.labels(div, tk.centres, tk.pending) for tk in tasks]
         inertia = [tk.source.final_objective(div, tk.pending, tk.U) for tk in tasks]
         # back to the data's units
