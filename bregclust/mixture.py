@@ -957,7 +957,8 @@ BregmanKMeans, ndarray or dict, default="auto"
             Frequency weights: a row of weight 2 counts as two identical rows, with one
             exception: ``smoothing="auto"`` counts rows (its pseudo-count is the mean weight
             per row, and the sparse-data test counts zero entries per row), so integer weights
-            and repeated rows then get different pseudo-counts. Pass a number as
+            and repeated rows then get different pseudo-counts, except for the multinomial
+            family, whose ``"auto"`` depends on the vocabulary size only. Pass a number as
             ``smoothing`` for fits that agree exactly.
 
         Returns

@@ -695,6 +695,10 @@ def test_integer_weights_equal_repeated_rows_as_the_docstring_states(div, family
         b = BregmanMixture(2, **kw).fit(Xr)
     if div == "sqeuclidean":
         assert a.smoothing_ == b.smoothing_ == 0.0
+    elif family == "multinomial":  # "auto" is pseudo-words per term: the vocabulary only
+        from bregclust._mixture_init import MULTINOMIAL_PSEUDO_PER_TERM
+        assert a.smoothing_ == b.smoothing_ == pytest.approx(
+            MULTINOMIAL_PSEUDO_PER_TERM * X.shape[1])
     else:
         assert b.smoothing_ != a.smoothing_
         if family != "multinomial":  # dense data: one pseudo-row of the mean weight
