@@ -345,7 +345,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     ncut_ : ndarray of shape (n_candidates, n_tasks)
         Normalised cut of every task's partition on its own graph, per candidate coupling.
     agreement_ : ndarray of shape (n_candidates, n_tasks)
-        Adjusted Rand index of every candidate partition with the task's single-task one.
+        Adjusted Rand index of every candidate partition with the task's single-task one
+        (with ``coupling="auto"``; for a fixed coupling the one candidate, so all ones).
     couplings_ : ndarray of shape (n_candidates,)
         The candidates (``[coupling]`` when a number was given).
     labels_per_coupling_ : list of list of ndarray
