@@ -112,6 +112,9 @@ MT_SETTINGS = {
                             kw=dict(coupling=0.05, transfer="instance"), control=True),
     "SpecMTC-inst-auto": dict(rep="tfidf", est=SpectralMTC, kw=dict(transfer="instance"),
                               control=True),
+    # the default without the agreement guard (the normalised cut alone chooses the coupling)
+    "SpecMTC-noguard": dict(rep="tfidf", est=SpectralMTC, kw=dict(min_agreement=-1.0),
+                            control=True),
     # LNKMTC without its cross-task MMD term (C=0), to tell its kernel learning and kernel
     # k-means apart from the multi-task coupling.
     "LNKMTC-C0": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(C=0.0), control=True),

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.manifold import spectral_embedding
+from sklearn.metrics import adjusted_rand_score
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
@@ -306,7 +307,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         ``mu >= 0``, the weight of the transferred edges relative to a task's own graph (both
         scaled to the same total weight). ``"auto"``: fit every value of ``coupling_grid`` and
         keep for each task the partition with the smallest normalised cut on the task's own
-        graph (ties to the smaller value).
+        graph (ties to the smaller value) among those that agree with the single-task
+        partition (``min_agreement``).
     coupling_grid : tuple of float, default=(0.02, 0.05, 0.1)
         Candidates of ``coupling="auto"``; ``0`` (no coupling) is always added. Small values:
         the transferred edges perturb a task's own graph, they do not replace it (at 0.25 and
@@ -317,6 +319,12 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         rows (:func:`transfer_graph`); ``"joint"``: one graph over all tasks with ``coupling``
         times the cross-task kNN graphs, embedded in ``sum_t K_t`` dimensions
         (:func:`cross_task_graph`).
+    min_agreement : float, default=0.5
+        ``coupling="auto"`` only considers, for task ``t``, the candidates whose partition has
+        an adjusted Rand index of at least this with the single-task partition (coupling 0):
+        the transfer may refine a task's partition, not replace it. Added after the normalised
+        cut alone kept a coupled partition of Rec.vs.Talk task 2 unrelated to its single-task
+        one (NMI .12 against .70); 0.5 was set once, not tuned. ``-1`` disables the guard.
     n_neighbors : int, default=10
         Neighbours of every row in its own task and in every other task.
     eigen_solver : {"auto", "arpack", "lobpcg"}, default="auto"
@@ -336,6 +344,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         The coupling each task kept.
     ncut_ : ndarray of shape (n_candidates, n_tasks)
         Normalised cut of every task's partition on its own graph, per candidate coupling.
+    agreement_ : ndarray of shape (n_candidates, n_tasks)
+        Adjusted Rand index of every candidate partition with the task's single-task one
+        (with ``coupling="auto"``; for a fixed coupling the one candidate, so all ones).
     couplings_ : ndarray of shape (n_candidates,)
         The candidates (``[coupling]`` when a number was given).
     labels_per_coupling_ : list of list of ndarray
@@ -366,16 +377,18 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "n_neighbors": [Interval(numbers.Integral, 1)],
         "eigen_solver": [Options("auto", "arpack", "lobpcg")],
         "n_init": [Interval(numbers.Integral, 1)],
+        "min_agreement": [Interval(numbers.Real, -1.0, 1.0)],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0)],
     }
 
     def __init__(self, n_clusters=8, *, coupling="auto", coupling_grid=(0.02, 0.05, 0.1),
-                 transfer="joint", n_neighbors=10, eigen_solver="auto", n_init=10,
-                 random_state=None, verbose=False):
+                 transfer="joint", min_agreement=0.5, n_neighbors=10, eigen_solver="auto",
+                 n_init=10, random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.coupling = coupling
         self.coupling_grid = coupling_grid
         self.transfer = transfer
+        self.min_agreement = min_agreement
         self.n_neighbors = n_neighbors
         self.eigen_solver = eigen_solver
         self.n_init = n_init
@@ -467,7 +480,13 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                                                        self.n_init, int(seeds[t]))
         ncut = np.array([[normalized_cut(Ws[t], cand_labels[i, t]) for t in range(T)]
                          for i in range(mus.size)])
-        best = [int(np.argmin(ncut[:, t])) for t in range(T)]  # first minimum: smaller mu
+        # a candidate is eligible for task t when its partition agrees with the single-task
+        # one (ARI >= min_agreement): the transfer may refine a task's partition, not replace it
+        agreement = np.array([[adjusted_rand_score(cand_labels[0, t], cand_labels[i, t])
+                               for t in range(T)] for i in range(mus.size)])
+        eligible = agreement >= self.min_agreement
+        eligible[0] = True
+        best = [int(np.argmin(np.where(eligible[:, t], ncut[:, t], np.inf))) for t in range(T)]
         if self.verbose:
             for i, mu in enumerate(mus):
                 print(f"SpectralMTC coupling {mu:g}: normalised cut per task "
@@ -476,6 +495,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.couplings_ = mus
         self.labels_per_coupling_ = [list(cand_labels[i]) for i in range(mus.size)]
         self.ncut_ = ncut
+        self.agreement_ = agreement
         self.coupling_ = [float(mus[b]) for b in best]
         self.n_clusters_ = ks
         self.affinity_matrices_ = Ws

@@ -117,7 +117,11 @@ def test_auto_keeps_per_task_the_smallest_own_graph_ncut(transfer):
     est = _fit(SpectralMTC([2, 2, 2], transfer=transfer, n_neighbors=5, random_state=0), Xs)
     assert est.couplings_[0] == 0.0 and est.ncut_.shape == (est.couplings_.size, 3)
     for t in range(3):
-        i = int(np.argmin(est.ncut_[:, t]))
+        ok = est.agreement_[:, t] >= est.min_agreement
+        assert ok[0] and est.agreement_[0, t] == 1.0
+        i = int(np.argmin(np.where(ok, est.ncut_[:, t], np.inf)))
+        assert est.agreement_[i, t] == pytest.approx(
+            adjusted_rand_score(est.labels_per_coupling_[0][t], est.labels_[t]))
         assert est.coupling_[t] == est.couplings_[i]
         np.testing.assert_array_equal(est.labels_[t], est.labels_per_coupling_[i][t])
         assert est.ncut_[i, t] == pytest.approx(
@@ -142,6 +146,22 @@ def test_never_worse_on_its_own_graph_than_the_single_task_partition():
         est = _fit(SpectralMTC(2, n_neighbors=5, random_state=seed), Xs)
         best = est.ncut_[[list(est.couplings_).index(c) for c in est.coupling_], [0, 1]]
         assert np.all(best <= est.ncut_[0] + 1e-15)
+
+
+def test_agreement_guard_keeps_the_single_task_partition_when_strict():
+    """min_agreement=1: only candidates equal (as partitions) to the single-task one are
+    eligible, so every task keeps its single-task partition; -1 lets the cut decide alone."""
+    Xs, _ = _tasks(seed=7, sizes=((25, 25), (25, 25)))
+    Xs[0] = Xs[0] + 2.5 * np.random.default_rng(8).random(Xs[0].shape)
+    kw = dict(coupling_grid=(0.5, 2.0), n_neighbors=5, random_state=0)
+    strict = _fit(SpectralMTC(2, min_agreement=1.0, **kw), Xs)
+    for t in range(2):
+        assert adjusted_rand_score(strict.labels_[t], strict.labels_per_coupling_[0][t]) == 1.0
+    loose = _fit(SpectralMTC(2, min_agreement=-1.0, **kw), Xs)
+    for t in range(2):
+        assert loose.coupling_[t] == loose.couplings_[int(np.argmin(loose.ncut_[:, t]))]
+    with pytest.raises(ValueError, match="min_agreement"):
+        SpectralMTC(2, min_agreement=2.0).fit(Xs)
 
 
 @pytest.mark.parametrize("transfer", ["joint", "instance"])
