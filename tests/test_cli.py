@@ -201,7 +201,7 @@ def test_demo_all_methods(capsys):
     for part in (full, few):
         rows = {m.group(1).strip(): [float(v) for v in m.groups()[1:]]
                 for m in re.finditer(rf"^(.+?)\s+{cell}\s+{cell}\s*$", part, re.MULTILINE)}
-        assert len(rows) == 16, part
+        assert len(rows) == 15, part
         # digits cluster well with k-means, MBC and agglomerative: NMI > 0.5, accuracy > 0.6
         for name, (nmi0, _, acc0, nmi1, _, acc1) in rows.items():
             if name.startswith(("IND", "MBC", "AGG")):
@@ -219,7 +219,7 @@ def test_demo_all_methods(capsys):
     # the few-image verdicts carry their spread, and the conclusion follows from them
     spread = re.findall(r"^  (.+?): [+-]\d\.\d{3} ± \d\.\d{3} / [+-]\d\.\d{3} ± \d\.\d{3} NMI vs "
                         r"IND: (.+)$", few.replace("\n      ", " "), re.MULTILINE)
-    assert len(spread) == 11
+    assert len(spread) == 10
     gains = [n for n, v in spread if v == "gains on every task" and not n.startswith("AGG")]
     assert ("Conclusion: no multi-task method beats IND" in few) == (not gains)
     assert "Time per method group (full tasks / few images, all draws): SpectralMTC: " in few
