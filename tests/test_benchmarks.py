@@ -65,6 +65,8 @@ CASES = [
      "ratio ours / this (target <= 1.0)"),
     ("mixture_quality.py --seeds 1 --datasets tr23 --draws 1", "cluto_docs/tr23.mat",
      "mixture BIC: true K chosen (target >= 9 / 10)"),
+    ("mixture_text.py --seeds 1 --ref-seeds 1 --datasets tr23", "cluto_docs/tr23.mat",
+     "K by 3-fold held-out log-likelihood"),
 ]
 
 
