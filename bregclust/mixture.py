@@ -791,6 +791,9 @@ BregmanKMeans, ndarray or dict, default="auto"
         The number of components (the chosen one when ``n_components`` was a sequence).
     n_components_path_, criterion_path_ : ndarray
         The candidates and their criterion on the training data.
+    criterion_ : str
+        The criterion used: ``"bic"``, ``"aic"`` or ``"cv"`` (``"auto"`` resolved; ``"bic"``
+        for a single candidate).
     lower_bound_ : float
         The per-sample objective of the best restart at its last E-step: the weighted mean
         log-likelihood (minus the smoothing term per unit weight when ``smoothing > 0``).
@@ -961,7 +964,11 @@ BregmanKMeans, ndarray or dict, default="auto"
             for r, v in zip(results, cv.mean):
                 r["criterion"] = -float(v)
             pick = cv.choice
-        self._set_fitted(div, fam, mode, cond, results[pick], results, ks, d)
+            self._set_fitted(div, fam, mode, cond, results[pick], results, ks, d)
+            self.criterion_ = "cv"
+        else:
+            self._set_fitted(div, fam, mode, cond, results[pick], results, ks, d)
+            self.criterion_ = "aic" if self.criterion == "aic" else "bic"
         # means in the data's type, as BregmanKMeans' centres (the fit computes in float64)
         self.means_ = self.means_.astype(src.dtype, copy=False)
         return self
