@@ -130,6 +130,7 @@ def test_auto_criterion_picks_the_number_of_topics(k):
     X, _ = topic_corpus(k=k, per=40, seed=k)
     gm = BregmanMixture(range(1, k + 3), divergence="kl", random_state=0).fit(X)
     assert gm.n_components_ == k, gm.criterion_path_
+    assert gm.criterion_ == "cv"
     # the path is minus the held-out log-likelihood per row: one component is worst
     assert gm.criterion_path_.argmax() == 0
 
@@ -138,6 +139,7 @@ def test_bic_stays_available_for_the_multinomial_and_picks_the_true_k():
     X, _ = topic_corpus(k=3, per=40, seed=1)
     gm = BregmanMixture(range(1, 6), divergence="kl", criterion="bic", random_state=0).fit(X)
     assert gm.n_components_ == 3
+    assert gm.criterion_ == "bic"
     assert gm.criterion_path_[2] == pytest.approx(gm.bic(X), rel=1e-12)
 
 
