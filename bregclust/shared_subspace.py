@@ -981,17 +981,6 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
                 "not tie the target's clusters to the source classes on these data: check "
                 "transduction_ against a source-trained classifier.",
                 UserWarning, stacklevel=2)
-        start = np.argmax(P2, axis=1)
-        moved = matched_overlap(hard, start, c)
-        if isinstance(self.init, str) and not np.array_equal(moved, np.arange(c)):
-            warnings.warn(
-                "LSSTTC: the converged target clusters overlap most with the start clusters "
-                f"of other classes (cluster -> start cluster {moved.tolist()}; the start is "
-                "k-means on the target from the source class means). The fit moved the "
-                "target's partition away from what the source classes predict, so the "
-                "transferred labels may be inverted: the data do not support this transfer "
-                "as fitted; compare transduction_ with a classifier trained on the source.",
-                UserWarning, stacklevel=2)
         inv = np.argsort(perm)
         self.cluster_class_ = perm
         self.classes_ = classes
@@ -1066,32 +1055,6 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         j = _hard_labels(X, float(self.lam), self.target_centers_[perm], self.components_,
                          self.shared_centers_)
         return self.classes_[perm[j]]
-
-
-def matched_overlap(labels, reference, c):
-    """For each cluster of ``labels``, the ``reference`` cluster it overlaps most with under a
-    one-to-one matching (maximum total overlap, an optimal assignment on the contingency table).
-
-    Parameters
-    ----------
-    labels, reference : ndarray of int of shape (n,)
-        Values in ``0 .. c-1``.
-    c : int
-
-    Returns
-    -------
-    ndarray of int of shape (c,)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> matched_overlap(np.array([0, 0, 1, 1, 1]), np.array([1, 1, 0, 0, 1]), 2).tolist()
-    [1, 0]
-    """
-    table = np.zeros((c, c))
-    np.add.at(table, (np.asarray(labels), np.asarray(reference)), 1.0)
-    _, cols = linear_sum_assignment(-table)
-    return cols.astype(np.int64)
 
 
 def match_clusters_to_classes(cluster_centres, class_centres, live=None):

@@ -5,11 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bregclust.shared_subspace import (
-    SharedSubspaceTransfer,
-    match_clusters_to_classes,
-    matched_overlap,
-)
+from bregclust.shared_subspace import SharedSubspaceTransfer, match_clusters_to_classes
 
 
 def two_domains(seed=0):
@@ -58,9 +54,3 @@ def test_target_clusters_started_under_the_wrong_names_are_renamed_with_a_warnin
     d = ((clf.target_centers_[:, None, :] - means[None]) ** 2).sum(axis=2)
     assert d.argmin(axis=1).tolist() == [0, 1]
 
-
-def test_matched_overlap_is_the_best_one_to_one_matching_of_two_partitions():
-    labels = np.array([0, 0, 0, 1, 1, 2, 2, 2])
-    start = np.array([2, 2, 1, 0, 0, 1, 1, 2])
-    assert matched_overlap(labels, start, 3).tolist() == [2, 0, 1]
-    assert matched_overlap(start, start, 3).tolist() == [0, 1, 2]
