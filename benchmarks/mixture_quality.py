@@ -1,7 +1,8 @@
 """BregmanMixture quality: the multinomial mixture against kl k-means, and choosing K by BIC.
 
 1. NMI on text: the multinomial mixture (``BregmanMixture(K, divergence="kl")``: raw counts,
-   smoothing="auto", k-means++ start) beside kl k-means (``BregmanKMeans(K, divergence="kl")``
+   the defaults: smoothing="auto" = 0.1 pseudo-words per term, init="auto" = tf-idf k-means
+   starts; ``benchmarks/mixture_text.py`` compares them with the former ones) beside kl k-means (``BregmanKMeans(K, divergence="kl")``
    on the rows divided by their lengths, smoothing="auto"), K = number of classes, one start
    per seed, the same seeds for both. Data: the six CLUTO document sets (raw counts,
    ``classid`` labels) and 20 Newsgroups (bydate, all 18,846 documents, counts of terms in
@@ -127,7 +128,7 @@ def cluto_k(datasets):
         c = len(np.unique(y))
         cands = list(range(2, 2 * c + 1))
         t0 = time.perf_counter()
-        gm = BregmanMixture(cands, divergence="kl", random_state=0).fit(X)
+        gm = BregmanMixture(cands, divergence="kl", criterion="bic", random_state=0).fit(X)
         sel = select_n_clusters(X, cands, divergence="kl", random_state=0)
         edge = lambda k: " (edge)" if k == cands[-1] else ""  # noqa: E731
         rows.append((name, c, f"{gm.n_components_}{edge(gm.n_components_)}",

@@ -36,6 +36,7 @@ from ._mixture_init import (
 )
 from ._progress import progress
 from ._seeding import seed_centres, seeding_method
+from ._selection import cross_validated_loglik
 from ._smoothing import push_inside
 from ._sources import as_source
 from ._validation import (
@@ -820,8 +821,14 @@ BregmanKMeans, ndarray or dict, default="auto"
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         1 shows a progress bar per restart with the lower bound; 2 also a line per iteration.
-    criterion : {"bic", "aic"}, default="bic"
-        How ``n_components`` is chosen among candidates.
+    criterion : {"auto", "bic", "aic", "cv"}, default="auto"
+        How ``n_components`` is chosen among candidates. ``"cv"``: the held-out
+        log-likelihood per row, 3-fold cross-validated, the smallest candidate within one
+        paired standard error of the best (:mod:`bregclust._selection`; the candidates are
+        fitted once more per fold, in-memory data only). ``"auto"``: ``"cv"`` for the
+        multinomial family, whose BIC charges ``d - 1`` parameters per component and picks
+        two components on text corpora, ``"bic"`` otherwise. ``criterion_path_`` holds minus
+        the held-out log-likelihood per row for ``"cv"``.
 
     Attributes
     ----------
@@ -838,6 +845,9 @@ BregmanKMeans, ndarray or dict, default="auto"
         The number of components (the chosen one when ``n_components`` was a sequence).
     n_components_path_, criterion_path_ : ndarray
         The candidates and their criterion on the training data.
+    criterion_ : str
+        The criterion used: ``"bic"``, ``"aic"`` or ``"cv"`` (``"auto"`` resolved; ``"bic"``
+        for a single candidate).
     lower_bound_ : float
         The per-sample objective of the best restart at its last E-step: the weighted mean
         log-likelihood (minus the smoothing term per unit weight when ``smoothing > 0``).
@@ -894,7 +904,7 @@ BregmanKMeans, ndarray or dict, default="auto"
     def __init__(self, n_components=1, *, divergence="sqeuclidean", divergence_params=None,
                  family="auto", dispersion="auto", init="auto", n_init=1, max_iter=100,
                  tol=1e-3, smoothing="auto", reg_dispersion=1e-6, warm_start=False,
-                 random_state=None, verbose=0, criterion="bic"):
+                 random_state=None, verbose=0, criterion="auto"):
         self.n_components = n_components
         self.divergence = divergence
         self.divergence_params = divergence_params
@@ -939,8 +949,9 @@ BregmanKMeans, ndarray or dict, default="auto"
         check_scalar(self.verbose, "verbose", kind=numbers.Integral, lo=0)
         check_scalar(self.n_init, "n_init", kind=numbers.Integral, lo=1)
         check_scalar(self.reg_dispersion, "reg_dispersion", lo=0.0, finite=True)
-        if self.criterion not in ("bic", "aic"):
-            raise ValueError(f"criterion must be 'bic' or 'aic', got {self.criterion!r}.")
+        if self.criterion not in ("auto", "bic", "aic", "cv"):
+            raise ValueError("criterion must be 'bic' or 'aic', 'cv' or 'auto', got "
+                             f"{self.criterion!r}.")
         if not isinstance(self.warm_start, (bool, np.bool_)):
             raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}.")
 
@@ -1007,7 +1018,21 @@ BregmanKMeans, ndarray or dict, default="auto"
             best = self._fit_k(srcc, src, st, k, fixed_c, cond, rng, warm)
             results.append(self._criterion(srcc, st, best, k, cond, smoothing))
         pick = int(np.argmin([r["criterion"] for r in results]))
-        self._set_fitted(div, fam, mode, cond, results[pick], results, ks, d)
+        if len(ks) > 1 and (self.criterion == "cv" or (self.criterion == "auto"
+                                                       and fam.name == "multinomial")):
+            if src.chunked:
+                raise ValueError("criterion='cv' refits every candidate on in-memory folds; "
+                                 "for a dask array use criterion='bic' or 'aic'.")
+            cv = cross_validated_loglik(self, X, ks, sample_weight=sample_weight,
+                                        random_state=rng)
+            for r, v in zip(results, cv.mean):
+                r["criterion"] = -float(v)
+            pick = cv.choice
+            self._set_fitted(div, fam, mode, cond, results[pick], results, ks, d)
+            self.criterion_ = "cv"
+        else:
+            self._set_fitted(div, fam, mode, cond, results[pick], results, ks, d)
+            self.criterion_ = "aic" if self.criterion == "aic" else "bic"
         # means in the data's type, as BregmanKMeans' centres (the fit computes in float64)
         self.means_ = self.means_.astype(src.dtype, copy=False)
         return self
@@ -1235,7 +1260,7 @@ BregmanKMeans, ndarray or dict, default="auto"
             mean_ll = (part.loglik + st.base) / st.wtot + st.jac
         n_eff = float(np.ldexp(st.wtot, cond.weight_scale))
         npar = _n_parameters(st.fam, st.mode, k, st.d)
-        pen = npar * math.log(n_eff) if self.criterion == "bic" else 2.0 * npar
+        pen = 2.0 * npar if self.criterion == "aic" else npar * math.log(n_eff)
         return dict(run=run, k=k, smoothing=smoothing, mean_ll=mean_ll, reg=st.reg,
                     criterion=-2.0 * mean_ll * n_eff + pen)
 

@@ -755,7 +755,8 @@ def plot_criterion_path(est, *, ax=None):
     else:
         crit = _check_fitted(est, "criterion_path_", "plot_criterion_path")
         ks, chosen = est.n_components_path_, est.n_components_
-        name, what = est.criterion, f"{type(est).__name__} ({est.family_})"
+        name = getattr(est, "criterion_", est.criterion)
+        what = f"{type(est).__name__} ({est.family_})"
     ks = np.asarray(ks)
     crit = np.asarray(crit, dtype=np.float64)
     if ks.ndim != 1 or crit.shape != ks.shape or not np.any(ks == chosen):

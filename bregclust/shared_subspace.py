@@ -828,11 +828,16 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         Labels of every row of the training ``X``: the given label for source rows, the
         learned one (a value of ``classes_``) for target rows.
     membership_ : ndarray of shape (n_target, n_classes)
-        ``P_2`` for the target rows, in their order in ``X``.
+        ``P_2`` for the target rows, in their order in ``X``, one column per class.
+    cluster_class_ : ndarray of int of shape (n_classes,)
+        The class (index into ``classes_``) of each fitted target cluster: the source class
+        whose mean is nearest to the cluster's centre in the shared subspace (an optimal
+        assignment). The identity unless the fit drifted; a warning says when it is not.
     components_ : ndarray of shape (n_components_, n_features)
     n_components_ : int
         The dimension of the shared subspace (``n_components`` with ``"auto"`` resolved).
     target_centers_ : ndarray of shape (n_classes, n_features)
+        Centre of the target cluster of each class.
     shared_centers_ : ndarray of shape (n_classes, n_components_)
     objective_history_ : ndarray
         ``J_tc`` (paper Eq. 20), non-increasing.
@@ -964,16 +969,37 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
                 f"LSSTTC stopped at max_iter={self.max_iter} before the objective settled.",
                 ConvergenceWarning, stacklevel=2)
         W = basis.components(Z)
+        Mt = Mk_list[1] if Mk_list[1] is not None else _centers(X_target, P_list[1])
+        # Which class each target cluster is: the source class whose rows lie nearest to the
+        # cluster in the shared subspace (an assignment of clusters to classes). The fit ties
+        # cluster j to class j through the shared centre M_j, but the within-target term can
+        # move the target clusters so far that M_j ends up between the source rows of class
+        # j and a target cluster of the other class; naming by j then inverts the labels.
+        hard = np.argmax(P_list[1], axis=1)
+        live = np.bincount(hard, minlength=c) > 0
+        src_means = _centers(X_source, P1)  # (d, c) source class means
+        perm = match_clusters_to_classes(np.asarray(Mt.T @ W), np.asarray(src_means.T @ W),
+                                         live)
+        if not np.array_equal(perm, np.arange(c)):
+            warnings.warn(
+                "LSSTTC: after the fit, target cluster(s) "
+                f"{np.flatnonzero(perm != np.arange(c)).tolist()} lie nearer, in the shared "
+                "subspace, to the source rows of another class than to their own; the target "
+                "labels follow that nearest class (cluster_class_). The shared subspace does "
+                "not tie the target's clusters to the source classes on these data: check "
+                "transduction_ against a source-trained classifier.",
+                UserWarning, stacklevel=2)
+        inv = np.argsort(perm)
+        self.cluster_class_ = perm
         self.classes_ = classes
-        self.membership_ = P_list[1]
+        self.membership_ = P_list[1][:, inv]
         transduction = np.empty(y.shape[0], dtype=classes.dtype)
         transduction[~target] = ys
-        transduction[target] = classes[np.argmax(P_list[1], axis=1)]
+        transduction[target] = classes[perm[hard]]
         self.transduction_ = transduction
         self.components_ = np.ascontiguousarray(W.T)
         self.shared_centers_ = np.ascontiguousarray(cond.undo_centres(M.T))
-        Mt = Mk_list[1] if Mk_list[1] is not None else _centers(X_target, P_list[1])
-        self.target_centers_ = np.ascontiguousarray(cond.undo_centres(Mt.T))
+        self.target_centers_ = np.ascontiguousarray(cond.undo_centres(Mt.T))[inv]
         self.objective_history_ = as_history(cond.undo_objective(np.asarray(history)))
         self.n_iter_ = n_iter
         self.rank_ = basis.rank
@@ -1033,8 +1059,42 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"X has {X.shape[1]} features but the model was fitted on {self.n_features_in_}."
             )
-        return self.classes_[_hard_labels(X, float(self.lam), self.target_centers_,
-                                          self.components_, self.shared_centers_)]
+        perm = self.cluster_class_
+        j = _hard_labels(X, float(self.lam), self.target_centers_[perm], self.components_,
+                         self.shared_centers_)
+        return self.classes_[perm[j]]
+
+
+def match_clusters_to_classes(cluster_centres, class_centres, live=None):
+    """The class of each cluster: the assignment minimising the total squared distance.
+
+    Parameters
+    ----------
+    cluster_centres : ndarray of shape (c, q)
+    class_centres : ndarray of shape (c, q)
+    live : ndarray of bool of shape (c,), optional
+        Clusters holding at least one row; an empty cluster keeps its own class unless a live
+        cluster needs it.
+
+    Returns
+    -------
+    ndarray of int of shape (c,)
+        ``perm[j]`` is the class of cluster ``j`` (a permutation).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> match_clusters_to_classes(np.array([[0.0], [5.0]]), np.array([[4.0], [1.0]])).tolist()
+    [1, 0]
+    """
+    A = np.asarray(cluster_centres, dtype=np.float64)
+    B = np.asarray(class_centres, dtype=np.float64)
+    D = ((A[:, None, :] - B[None, :, :]) ** 2).sum(axis=2)
+    if live is not None:
+        D[~np.asarray(live)] = 0.0
+        D[~np.asarray(live), np.flatnonzero(~np.asarray(live))] = -1.0
+    _, cols = linear_sum_assignment(D)
+    return cols.astype(np.int64)
 
 
 #: Paper names.

@@ -6,8 +6,8 @@ Soft clustering of text: a mixture of multinomials
 multinomials on raw term counts: every document gets a posterior probability for every
 component (``predict_proba``), not only a label. Most documents of four newsgroups are
 assigned with near certainty; the few the model hesitates over are worth reading. The left
-panel shows the BIC of 2 to 8 components (the lower the better; on real text it need not pick
-the number of newsgroups), the right one the posterior probability of the most likely of four
+panel shows the criterion of 2 to 8 components (``criterion="auto"``: for the multinomial, minus
+the 3-fold held-out log-likelihood per document; the lower the better), the right one the posterior probability of the most likely of four
 components for every document. This example reads the 20
 Newsgroups tarball from ``$BREGCLUST_DATA`` and is left out of the gallery when it is absent.
 """
@@ -29,9 +29,9 @@ X, y = data.X, data.y
 terms = np.asarray(data.feature_names)
 print(f"{X.shape[0]} documents, {X.shape[1]} terms")
 
-# BIC over 2 to 8 components (the curve is drawn below)
+# the held-out log-likelihood over 2 to 8 components (the curve is drawn below)
 path = BregmanMixture(range(2, 9), divergence="kl", random_state=0).fit(X)
-print(f"BIC chooses {path.n_components_} components")
+print(f"{path.criterion_} chooses {path.n_components_} components")
 
 # four components, one per newsgroup, and the posterior of every document
 gm = BregmanMixture(4, divergence="kl", n_init=3, random_state=0).fit(X)

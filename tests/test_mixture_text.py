@@ -8,6 +8,7 @@ from sklearn.feature_extraction.text import TfidfTransformer
 
 from bregclust import BregmanMixture
 from bregclust._mixture_init import MULTINOMIAL_PSEUDO_PER_TERM, one_hot, tfidf_rows
+from bregclust._selection import one_se_choice
 from bregclust._smoothing import auto_smoothing
 from bregclust.metrics import nmi
 
@@ -109,3 +110,42 @@ def test_old_default_stays_selectable():
     gm = BregmanMixture(k, divergence="kl", init="k-means++", smoothing=3.0 * X.sum() / k,
                         random_state=0).fit(X)
     assert gm.smoothing_ == pytest.approx(3.0 * X.sum() / k)
+
+
+# ----------------------------------------------------------------------------- choosing K
+def test_one_se_choice_takes_the_smallest_candidate_within_a_paired_standard_error():
+    # candidate 2 is best; candidate 1 trails it by 0.01 and 0.03 per fold: paired mean 0.02,
+    # standard error 0.01, outside; candidate 0 trails by about 1
+    F = np.array([[-5.0, -6.0], [-4.00, -5.00], [-3.99, -4.97]])
+    assert one_se_choice(F) == 2
+    # paired differences 0.01 and 0.0: mean 0.005, standard error 0.005: within
+    F = np.array([[-5.0, -6.0], [-4.00, -5.00], [-3.99, -5.00]])
+    assert one_se_choice(F) == 1
+    # a shift common to every candidate in a fold does not matter
+    assert one_se_choice(F + np.array([[100.0, -300.0]])) == 1
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_auto_criterion_picks_the_number_of_topics(k):
+    X, _ = topic_corpus(k=k, per=40, seed=k)
+    gm = BregmanMixture(range(1, k + 3), divergence="kl", random_state=0).fit(X)
+    assert gm.n_components_ == k, gm.criterion_path_
+    assert gm.criterion_ == "cv"
+    # the path is minus the held-out log-likelihood per row: one component is worst
+    assert gm.criterion_path_.argmax() == 0
+
+
+def test_bic_stays_available_for_the_multinomial_and_picks_the_true_k():
+    X, _ = topic_corpus(k=3, per=40, seed=1)
+    gm = BregmanMixture(range(1, 6), divergence="kl", criterion="bic", random_state=0).fit(X)
+    assert gm.n_components_ == 3
+    assert gm.criterion_ == "bic"
+    assert gm.criterion_path_[2] == pytest.approx(gm.bic(X), rel=1e-12)
+
+
+def test_cv_criterion_refuses_dask_arrays():
+    da = pytest.importorskip("dask.array")
+    X, _ = topic_corpus(k=2, per=20)
+    Xd = da.from_array(X.toarray(), chunks=(20, -1))
+    with pytest.raises(ValueError, match="criterion='cv' refits every candidate"):
+        BregmanMixture([1, 2], divergence="kl", criterion="cv", init="k-means||").fit(Xd)
