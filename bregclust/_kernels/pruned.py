@@ -91,35 +91,50 @@ def _test_row(r, a, Da, r2, x1r, lb, shift_m, shift_2, shift_inf, use_ref, use_l
 def _finish_row(p, c, grp, perm, gstart, phi_xi, r, labels, mins, lb, Ei, u, m1):
     """The argmin of Lloyd's kernel on the scores ``c_j - p_j`` of row ``r`` (the same
     comparisons, so the same label and minimum), and the new bounds: per group the smallest
-    score, in the group of the label the smallest of the others (scratch ``m1``)."""
+    score, in the group of the label the smallest of the others (scratch ``m1``). One group
+    (Hamerly): the second-smallest score, tracked in the same loop."""
     best = np.inf
     bj = 0
     tot = 0.0
-    m1[:] = np.inf
-    for j in range(c.shape[0]):
-        v = c[j] - p[j]
-        tot += v
-        if v < best:
-            best = v
-            bj = j
-        g = grp[j]
-        a1 = m1[g]
-        m1[g] = v if v < a1 else a1
+    ng = lb.shape[1]
+    if ng == 1:
+        sec = np.inf
+        for j in range(c.shape[0]):
+            v = c[j] - p[j]
+            tot += v
+            if v < best:
+                sec = best
+                best = v
+                bj = j
+            elif v < sec:
+                sec = v
+        m1[0] = sec
+    else:
+        m1[:] = np.inf
+        for j in range(c.shape[0]):
+            v = c[j] - p[j]
+            tot += v
+            if v < best:
+                best = v
+                bj = j
+            g = grp[j]
+            a1 = m1[g]
+            m1[g] = v if v < a1 else a1
+        gb = grp[bj]
+        sec = np.inf
+        for q in range(gstart[gb], gstart[gb + 1]):
+            j = perm[q]
+            if j != bj:
+                v = c[j] - p[j]
+                sec = v if v < sec else sec
+        m1[gb] = sec
     labels[r] = bj
     v = phi_xi + best
     if tot != tot or not (abs(v) < np.inf):
         mins[r] = np.nan
     else:
         mins[r] = v if v > 0.0 else 0.0
-    gb = grp[bj]
-    sec = np.inf
-    for q in range(gstart[gb], gstart[gb + 1]):
-        j = perm[q]
-        if j != bj:
-            v = c[j] - p[j]
-            sec = v if v < sec else sec
-    m1[gb] = sec
-    for g in range(lb.shape[1]):
+    for g in range(ng):
         lb[r, g] = _safe_low(m1[g], Ei, u)
 
 
