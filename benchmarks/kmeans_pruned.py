@@ -1,10 +1,10 @@
-"""Pruned Bregman k-means (algorithm="hamerly") against Lloyd, scikit-learn and faiss.
+"""Pruned Bregman k-means (algorithm="yinyang", "hamerly") against Lloyd, scikit-learn and faiss.
 
 What it measures (same run, ratios, best of ``--repeat``):
 1. Dense squared Euclidean, n x 50 (default n = 200,000; k overlapping blobs: centres
    N(0, 2^2), noise N(0, 3^2), so that the fit runs its iterations), k = 256 and
    1024, ``--iters`` iterations (default 50, tol = 0) from the same initial centres (k rows
-   drawn at random): BregmanKMeans(algorithm="yinyang", "hamerly" and "lloyd"), scikit-learn's KMeans
+   drawn at random): BregmanKMeans "yinyang", "hamerly" and "lloyd", scikit-learn's KMeans
    "lloyd" and "elkan", faiss-cpu's Kmeans (float32, every row used:
    ``max_points_per_centroid`` = n). Target: pruned <= 0.5 x the faster of scikit-learn's two.
 2. kl k-means on 20 Newsgroups term frequencies (counts / document length, CSR, terms in >= 5

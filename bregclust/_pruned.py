@@ -205,6 +205,7 @@ class PrunedPasses:
         self.grp = np.ascontiguousarray(grp)
         self.perm = np.argsort(grp, kind="stable")
         self.starts = np.flatnonzero(np.r_[True, np.diff(grp[self.perm]) != 0])
+        self.gstart = np.r_[self.starts, k].astype(np.int64)
 
     def _fallback(self, pc):
         self.prev = None
@@ -265,7 +266,8 @@ class PrunedPasses:
         if self.sparse:
             Xg = self.Xg
             kern = KP.pruned_step_csr if T > 1 else KP.pruned_step_csr_serial
-            kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, pc.GT, G, c, self.grp, self.w,
+            kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, pc.GT, G, c, self.grp, self.perm,
+                 self.gstart, self.w,
                  self.xn,
                  self.x1, lb, labels, shift_m, shift_2, shift_inf, use_l1, self.rho, TN, CN,
                  mins, S, W, O, R)
@@ -273,9 +275,9 @@ class PrunedPasses:
             GT = pc.gt(self.Xg.dtype)
             kern = KP.pruned_step_dense if T > 1 else KP.pruned_step_dense_serial
             with E.blas_one_thread():
-                kern(self.Xg, self.phi_x, GT, G, c, self.grp, self.w, self.xn, self.x1, lb, labels,
-                     shift_m, shift_2, shift_inf, U0, use_ref, use_l1, self.rho, self.gam, TN,
-                     CN, self.lim, E._LLOYD_CHUNK, mins, S, W, O, R)
+                kern(self.Xg, self.phi_x, GT, G, c, self.grp, self.perm, self.gstart, self.w,
+                     self.xn, self.x1, lb, labels, shift_m, shift_2, shift_inf, U0, use_ref, use_l1,
+                     self.rho, self.gam, TN, CN, self.lim, E._LLOYD_CHUNK, mins, S, W, O, R)
         obj = float(O[0])
         for t in range(1, T):  # as fused_pass adds the threads' sums
             S[0] += S[t]

@@ -185,3 +185,24 @@ def test_verbose_bar_shows_skipped(capsys):
     X = np.random.default_rng(2).normal(size=(400, 2))
     _fit("hamerly", X, 20, "sqeuclidean", init=X[:20], verbose=2, max_iter=30)
     assert "skipped" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n", [257, 30722])
+@pytest.mark.parametrize("form", ["dense", "float32", "csr"])
+def test_pruned_threads_and_one_row_products(n, form):
+    """Rows in blocks whose last BLAS call has one row (257 rows in one block; 30,722 rows over
+    two threads when numba has them: 15,361 = 60 x 256 + 1 per block), where Lloyd's product
+    takes gemv: the pruned pass must reproduce it. Large enough for the threaded kernels."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(n, 10)) + rng.integers(0, 5, size=(n, 1))
+    div = "sqeuclidean"
+    if form == "float32":
+        X = X.astype(np.float32)
+    elif form == "csr":
+        X = sp.csr_matrix(np.where(rng.random((n, 10)) < 0.5, 0.0, np.abs(X)))
+        div = "kl"
+    init = (X[:70].toarray() + 0.01) if sp.issparse(X) else X[:70]
+    kw = dict(init=init, max_iter=8, tol=0.0)
+    a = _fit("lloyd", X, 70, div, **dict(kw))
+    for alg in ("hamerly", "yinyang"):
+        _same(a, _fit(alg, X, 70, div, **dict(kw)), float32=form == "float32")

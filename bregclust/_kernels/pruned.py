@@ -4,7 +4,8 @@
 The assignment is ``argmin_j D_j(x)``, ``D_j(x) = c_j - <x, t_j>`` (the GEMM form without the
 common ``phi(x)``). The centres are split into ``G`` groups (``G = 1``: Hamerly, 2010; about
 ``k / 10``: the global filter of Yinyang k-means, Ding et al., 2015); every row keeps its label
-``a`` and, per group ``g``, a lower bound ``lb[g]`` on ``min_{j in g, j != a} D_j(x)``. When the centres move, ``D_j`` changes by ``dc_j - <x, dt_j>``, which
+``a`` and, per group ``g``, a lower bound ``lb[g]`` on ``min_{j in g, j != a} D_j(x)``.
+When the centres move, ``D_j`` changes by ``dc_j - <x, dt_j>``, which
 the driver (:mod:`bregclust._pruned`) bounds per cluster, so a pass only updates ``lb``, evaluates
 the row's own score ``D_a`` (one dot product) and skips the ``k`` scores of every row with
 ``D_a + 2 E < min_g lb[g]``, where ``E`` bounds the rounding error of the score Lloyd's kernel would
@@ -87,93 +88,61 @@ def _test_row(r, a, Da, r2, x1r, lb, shift_m, shift_2, shift_inf, use_ref, use_l
 
 
 @njit(**JIT)
-def _finish_row(p, c, grp, phi_xi, r, labels, mins, lb, Ei, u, m1, m2):
+def _finish_row(p, c, grp, perm, gstart, phi_xi, r, labels, mins, lb, Ei, u, m1):
     """The argmin of Lloyd's kernel on the scores ``c_j - p_j`` of row ``r`` (the same
     comparisons, so the same label and minimum), and the new bounds: per group the smallest
-    score, the second-smallest in the group of the label (scratch ``m1``, ``m2``)."""
+    score, in the group of the label the smallest of the others (scratch ``m1``). One group
+    (Hamerly): the second-smallest score, tracked in the same loop."""
     best = np.inf
     bj = 0
     tot = 0.0
-    m1[:] = np.inf
-    m2[:] = np.inf
-    for j in range(c.shape[0]):
-        v = c[j] - p[j]
-        tot += v
-        if v < best:
-            best = v
-            bj = j
-        g = grp[j]
-        if v < m1[g]:
-            m2[g] = m1[g]
-            m1[g] = v
-        elif v < m2[g]:
-            m2[g] = v
+    ng = lb.shape[1]
+    if ng == 1:
+        sec = np.inf
+        for j in range(c.shape[0]):
+            v = c[j] - p[j]
+            tot += v
+            if v < best:
+                sec = best
+                best = v
+                bj = j
+            elif v < sec:
+                sec = v
+        m1[0] = sec
+    else:
+        m1[:] = np.inf
+        for j in range(c.shape[0]):
+            v = c[j] - p[j]
+            tot += v
+            if v < best:
+                best = v
+                bj = j
+            g = grp[j]
+            a1 = m1[g]
+            m1[g] = v if v < a1 else a1
+        gb = grp[bj]
+        sec = np.inf
+        for q in range(gstart[gb], gstart[gb + 1]):
+            j = perm[q]
+            if j != bj:
+                v = c[j] - p[j]
+                sec = v if v < sec else sec
+        m1[gb] = sec
     labels[r] = bj
     v = phi_xi + best
     if tot != tot or not (abs(v) < np.inf):
         mins[r] = np.nan
     else:
         mins[r] = v if v > 0.0 else 0.0
-    gb = grp[bj]
-    for g in range(lb.shape[1]):
-        lb[r, g] = _safe_low(m2[g] if g == gb else m1[g], Ei, u)
+    for g in range(ng):
+        lb[r, g] = _safe_low(m1[g], Ei, u)
 
 
 @njit(**JIT)
-def _finish_rows(P, PT, c, grp, phi_x, rows, labels, mins, lb, xn, rho, TN, CN, u, best, tot,
-                 lab, M1, M2):
-    """:func:`_finish_row` for the rows ``rows[:m]`` of one product block ``P`` (m x k), with
-    the rows as the inner loop (as :func:`bregclust._kernels.lloyd._nearest_rows`: the same
-    comparisons per row, so the same labels; the row loop compiles to SIMD selects)."""
-    m, k = P.shape
-    G = lb.shape[1]
-    for j in range(k):
-        for i in range(m):
-            PT[j, i] = P[i, j]
-    for i in range(m):
-        best[i] = np.inf
-        tot[i] = 0.0
-        lab[i] = 0
-    for g in range(G):
-        for i in range(m):
-            M1[g, i] = np.inf
-            M2[g, i] = np.inf
-    for j in range(k):
-        cj = c[j]
-        row = PT[j]
-        g1 = M1[grp[j]]
-        g2 = M2[grp[j]]
-        for i in range(m):
-            v = cj - row[i]
-            tot[i] += v
-            b = best[i]
-            lt = v < b
-            best[i] = v if lt else b
-            lab[i] = j if lt else lab[i]
-            a1 = g1[i]
-            a2 = g2[i]
-            l1 = v < a1
-            g2[i] = a1 if l1 else (v if v < a2 else a2)
-            g1[i] = v if l1 else a1
-    for i in range(m):
-        r = rows[i]
-        labels[r] = lab[i]
-        v = phi_x[r] + best[i]
-        if tot[i] != tot[i] or not (abs(v) < np.inf):
-            mins[r] = np.nan
-        else:
-            mins[r] = v if v > 0.0 else 0.0
-        Ei = rho * (xn[r] * TN + CN)
-        gb = grp[lab[i]]
-        for g in range(G):
-            lb[r, g] = _safe_low(M2[g, i] if g == gb else M1[g, i], Ei, u)
-
-
-@njit(**JIT)
-def _pruned_block_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m, shift_2,
-                        shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
+def _pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels, shift_m,
+                        shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
                         St, Wt, s0, e0):
-    """Rows ``s0..e0-1`` of :func:`pruned_step_dense`; returns ``(objective, recomputed)``."""
+    """Rows ``s0..e0-1`` of :func:`pruned_step_dense`; returns ``(objective, rows recomputed)``."""
     n, d = X.shape
     k = GT.shape[1]
     ng = lb.shape[1]
@@ -201,13 +170,8 @@ def _pruned_block_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m,
     single = e0 - 1 if (e0 - s0) % chunk == 1 else -1
     buf = np.empty((chunk, d), X.dtype)
     P = np.empty((chunk, k), X.dtype)
-    PT = np.empty((k, chunk), X.dtype)
     rows = np.empty(chunk, np.int64)
-    best = np.empty(chunk)
-    tot = np.empty(chunk)
-    lab = np.empty(chunk, np.int64)
-    M1 = np.empty((ng, chunk))
-    M2 = np.empty((ng, chunk))
+    m1 = np.empty(ng)
     q = 0
     for p in range(nrec + 1):
         flush = p == nrec
@@ -215,8 +179,8 @@ def _pruned_block_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m,
             r = idx[p]
             if r == single:  # Lloyd multiplied this row alone (gemv): so do we
                 np.dot(X[r:r + 1], GT, P[:1])
-                _finish_row(P[0], c, grp, phi_x[r], r, labels, mins, lb,
-                            rho * (xn[r] * TN + CN), u, M1[:, 0], M2[:, 0])
+                _finish_row(P[0], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
+                            rho * (xn[r] * TN + CN), u, m1)
                 continue
             buf[q] = X[r]
             rows[q] = r
@@ -228,8 +192,12 @@ def _pruned_block_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m,
                 buf[1] = buf[0]
                 m = 2
             np.dot(buf[:m], GT, P[:m])
-            _finish_rows(P[:q], PT, c, grp, phi_x, rows, labels, mins, lb, xn, rho, TN, CN, u,
-                         best, tot, lab, M1, M2)
+            # row by row: a transposed copy of P (Lloyd's SIMD layout) costs more than the
+            # argmin itself here (a power-of-two stride), and the comparisons are the same
+            for i in range(q):
+                r = rows[i]
+                _finish_row(P[i], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
+                            rho * (xn[r] * TN + CN), u, m1)
             q = 0
     # the sums in row order, as lloyd._lloyd_block adds them
     obj = 0.0
@@ -244,9 +212,9 @@ def _pruned_block_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m,
 
 
 @njit(**PJIT)
-def pruned_step_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m, shift_2,
-                      shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins, S, W,
-                      O, R):
+def pruned_step_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels, shift_m,
+                      shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
+                      S, W, O, R):
     """One pruned Lloyd pass over dense rows: in/out ``labels`` and ``lb`` (n x G); OUT
     ``mins``, ``S``/``W``/``O`` (one slice per thread, as
     :func:`bregclust._kernels.lloyd.lloyd_step_dense`) and ``R[t]``, the rows whose scores were
@@ -263,34 +231,34 @@ def pruned_step_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m, s
     T = S.shape[0]
     per = (n + T - 1) // T
     for t in prange(T):
-        o, nr = _pruned_block_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m,
-                                    shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN,
-                                    lim, chunk, mins, S[t], W[t], t * per,
+        o, nr = _pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels,
+                                    shift_m, shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN,
+                                    CN, lim, chunk, mins, S[t], W[t], t * per,
                                     min(n, (t + 1) * per))
         O[t] = o
         R[t] = nr
 
 
 @njit(**JIT)
-def pruned_step_dense_serial(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m, shift_2,
-                             shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
-                             S, W, O, R):
+def pruned_step_dense_serial(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels, shift_m,
+                             shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk,
+                             mins, S, W, O, R):
     """:func:`pruned_step_dense` with one block on the calling thread."""
-    o, nr = _pruned_block_dense(X, phi_x, GT, G, c, grp, w, xn, x1, lb, labels, shift_m,
-                                shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim,
-                                chunk, mins, S[0], W[0], 0, X.shape[0])
+    o, nr = _pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels,
+                                shift_m, shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN,
+                                lim, chunk, mins, S[0], W[0], 0, X.shape[0])
     O[0] = o
     R[0] = nr
 
 
 @njit(**JIT)
-def _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, w, xn, x1, lb, labels,
-                     shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, St, Wt, r0, r1):
-    """Rows ``r0..r1-1`` of :func:`pruned_step_csr`; returns ``(objective, recomputed)``."""
+def _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb,
+                     labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, St, Wt, r0,
+                     r1):
+    """Rows ``r0..r1-1`` of :func:`pruned_step_csr`; returns ``(objective, rows recomputed)``."""
     u = 1.1102230246251565e-16
     acc = np.empty(GT.shape[1])
     m1 = np.empty(lb.shape[1])
-    m2 = np.empty(lb.shape[1])
     obj = 0.0
     nrec = 0
     for r in range(r0, r1):
@@ -307,7 +275,7 @@ def _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, w, xn, x1, lb,
             mins[r] = m if m > 0.0 else 0.0
         else:
             _product_csr(data, indices, indptr, GT, r, acc)
-            _finish_row(acc, c, grp, phi_x[r], r, labels, mins, lb, Ei, u, m1, m2)
+            _finish_row(acc, c, grp, perm, gstart, phi_x[r], r, labels, mins, lb, Ei, u, m1)
             nrec += 1
         bj = labels[r]
         wi = w[r]
@@ -319,27 +287,28 @@ def _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, w, xn, x1, lb,
 
 
 @njit(**PJIT)
-def pruned_step_csr(data, indices, indptr, phi_x, GT, G, c, grp, w, xn, x1, lb, labels,
-                    shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S, W, O, R):
+def pruned_step_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb,
+                    labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S, W, O, R):
     """:func:`pruned_step_dense` for CSR rows (no reference point: ``r2_i = ||x_i||``); the
     failing rows take :func:`bregclust._kernels.lloyd.lloyd_step_csr`'s row product."""
     n = indptr.shape[0] - 1
     T = S.shape[0]
     per = (n + T - 1) // T
     for t in prange(T):
-        o, nr = _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, w, xn, x1, lb,
-                                 labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins,
-                                 S[t], W[t], t * per, min(n, (t + 1) * per))
+        o, nr = _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn,
+                                 x1, lb, labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN,
+                                 mins, S[t], W[t], t * per, min(n, (t + 1) * per))
         O[t] = o
         R[t] = nr
 
 
 @njit(**JIT)
-def pruned_step_csr_serial(data, indices, indptr, phi_x, GT, G, c, grp, w, xn, x1, lb, labels,
-                           shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S, W, O, R):
+def pruned_step_csr_serial(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb,
+                           labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S, W, O,
+                           R):
     """:func:`pruned_step_csr` with one block on the calling thread."""
-    o, nr = _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, w, xn, x1, lb,
-                             labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins,
+    o, nr = _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1,
+                             lb, labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins,
                              S[0], W[0], 0, indptr.shape[0] - 1)
     O[0] = o
     R[0] = nr
