@@ -575,7 +575,14 @@ def plot_divergence_balls(names=None, *, center=(1.0, 1.0), levels=(0.05, 0.2, 0
         g1 = np.linspace(lo[1], c[1] + extent, int(resolution))
         G0, G1 = np.meshgrid(g0, g1)
         P = np.column_stack([G0.ravel(), G1.ravel()])
-        D = np.asarray(div.pairwise(P, c[None, :]), dtype=np.float64).reshape(G0.shape)
+        if div.spherical:
+            # cosine has no value at the origin (a zero row has no direction): leave it blank
+            live = np.any(P != 0.0, axis=1)
+            D = np.full(P.shape[0], np.nan)
+            D[live] = np.asarray(div.pairwise(P[live], c[None, :]), dtype=np.float64)[:, 0]
+            D = D.reshape(G0.shape)
+        else:
+            D = np.asarray(div.pairwise(P, c[None, :]), dtype=np.float64).reshape(G0.shape)
         cs = ax.contour(G0, G1, D, levels=lv, cmap="viridis")
         ax.clabel(cs, fontsize="x-small")
         ax.plot([c[0]], [c[1]], "k+", markersize=8)

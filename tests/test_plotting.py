@@ -166,6 +166,7 @@ def test_divergence_balls_default_and_errors():
     axes = plotting.plot_divergence_balls(resolution=21)
     assert "sqeuclidean" in [a.get_title() for a in axes]
     assert "mahalanobis" not in [a.get_title() for a in axes]  # needs A
+    assert "cosine" in [a.get_title() for a in axes]  # drawn without the origin's grid point
     with pytest.raises(ValueError, match="levels must be increasing positive radii"):
         plotting.plot_divergence_balls(["kl"], levels=(1.0, 0.5))
     with pytest.raises(ValueError, match="center must be two finite numbers"):
