@@ -147,7 +147,10 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
         Of the ConvergenceWarning, as seen from the caller of this function.
     passes : callable, optional
         Runs the Lloyd pass in place of ``src.lloyd`` (same signature and result): the pruned
-        passes of :class:`bregclust._pruned.PrunedPasses`, whose ``skipped`` list the bar shows.
+        passes of :class:`bregclust._pruned.PrunedPasses`, whose ``skipped`` list the bar
+        shows, or the size-constrained assignment of
+        :class:`bregclust._constrained.ConstrainedPasses`, whose ``candidates = False`` keeps
+        the centre step from moving points into empty clusters.
 
     Returns
     -------
@@ -161,15 +164,18 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
     converged = False
     with progress(verbose, total=max_iter, desc=f"{desc} restart {run}") as bar:
         for it in range(max_iter):
-            centres = update_centres(part.S, part.W, src.farthest(div, part, pc), div, beta, z,
-                                     run, centres)
+            # a pass that moves no point behind its own back (the size-constrained one) has
+            # no candidates for an empty cluster
+            candidates = (src.farthest(div, part, pc) if getattr(passes, "candidates", True)
+                          else ())
+            centres = update_centres(part.S, part.W, candidates, div, beta, z, run, centres)
             pc = E.prepare_centres(div, centres)
             new = run_pass(div, pc)
             history.append(smoothed_objective(new.objective, centres, div, beta, z))
             n_iter = it + 1
             changed = src.labels_changed(part, new)
             part = new
-            if passes is None:
+            if getattr(passes, "skipped", None) is None:
                 bar.step(history[-1])
             else:
                 bar.step(history[-1], skipped=f"{passes.skipped[-1] / max(passes.total, 1):.1%}")

@@ -44,13 +44,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from . import _execution as E
-from ._centroid import LloydResult, smoothed_objective, update_centres
-from ._progress import progress
+from ._centroid import lloyd
 from ._transport import assignment_plan, entropic_plan
 
 __all__ = ["SizeBounds", "SIZE_METHODS", "check_size_bounds", "constrained_labels",
-           "constrained_lloyd"]
+           "constrained_lloyd", "ConstrainedPasses"]
 
 SIZE_METHODS = ("exact", "sinkhorn", "greedy")
 
@@ -362,14 +360,69 @@ def _cost(D, w, labels):
         return float(w @ D[np.arange(D.shape[0]), labels])
 
 
+class ConstrainedPasses:
+    """The size-constrained assignment step as the pass of the Lloyd loop
+    (``passes=`` of :func:`bregclust._centroid.lloyd`): the constrained labels of the centres
+    and their statistics, on an in-memory source.
+
+    The previous labels are a feasible answer at the new centres too: they are kept when the
+    new ones cost more (approximate modes, weighted repairs, the rounding of an exact solve),
+    so the objective never increases. Rows of no weight follow their nearest centre.
+    ``candidates = False`` tells the loop not to move points into an empty cluster (possible
+    only where ``size_min`` is 0) behind the solver's back: a move could break another
+    cluster's bound.
+
+    Parameters
+    ----------
+    src : InMemorySource
+        Conditioned.
+    bounds : SizeBounds
+        In the conditioned weight units.
+    run : int
+        Restart number (messages).
+    stacklevel : int
+        Of the solvers' warnings, as seen from this object's caller's caller.
+    """
+
+    candidates = False
+
+    def __init__(self, src, bounds, run, stacklevel):
+        self.src, self.bounds = src, bounds
+        self.w = src.block.weights()
+        self.zero = np.flatnonzero(self.w <= 0)
+        self.where = f" (restart {run})"
+        self.stacklevel = stacklevel
+        self.asg = None
+        self.infeasible = None
+
+    def __call__(self, div, centres):
+        D = self.src.pairwise(div, centres.U)
+        w = self.w
+        new = constrained_labels(D, w, self.bounds, where=self.where,
+                                 stacklevel=self.stacklevel + 2)
+        old = self.asg
+        if old is not None and old.feasible and (
+                not new.feasible or _cost(D, w, old.labels) <= _cost(D, w, new.labels)):
+            new = Assignment(old.labels.copy(), True)
+        if self.zero.size:  # rows of no weight follow their nearest centre
+            new.labels[self.zero] = np.argmin(D[self.zero], axis=1)
+        self.infeasible = (not new.feasible if self.infeasible is None else
+                           self.infeasible and not new.feasible)
+        self.asg = new
+        part = self.src.label_stats(div, new.labels, D.shape[1])
+        part.mins = np.asarray(D[np.arange(D.shape[0]), new.labels], dtype=np.float64)
+        part.objective = _cost(D, w, new.labels)
+        return part
+
+
 def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *, verbose=0,
                       desc="BregmanKMeans", stacklevel=3):
-    """One restart of size-constrained Bregman k-means on an in-memory data source.
+    """One restart of size-constrained Bregman k-means on an in-memory data source: the Lloyd
+    loop of :func:`bregclust._centroid.lloyd` with :class:`ConstrainedPasses` as its pass.
 
     The centre step is :func:`bregclust._centroid.update_centres` (unchanged); the assignment
     step is :func:`constrained_labels` on the ``n x k`` divergence matrix. A cluster left
-    empty (possible only where ``size_min`` is 0) keeps its centre: no point is moved into it
-    behind the solver's back, since a move could break another cluster's bound.
+    empty (possible only where ``size_min`` is 0) keeps its centre.
 
     Parameters
     ----------
@@ -393,53 +446,13 @@ def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *,
     LloydResult
         ``part.labels`` the constrained labels of ``centres``.
     """
-    w = src.block.weights()
-    zero = np.flatnonzero(w <= 0)
-    k = centres.shape[0]
-    where = f" (restart {run})"
-    D = src.pairwise(div, centres)
-    asg = constrained_labels(D, w, bounds, where=where, stacklevel=stacklevel + 2)
-    infeasible = not asg.feasible
-
-    def stats(labels, D):
-        part = src.label_stats(div, labels, k)
-        part.mins = np.asarray(D[np.arange(D.shape[0]), labels], dtype=np.float64)
-        part.objective = _cost(D, w, labels)
-        return part
-
-    part = stats(asg.labels, D)
-    history = [smoothed_objective(part.objective, centres, div, beta, z)]
-    n_iter = 0
-    converged = False
-    with progress(verbose, total=max_iter, desc=f"{desc} restart {run}") as bar:
-        for it in range(max_iter):
-            centres = update_centres(part.S, part.W, (), div, beta, z, run, centres)
-            D = src.pairwise(div, centres)
-            new = constrained_labels(D, w, bounds, where=where, stacklevel=stacklevel + 2)
-            # the previous labels are a feasible answer at the new centres too: keeping them
-            # when the new ones cost more keeps the objective from increasing (approximate
-            # modes, weighted repairs, and the rounding of an exact solve)
-            if asg.feasible and (not new.feasible or
-                                 _cost(D, w, asg.labels) <= _cost(D, w, new.labels)):
-                new = Assignment(asg.labels.copy(), True)
-            infeasible = infeasible and not new.feasible
-            if zero.size:  # rows of no weight follow their nearest centre
-                new.labels[zero] = np.argmin(D[zero], axis=1)
-            changed = E.labels_differ(asg.labels, new.labels)
-            asg = new
-            part = stats(asg.labels, D)
-            history.append(smoothed_objective(part.objective, centres, div, beta, z))
-            n_iter = it + 1
-            bar.step(history[-1])
-            if not changed or history[-2] - history[-1] <= tol * abs(history[-2]):
-                converged = True
-                break
-    if not converged:
-        warnings.warn(
-            f"{desc} restart {run} reached max_iter={max_iter} before converging; "
-            "increase max_iter or tol.", ConvergenceWarning, stacklevel=stacklevel + 1)
-    if infeasible:
-        W = _sizes(asg.labels, w, k)
+    # the solvers warn from ConstrainedPasses.__call__ <- lloyd <- here
+    passes = ConstrainedPasses(src, bounds, run, stacklevel + 2)
+    res = lloyd(src, div, centres, beta, z, max_iter, tol, run, verbose=verbose, desc=desc,
+                stacklevel=stacklevel + 1, passes=passes)
+    if passes.infeasible:
+        k = centres.shape[0]
+        W = _sizes(passes.asg.labels, passes.w, k)
         worst = int(np.argmax(np.maximum(bounds.lo - W, W - bounds.hi)))
         warnings.warn(
             f"{desc} restart {run}: no assignment found that keeps every weighted cluster size "
@@ -447,7 +460,7 @@ def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *,
             f"[{bounds.lo[worst]:.6g}, {bounds.hi[worst]:.6g}], in the fit's weight units); "
             "with sample weights the bounds may be impossible to meet without splitting a "
             "sample: loosen them.", ConvergenceWarning, stacklevel=stacklevel + 1)
-    return LloydResult(centres, part, n_iter, history, converged)
+    return res
 
 
 def check_batch_bounds(size_min, size_max, fitted, w, k):
