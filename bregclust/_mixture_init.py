@@ -63,7 +63,7 @@ def tfidf_rows(X, sample_weight=None):
     >>> import numpy as np
     >>> T = tfidf_rows(np.array([[1.0, 0.0], [1.0, 1.0]]))
     >>> np.round(T, 3).tolist()
-    [[1.0, 0.0], [0.583, 0.812]]
+    [[1.0, 0.0], [0.58, 0.815]]
     """
     n = X.shape[0]
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)

@@ -60,8 +60,10 @@ def one_se_choice(fold_loglik):
     Examples
     --------
     >>> import numpy as np
-    >>> one_se_choice(np.array([[-5.0, -6.0], [-4.0, -5.0], [-3.99, -4.98]]))
+    >>> one_se_choice(np.array([[-5.0, -6.0], [-4.0, -5.0], [-3.9, -5.08]]))  # 1: within noise
     1
+    >>> one_se_choice(np.array([[-5.0, -6.0], [-4.0, -5.0], [-3.99, -4.98]]))  # 2: better per fold
+    2
     """
     F = np.asarray(fold_loglik, dtype=np.float64)
     mean = F.mean(axis=1)
