@@ -937,6 +937,8 @@ def _builtin_models():
     out = []
     for name in list_divergences():
         base = get_divergence(name) if name != "mahalanobis" else None
+        if base is not None and base.spherical:
+            continue  # cosine has no scalar generator: no agglomerative model
         if name == "mahalanobis" or base.builtin:
             out.append((name, {"A": np.eye(3)} if name == "mahalanobis" else None))
     return out + [(m, None) for m in list_agglomerative_models()]

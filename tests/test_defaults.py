@@ -67,6 +67,7 @@ FITS = {
     "NonparametricKernelMTC": _multi(bregclust.NonparametricKernelMTC),
     "SpectralKernelMTC": _multi(bregclust.SpectralKernelMTC),
     "ModelRelationClustering": _multi(bregclust.ModelRelationClustering),
+    "SpectralMTC": _multi(bregclust.SpectralMTC),
     "SharedSubspaceClustering": _lssmtc,
     "SharedSubspaceTransfer": _lssttc,
 }
