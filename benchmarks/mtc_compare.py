@@ -98,23 +98,34 @@ MT_SETTINGS = {
                    kw=dict(n_components=2, lam=0.75, init="random")),
     "MTCMRL": dict(rep="tfidf", est=ModelRelationClustering,
                    kw=dict(lam=4.0, alpha=4.0, mu=0.5, beta=0.5), max_n=4000),
-    # the recommended entry point (issue 38): spectral clustering per task on the cosine 10-NN
-    # graph (the NCut baseline's graph), the tasks joined by cross-task kNN edges, the coupling
-    # chosen per task by the normalised cut on the task's own graph (0 included)
+    # the recommended entry point (issue 38): per task, a label-free choice of base (spectral
+    # clustering on the cosine 10-NN graph = the NCut baseline, or k-means sq on unit rows, or
+    # kl k-means on sum-one rows: the smallest regret over the three objectives); tasks on the
+    # spectral base joined by cross-task kNN edges, the coupling chosen per task by the
+    # normalised cut on the task's own graph under the pareto guard (0 included)
     "SpecMTC": dict(rep="tfidf", est=SpectralMTC, kw=dict()),
     # Controls (run only when named in --methods; shown in the table, left out of the headline):
-    # SpectralMTC with the coupling off (= the NCut baseline, same seeds), the joint graph only
-    # and the instance transfer only at fixed couplings, and the instance transfer chosen "auto"
+    # the coupling off (base choice only), the base choice off (spectral base, coupled as the
+    # default), both off (= the NCut baseline, same seeds), the joint graph only and the
+    # instance transfer only at fixed couplings on the spectral base, the instance transfer
+    # chosen "auto", the previous guard (agreement only) and no guard at all
     "SpecMTC-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(coupling=0.0), control=True),
+    "SpecMTC-spectral": dict(rep="tfidf", est=SpectralMTC, kw=dict(base="spectral"),
+                             control=True),
+    "SpecMTC-spectral-mu0": dict(rep="tfidf", est=SpectralMTC,
+                                 kw=dict(base="spectral", coupling=0.0), control=True),
     "SpecMTC-joint.05": dict(rep="tfidf", est=SpectralMTC,
-                             kw=dict(coupling=0.05, transfer="joint"), control=True),
+                             kw=dict(base="spectral", coupling=0.05, transfer="joint"),
+                             control=True),
     "SpecMTC-inst.05": dict(rep="tfidf", est=SpectralMTC,
-                            kw=dict(coupling=0.05, transfer="instance"), control=True),
+                            kw=dict(base="spectral", coupling=0.05, transfer="instance"),
+                            control=True),
     "SpecMTC-inst-auto": dict(rep="tfidf", est=SpectralMTC, kw=dict(transfer="instance"),
                               control=True),
-    # the default without the agreement guard (the normalised cut alone chooses the coupling)
-    "SpecMTC-noguard": dict(rep="tfidf", est=SpectralMTC, kw=dict(min_agreement=-1.0),
-                            control=True),
+    "SpecMTC-agree": dict(rep="tfidf", est=SpectralMTC, kw=dict(guard="agreement"),
+                          control=True),
+    "SpecMTC-noguard": dict(rep="tfidf", est=SpectralMTC,
+                            kw=dict(guard="agreement", min_agreement=-1.0), control=True),
     # LNKMTC without its cross-task MMD term (C=0), to tell its kernel learning and kernel
     # k-means apart from the multi-task coupling.
     "LNKMTC-C0": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(C=0.0), control=True),

@@ -34,6 +34,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
@@ -46,9 +47,11 @@ from ._multitask import (
     within_cluster_per_point,
 )
 from ._validation import check_tasks
+from .kmeans import BregmanKMeans
 
 __all__ = ["SpectralMTC", "task_graph", "transfer_graph", "cross_task_graph", "joint_graph", "normalized_cut",
-           "spectral_labels", "ARPACK_MAX_N"]
+           "spectral_labels", "ARPACK_MAX_N", "BASES", "base_regret", "within_cluster_unit",
+           "kl_objective"]
 
 #: ``eigen_solver="auto"`` uses ARPACK up to this many nodes and LOBPCG above (ARPACK in
 #: scikit-learn's shift-invert mode factorises the Laplacian, too slow on large kNN graphs);
@@ -91,6 +94,55 @@ def _cross_knn(Xq, Xr, k):
     k = min(int(k), Xr.shape[0])
     nn = NearestNeighbors(n_neighbors=k).fit(_unit(Xr))
     return nn.kneighbors_graph(_unit(Xq), mode="connectivity")
+
+
+#: Bytes of one block of cross-task cosine similarities in :func:`_cross_knn_both`.
+_BLOCK_BYTES = 64 * 2 ** 20
+
+
+def _cross_knn_both(Xa, Xb, k):
+    """Both directed cosine kNN connectivities between two tasks from one similarity pass.
+
+    Returns ``(C_ab, C_ba)``: ``C_ab[i, j] = 1`` when row ``j`` of ``Xb`` is among the ``k``
+    most cosine-similar rows of ``Xb`` to row ``i`` of ``Xa`` (the kNN of scikit-learn's
+    ``NearestNeighbors`` on unit rows), ``C_ba`` the same the other way. ``Xa``'s rows are
+    taken in blocks; each block of similarities ``A_block B^T`` gives the block's rows of
+    ``C_ab`` and updates a running top-``k`` per column (the rows of ``C_ba``), so each
+    similarity is computed once instead of once per direction (hand-written: scikit-learn's
+    neighbour search returns one direction per pass).
+    """
+    A, B = _unit(Xa), _unit(Xb)
+    na, nb = A.shape[0], B.shape[0]
+    ka, kb = min(int(k), nb), min(int(k), na)
+    step = max(1, min(na, _BLOCK_BYTES // (8 * max(nb, 1))))
+    rows_idx = np.empty((na, ka), dtype=np.int64)
+    top_val = np.full((kb, nb), np.inf)  # negated similarities: smallest first
+    top_idx = np.zeros((kb, nb), dtype=np.int64)
+    for a0 in range(0, na, step):
+        a1 = min(na, a0 + step)
+        # scikit-learn's sparse-times-sparse to dense product (4x scipy's sparse product here)
+        D = safe_sparse_dot(A[a0:a1], B.T, dense_output=True)
+        D = np.negative(np.asarray(D, dtype=np.float64), out=None)
+        m = a1 - a0
+        # the block's rows: their ka largest similarities
+        rows_idx[a0:a1] = (np.argpartition(D, ka - 1, axis=1)[:, :ka] if ka < nb
+                           else np.arange(nb))
+        # the columns: merge the block's kb largest with the running ones
+        DT = D.T
+        cpart = (np.argpartition(DT, kb - 1, axis=1)[:, :kb] if kb < m
+                 else np.broadcast_to(np.arange(m), (nb, m))).T
+        cval = np.take_along_axis(D, cpart, axis=0)
+        vals = np.vstack([top_val, cval])
+        idx = np.vstack([top_idx, cpart + a0])
+        keep = np.argpartition(vals, kb - 1, axis=0)[:kb]
+        top_val = np.take_along_axis(vals, keep, axis=0)
+        top_idx = np.take_along_axis(idx, keep, axis=0)
+    C_ab = sp.csr_matrix((np.ones(na * ka), rows_idx.ravel(), np.arange(0, na * ka + 1, ka)),
+                         shape=(na, nb))
+    C_ba = sp.csr_matrix((np.ones(nb * kb), (np.repeat(np.arange(nb), kb), top_idx.T.ravel())),
+                         shape=(nb, na))
+    C_ab.sort_indices()
+    return C_ab, C_ba
 
 
 def _scaled_to(H, W):
@@ -141,7 +193,8 @@ def cross_task_graph(Xs, s, t, n_neighbors=10):
     """Symmetrised cosine kNN connectivity between tasks ``s`` and ``t`` (``n_s x n_t``).
 
     ``B = (C_st + C_ts^T) / 2`` with ``C_st`` the directed kNN of task ``s``'s rows among task
-    ``t``'s rows.
+    ``t``'s rows; both directions come from one pass over the similarities ``S = U_s U_t^T``
+    of the unit rows.
 
     Parameters
     ----------
@@ -153,8 +206,8 @@ def cross_task_graph(Xs, s, t, n_neighbors=10):
     -------
     B : scipy.sparse.csr_matrix of shape (n_s, n_t)
     """
-    return sp.csr_matrix(0.5 * (_cross_knn(Xs[s], Xs[t], n_neighbors)
-                                + _cross_knn(Xs[t], Xs[s], n_neighbors).T))
+    C_st, C_ts = _cross_knn_both(Xs[s], Xs[t], n_neighbors)
+    return sp.csr_matrix(0.5 * (C_st + C_ts.T))
 
 
 def _cross_blocks(Xs, Ws, n_neighbors):
@@ -290,12 +343,103 @@ def _kmeans_labels(maps, n_clusters, n_init, random_state):
     return km.labels_.astype(np.int64)
 
 
+def _indicator(labels):
+    labels = np.asarray(labels, dtype=np.int64)
+    k = int(labels.max()) + 1
+    return sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
+                         shape=(labels.size, k))
+
+
+def within_cluster_unit(Xn, labels):
+    """k-means objective per point of a partition of unit-norm rows.
+
+    ``(1/n) sum_i ||x_i - m(label_i)||^2 = 1 - (1/n) sum_c ||S_c||^2 / n_c`` with ``S_c`` the
+    sum of cluster ``c``'s rows (all rows of unit norm).
+
+    Parameters
+    ----------
+    Xn : {ndarray, sparse matrix} of shape (n, d)
+        Unit-norm rows.
+    labels : ndarray of shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    Z = _indicator(labels)
+    S = Z.T @ Xn
+    S = S.toarray() if sp.issparse(S) else np.asarray(S)
+    nk = np.maximum(np.asarray(Z.sum(axis=0)).ravel(), 1.0)
+    return float(1.0 - np.sum(np.sum(S * S, axis=1) / nk) / Z.shape[0])
+
+
+def kl_objective(P, labels):
+    """kl k-means objective per point of a partition of rows that sum to one.
+
+    ``(1/n) sum_i KL(p_i || m(label_i))`` with ``m(c)`` the mean of cluster ``c``'s rows:
+    ``(1/n) [sum_ij p_ij log p_ij - sum_c sum_j S_cj log(S_cj / n_c)]``, exact (a cluster's
+    mean is positive wherever one of its rows is), no smoothing.
+
+    Parameters
+    ----------
+    P : {ndarray, sparse matrix} of shape (n, d)
+        Non-negative rows summing to one.
+    labels : ndarray of shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    Z = _indicator(labels)
+    S = Z.T @ P
+    S = S.toarray() if sp.issparse(S) else np.asarray(S)
+    nk = np.maximum(np.asarray(Z.sum(axis=0)).ravel(), 1.0)
+    pos = S > 0
+    cross = np.sum(S[pos] * np.log((S / nk[:, None])[pos]))
+    data = P.data if sp.issparse(P) else np.asarray(P).ravel()
+    data = data[data > 0]
+    return float((np.sum(data * np.log(data)) - cross) / Z.shape[0])
+
+
+def base_regret(objectives):
+    """Regret of each base's partition over the bases' own objectives.
+
+    ``objectives[a, c]``: objective ``c`` (smaller is better, non-negative) of base ``a``'s
+    partition. ``regret[a] = mean_c (objectives[a, c] / min_b objectives[b, c] - 1)``: how far,
+    relatively, a partition is from the best partition of every base's own criterion (a term
+    is 0 where the partition attains the minimum, infinite where the minimum is 0 and it
+    does not).
+
+    Parameters
+    ----------
+    objectives : ndarray of shape (n_bases, n_objectives)
+
+    Returns
+    -------
+    regret : ndarray of shape (n_bases,)
+    """
+    o = np.asarray(objectives, dtype=np.float64)
+    best = o.min(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = (o - best) / best  # an objective at 0: no regret for the partitions at 0
+    rel = np.where(o == best, 0.0, rel)
+    return np.mean(rel, axis=1)
+
+
+#: The single-task bases of ``SpectralMTC(base="auto")``, in order of preference on ties.
+BASES = ("spectral", "spherical", "kl")
+
+
 class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
-    """Multi-task spectral clustering on cosine kNN graphs, coupling chosen without labels.
+    """Multi-task spectral clustering on cosine kNN graphs, base and coupling chosen without labels.
 
     Each task is clustered by spectral clustering (normalised cut relaxation) on its own
     cosine k-nearest-neighbour graph, with the other tasks' rows entering through
-    ``transfer`` at strength ``coupling``. ``coupling=0`` is scikit-learn's
+    ``transfer`` at strength ``coupling``. ``base="auto"`` (the default) first chooses, per
+    task and without labels, between that spectral clustering and two k-means
+    (squared-Euclidean on the unit rows, kl on the rows scaled to sum one): the partition of
+    smallest regret over the three bases' own objectives (:func:`base_regret`); only tasks
+    that keep the spectral base are coupled. ``base="spectral", coupling=0`` is scikit-learn's
     ``SpectralClustering(affinity="nearest_neighbors")`` on every task's unit-norm rows, with
     the same labels for the same ``random_state``.
 
@@ -303,6 +447,15 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     ----------
     n_clusters : int or list of int, default=8
         Clusters per task (one int for every task, or one per task).
+    base : {"auto", "spectral", "spherical", "kl"}, default="auto"
+        The single-task clusterer of every task: ``"spectral"`` (normalised cut on the cosine
+        kNN graph), ``"spherical"`` (:class:`~bregclust.BregmanKMeans` on the unit-norm
+        rows), ``"kl"`` (kl :class:`~bregclust.BregmanKMeans` on the rows scaled to sum one).
+        ``"auto"``: all three (``"kl"`` only when every row is non-negative with a positive
+        sum), and per task the partition whose regret over the three objectives - normalised
+        cut on the task's graph, k-means sum of squares on unit rows, kl k-means objective -
+        is smallest (:func:`base_regret`; neither base's own objective decides alone). Only
+        tasks on the spectral base are coupled.
     coupling : float or "auto", default="auto"
         ``mu >= 0``, the weight of the transferred edges relative to a task's own graph (both
         scaled to the same total weight). ``"auto"``: fit every value of ``coupling_grid`` and
@@ -319,6 +472,13 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         rows (:func:`transfer_graph`); ``"joint"``: one graph over all tasks with ``coupling``
         times the cross-task kNN graphs, embedded in ``sum_t K_t`` dimensions
         (:func:`cross_task_graph`).
+    guard : {"pareto", "agreement"}, default="pareto"
+        ``coupling="auto"``: which coupled partitions may replace a task's single-task
+        spectral partition. ``"agreement"``: those that agree with it (``min_agreement``);
+        ``"pareto"``: those that also have no larger k-means sum of squares on the task's
+        unit rows (:func:`within_cluster_unit`), so that a smaller cut bought by drifting away
+        from the rows' geometry does not replace it (the Comp.vs.Sci and OHSCAL task-2
+        losses of the coupling against its own base, see the guide).
     min_agreement : float, default=0.5
         ``coupling="auto"`` only considers, for task ``t``, the candidates whose partition has
         an adjusted Rand index of at least this with the single-task partition (coupling 0):
@@ -341,17 +501,29 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     labels_ : list of ndarray of shape (n_t,)
     n_clusters_ : list of int
     coupling_ : list of float
-        The coupling each task kept.
+        The coupling each task kept (0 for a task not on the spectral base).
     ncut_ : ndarray of shape (n_candidates, n_tasks)
         Normalised cut of every task's partition on its own graph, per candidate coupling.
+    within_ : ndarray of shape (n_candidates, n_tasks)
+        k-means sum of squares per point on the unit rows of every candidate partition.
+    base_ : list of str
+        The base each task kept.
+    bases_ : tuple of str
+        The bases compared (one with a fixed ``base``).
+    base_objectives_ : list of ndarray of shape (n_bases, n_bases)
+        Per task, ``[a, c]``: objective of base ``c`` (in the order of ``bases_``) of base
+        ``a``'s partition.
+    base_regret_ : ndarray of shape (n_tasks, n_bases)
+        :func:`base_regret` of each base's partition per task.
     agreement_ : ndarray of shape (n_candidates, n_tasks)
         Adjusted Rand index of every candidate partition with the task's single-task one
         (with ``coupling="auto"``; for a fixed coupling the one candidate, so all ones).
     couplings_ : ndarray of shape (n_candidates,)
         The candidates (``[coupling]`` when a number was given).
     labels_per_coupling_ : list of list of ndarray
-        ``labels_per_coupling_[i][t]``: task ``t``'s partition at ``couplings_[i]`` (at 0: the
-        single-task spectral clustering).
+        ``labels_per_coupling_[i][t]``: task ``t``'s spectral partition at ``couplings_[i]``
+        (at 0: the single-task spectral clustering). Only coupling 0 is fitted when no task
+        keeps the spectral base.
     objective_history_ : ndarray of shape (1,)
         The sum over tasks of the kept partitions' normalised cuts on their own graphs (the
         method has no iterations).
@@ -378,13 +550,18 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "eigen_solver": [Options("auto", "arpack", "lobpcg")],
         "n_init": [Interval(numbers.Integral, 1)],
         "min_agreement": [Interval(numbers.Real, -1.0, 1.0)],
+        "base": [Options("auto", *BASES)],
+        "guard": [Options("pareto", "agreement")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0)],
     }
 
-    def __init__(self, n_clusters=8, *, coupling="auto", coupling_grid=(0.02, 0.05, 0.1),
-                 transfer="joint", min_agreement=0.5, n_neighbors=10, eigen_solver="auto",
-                 n_init=10, random_state=None, verbose=False):
+    def __init__(self, n_clusters=8, *, base="auto", coupling="auto",
+                 coupling_grid=(0.02, 0.05, 0.1), transfer="joint", guard="pareto",
+                 min_agreement=0.5, n_neighbors=10, eigen_solver="auto", n_init=10,
+                 random_state=None, verbose=False):
         self.n_clusters = n_clusters
+        self.base = base
+        self.guard = guard
         self.coupling = coupling
         self.coupling_grid = coupling_grid
         self.transfer = transfer
@@ -448,25 +625,35 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max,
                                                                   size=T)
         Ws = [task_graph(X, self.n_neighbors) for X in Xs]
+        single = [spectral_labels(Ws[t], ks[t], eigen_solver=self.eigen_solver,
+                                  n_init=self.n_init, random_state=int(seeds[t]))
+                  for t in range(T)]
+        bases, base_obj, chosen, base_labels = self._choose_bases(Xs, Ws, ks, seeds, single)
+        spectral_tasks = [t for t in range(T) if chosen[t] == "spectral"]
+        if not spectral_tasks:
+            mus = mus[:1] if mus[0] == 0 else mus  # nothing to couple: no joint graph
         cand_labels = np.empty((mus.size, T), dtype=object)
-        if self.transfer == "instance":
-            Hs = ([transfer_graph(Xs, t, self.n_neighbors, Ws[t]) for t in range(T)]
-                  if np.any(mus > 0) else None)
-            for i, mu in enumerate(mus):
+        for i, mu in enumerate(mus):
+            if mu == 0:
                 for t in range(T):
-                    G = Ws[t] if mu == 0 else sp.csr_matrix(Ws[t] + mu * Hs[t])
+                    cand_labels[i, t] = single[t]
+        if self.transfer == "instance":
+            for i, mu in enumerate(mus):
+                if mu == 0:
+                    continue
+                for t in range(T):
+                    if t not in spectral_tasks:  # only tasks on the spectral base couple
+                        cand_labels[i, t] = single[t]
+                        continue
+                    H = transfer_graph(Xs, t, self.n_neighbors, Ws[t])
                     cand_labels[i, t] = spectral_labels(
-                        G, ks[t], eigen_solver=self.eigen_solver, n_init=self.n_init,
-                        random_state=int(seeds[t]))
-        else:
-            cross = _cross_blocks(Xs, Ws, self.n_neighbors) if np.any(mus > 0) else None
+                        sp.csr_matrix(Ws[t] + mu * H), ks[t], eigen_solver=self.eigen_solver,
+                        n_init=self.n_init, random_state=int(seeds[t]))
+        elif np.any(mus > 0):
+            cross = _cross_blocks(Xs, Ws, self.n_neighbors)
             starts = np.concatenate([[0], np.cumsum(sizes)])
             for i, mu in enumerate(mus):
                 if mu == 0:
-                    for t in range(T):
-                        cand_labels[i, t] = spectral_labels(
-                            Ws[t], ks[t], eigen_solver=self.eigen_solver, n_init=self.n_init,
-                            random_state=int(seeds[t]))
                     continue
                 J = joint_graph(Xs, mu, self.n_neighbors, Ws=Ws, cross=cross)
                 # one embedding of the joint graph, k-means on each task's rows of it
@@ -478,30 +665,90 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 for t in range(T):
                     cand_labels[i, t] = _kmeans_labels(maps[starts[t]:starts[t + 1]], ks[t],
                                                        self.n_init, int(seeds[t]))
+        units = [_unit(X) for X in Xs]
         ncut = np.array([[normalized_cut(Ws[t], cand_labels[i, t]) for t in range(T)]
                          for i in range(mus.size)])
+        within = np.array([[within_cluster_unit(units[t], cand_labels[i, t]) for t in range(T)]
+                           for i in range(mus.size)])
         # a candidate is eligible for task t when its partition agrees with the single-task
         # one (ARI >= min_agreement): the transfer may refine a task's partition, not replace it
         agreement = np.array([[adjusted_rand_score(cand_labels[0, t], cand_labels[i, t])
                                for t in range(T)] for i in range(mus.size)])
         eligible = agreement >= self.min_agreement
+        if self.guard == "pareto":
+            # ... and when it is no worse than the single-task partition for the k-means
+            # criterion on the unit rows either: a smaller cut alone does not replace it
+            eligible &= within <= within[0] * (1.0 + 1e-12)
         eligible[0] = True
-        best = [int(np.argmin(np.where(eligible[:, t], ncut[:, t], np.inf))) for t in range(T)]
+        best = [int(np.argmin(np.where(eligible[:, t], ncut[:, t], np.inf)))
+                if t in spectral_tasks else 0 for t in range(T)]
         if self.verbose:
             for i, mu in enumerate(mus):
                 print(f"SpectralMTC coupling {mu:g}: normalised cut per task "
                       + " / ".join(f"{v:.4f}" for v in ncut[i]))
-        labels = [cand_labels[best[t], t] for t in range(T)]
+            print("SpectralMTC base per task: " + ", ".join(chosen))
+        labels = [cand_labels[best[t], t] if chosen[t] == "spectral" else base_labels[t]
+                  for t in range(T)]
         self.couplings_ = mus
         self.labels_per_coupling_ = [list(cand_labels[i]) for i in range(mus.size)]
         self.ncut_ = ncut
+        self.within_ = within
         self.agreement_ = agreement
-        self.coupling_ = [float(mus[b]) for b in best]
+        self.coupling_ = [float(mus[b]) if chosen[t] == "spectral" else 0.0
+                          for t, b in enumerate(best)]
+        self.bases_ = bases
+        self.base_ = chosen
+        self.base_objectives_ = base_obj
+        self.base_regret_ = np.array([base_regret(o) for o in base_obj])
         self.n_clusters_ = ks
         self.affinity_matrices_ = Ws
-        self._fit_tasks = [_unit(X) for X in Xs]
-        self._set_fitted_tasks(Xs, labels, [float(sum(ncut[best[t], t] for t in range(T)))])
+        self._fit_tasks = units
+        self._set_fitted_tasks(Xs, labels, [float(sum(normalized_cut(Ws[t], labels[t])
+                                                      for t in range(T)))])
         return self
+
+    def _choose_bases(self, Xs, Ws, ks, seeds, single):
+        """Per task, the single-task base of the smallest regret (:func:`base_regret`)."""
+        # kl k-means needs non-negative rows with a positive sum (counts, tf-idf, pixels)
+        simplex = all((X.data if sp.issparse(X) else np.asarray(X)).min(initial=0.0) >= 0
+                      and np.all(np.asarray(abs(X).sum(axis=1)).ravel() > 0) for X in Xs)
+        if self.base == "kl" and not simplex:
+            raise ValueError("base='kl' needs non-negative rows with a positive sum in every "
+                             "task; use base='spherical' or 'spectral' for other data.")
+        if self.base != "auto":
+            bases = (self.base,)
+        else:
+            bases = BASES if simplex else BASES[:2]
+        chosen, labels, objs = [], [], []
+        for t, X in enumerate(Xs):
+            cand = {}
+            for b in bases:
+                if b == "spectral":
+                    cand[b] = single[t]
+                elif b == "spherical":
+                    cand[b] = BregmanKMeans(ks[t], random_state=int(seeds[t])).fit(
+                        _unit(X)).labels_.astype(np.int64)
+                else:
+                    cand[b] = BregmanKMeans(ks[t], divergence="kl", random_state=int(seeds[t])
+                                            ).fit(normalize(X, norm="l1")).labels_.astype(np.int64)
+            if len(bases) == 1:
+                objs.append(np.zeros((1, 1)))
+                chosen.append(bases[0])
+                labels.append(cand[bases[0]])
+                continue
+            Xn = _unit(X)
+            P = normalize(X, norm="l1") if "kl" in bases else None
+            crit = {"spectral": lambda lab: normalized_cut(Ws[t], lab),
+                    "spherical": lambda lab: within_cluster_unit(Xn, lab),
+                    "kl": lambda lab: kl_objective(P, lab)}
+            o = np.array([[crit[c](cand[b]) for c in bases] for b in bases])
+            objs.append(o)
+            r = base_regret(o)
+            # ties (two bases giving one partition) to the earlier base of BASES
+            b = bases[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]
+            chosen.append(b)
+            labels.append(cand[b])
+        return bases, objs, chosen, labels
 
     def predict(self, X, task=None):
         """Cluster of new rows of task ``task``: the label of the most similar training row.

@@ -14,13 +14,18 @@ from sklearn.manifold import spectral_embedding
 from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import normalize
 
+import bregclust.spectral_mtc as smtc
+from bregclust.kmeans import BregmanKMeans
 from bregclust.spectral_mtc import (
     SpectralMTC,
+    base_regret,
     cross_task_graph,
     joint_graph,
+    kl_objective,
     normalized_cut,
     task_graph,
     transfer_graph,
+    within_cluster_unit,
 )
 
 
@@ -100,8 +105,8 @@ def test_joint_embedding_spans_the_dense_eigenvectors():
 def test_coupling_zero_is_scikit_learn_spectral_clustering(transfer):
     Xs, _ = _tasks(sizes=((30, 25), (28, 31)))
     Xs = [X + np.random.default_rng(2).random(X.shape) for X in Xs]  # a harder problem
-    est = _fit(SpectralMTC(2, coupling=0.0, transfer=transfer, n_neighbors=6, random_state=3),
-               Xs)
+    est = _fit(SpectralMTC(2, base="spectral", coupling=0.0, transfer=transfer, n_neighbors=6,
+                           random_state=3), Xs)
     for X, lab in zip(Xs, est.labels_):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
@@ -114,10 +119,14 @@ def test_coupling_zero_is_scikit_learn_spectral_clustering(transfer):
 def test_auto_keeps_per_task_the_smallest_own_graph_ncut(transfer):
     Xs, ys = _tasks(seed=4, sizes=((20, 18), (17, 21), (15, 16)))
     Xs = [X + 0.8 * np.random.default_rng(5).random(X.shape) for X in Xs]
-    est = _fit(SpectralMTC([2, 2, 2], transfer=transfer, n_neighbors=5, random_state=0), Xs)
+    est = _fit(SpectralMTC([2, 2, 2], base="spectral", transfer=transfer, n_neighbors=5,
+                           random_state=0), Xs)
     assert est.couplings_[0] == 0.0 and est.ncut_.shape == (est.couplings_.size, 3)
     for t in range(3):
-        ok = est.agreement_[:, t] >= est.min_agreement
+        # the pareto guard: agreement with the single-task partition and no larger k-means
+        # sum of squares on the unit rows
+        ok = (est.agreement_[:, t] >= est.min_agreement) & (est.within_[:, t]
+                                                             <= est.within_[0, t] * (1 + 1e-12))
         assert ok[0] and est.agreement_[0, t] == 1.0
         i = int(np.argmin(np.where(ok, est.ncut_[:, t], np.inf)))
         assert est.agreement_[i, t] == pytest.approx(
@@ -128,8 +137,8 @@ def test_auto_keeps_per_task_the_smallest_own_graph_ncut(transfer):
             naive.normalized_cut(naive.task_graph(Xs[t], 5), est.labels_[t]))
     # every candidate is the fit at that fixed coupling (same seeds)
     for i, mu in enumerate(est.couplings_):
-        fixed = _fit(SpectralMTC([2, 2, 2], coupling=float(mu), transfer=transfer,
-                                 n_neighbors=5, random_state=0), Xs)
+        fixed = _fit(SpectralMTC([2, 2, 2], base="spectral", coupling=float(mu),
+                                 transfer=transfer, n_neighbors=5, random_state=0), Xs)
         for a, b in zip(fixed.labels_, est.labels_per_coupling_[i]):
             np.testing.assert_array_equal(a, b)
     assert est.objective_history_.shape == (1,)
@@ -143,7 +152,7 @@ def test_never_worse_on_its_own_graph_than_the_single_task_partition():
     for seed in range(3):
         Xs, _ = _tasks(seed=seed, sizes=((20, 18), (17, 21)))
         Xs = [X + 1.5 * np.random.default_rng(seed).random(X.shape) for X in Xs]
-        est = _fit(SpectralMTC(2, n_neighbors=5, random_state=seed), Xs)
+        est = _fit(SpectralMTC(2, base="spectral", n_neighbors=5, random_state=seed), Xs)
         best = est.ncut_[[list(est.couplings_).index(c) for c in est.coupling_], [0, 1]]
         assert np.all(best <= est.ncut_[0] + 1e-15)
 
@@ -153,7 +162,8 @@ def test_agreement_guard_keeps_the_single_task_partition_when_strict():
     eligible, so every task keeps its single-task partition; -1 lets the cut decide alone."""
     Xs, _ = _tasks(seed=7, sizes=((25, 25), (25, 25)))
     Xs[0] = Xs[0] + 2.5 * np.random.default_rng(8).random(Xs[0].shape)
-    kw = dict(coupling_grid=(0.5, 2.0), n_neighbors=5, random_state=0)
+    kw = dict(base="spectral", guard="agreement", coupling_grid=(0.5, 2.0), n_neighbors=5,
+              random_state=0)
     strict = _fit(SpectralMTC(2, min_agreement=1.0, **kw), Xs)
     for t in range(2):
         assert adjusted_rand_score(strict.labels_[t], strict.labels_per_coupling_[0][t]) == 1.0
@@ -167,8 +177,8 @@ def test_agreement_guard_keeps_the_single_task_partition_when_strict():
 @pytest.mark.parametrize("transfer", ["joint", "instance"])
 def test_two_and_three_tasks_per_task_k_recover_clusters(transfer):
     Xs, ys = _tasks(sizes=((15, 14), (12, 13, 11), (10, 12)))
-    est = _fit(SpectralMTC([2, 3, 2], coupling=0.05, transfer=transfer, n_neighbors=5,
-                           random_state=0), Xs)
+    est = _fit(SpectralMTC([2, 3, 2], base="spectral", coupling=0.05, transfer=transfer,
+                           n_neighbors=5, random_state=0), Xs)
     assert est.n_tasks_ == 3 and est.n_clusters_ == [2, 3, 2]
     for y, lab, k in zip(ys, est.labels_, [2, 3, 2]):
         assert lab.dtype == np.int64 and np.unique(lab).size == k
@@ -183,7 +193,8 @@ def test_coupling_changes_the_partition_of_a_task_that_needs_it():
     (the coupling is live, not ignored)."""
     Xs, ys = _tasks(seed=7, sizes=((25, 25), (25, 25)))
     Xs[0] = Xs[0] + 2.5 * np.random.default_rng(8).random(Xs[0].shape)
-    est = _fit(SpectralMTC(2, coupling_grid=(0.5, 2.0), n_neighbors=5, random_state=0), Xs)
+    est = _fit(SpectralMTC(2, base="spectral", coupling_grid=(0.5, 2.0), n_neighbors=5,
+                           random_state=0), Xs)
     parts = est.labels_per_coupling_
     assert any(adjusted_rand_score(parts[0][0], p[0]) < 1.0 for p in parts[1:])
 
@@ -227,6 +238,8 @@ def test_sparse_and_float32_give_the_dense_labels():
     (dict(coupling_grid=(0.1, -1.0)), ValueError, "coupling_grid"),
     (dict(coupling_grid=(0.1, float("nan"))), ValueError, "coupling_grid"),
     (dict(eigen_solver="amg"), ValueError, "eigen_solver"),
+    (dict(base="nmf"), ValueError, "base"),
+    (dict(guard="none"), ValueError, "guard"),
 ])
 def test_bad_parameters_are_named(kw, exc, match):
     Xs, _ = _tasks()
@@ -246,6 +259,115 @@ def test_bad_tasks_are_named():
         SpectralMTC(2).fit([Xs[0], np.full_like(Xs[1], np.nan)])
     with pytest.raises(TypeError, match="list"):
         SpectralMTC(2).fit(Xs[0])
+    with pytest.raises(ValueError, match="base='kl'"):
+        SpectralMTC(2, base="kl").fit([Xs[0], Xs[1] - 3.0])
+
+
+# ------------------------------------------------ one similarity pass per task pair
+@pytest.mark.parametrize("sizes, k, block", [((50, 40), 5, 8 * 40 * 7), ((7, 30), 10, None),
+                                             ((30, 4), 10, 8 * 4 * 3)])
+def test_cross_knn_both_is_two_neighbour_searches(sizes, k, block, monkeypatch):
+    """Both directions of the cross-task kNN from one blocked pass equal scikit-learn's
+    neighbour search run once per direction (dense and sparse; blocks smaller than a task;
+    k larger than a task)."""
+    if block is not None:
+        monkeypatch.setattr(smtc, "_BLOCK_BYTES", block)
+    rng = np.random.default_rng(1)
+    A, B = rng.random((sizes[0], 6)), rng.random((sizes[1], 6))
+    for conv in (np.asarray, sp.csr_matrix):
+        ab, ba = smtc._cross_knn_both(conv(A), conv(B), k)
+        assert (ab != smtc._cross_knn(A, B, k)).nnz == 0
+        assert (ba != smtc._cross_knn(B, A, k)).nnz == 0
+        np.testing.assert_array_equal(np.asarray(ab.sum(axis=1)).ravel(), min(k, sizes[1]))
+
+
+# ------------------------------------------------------------------ the base choice
+def test_base_objectives_match_dense_reference():
+    rng = np.random.default_rng(3)
+    X = rng.random((40, 6)) * (rng.random((40, 6)) > 0.3) + 0.01
+    lab = rng.integers(0, 3, 40)
+    U = naive.unit(X)
+    ref = np.mean([np.sum((U[i] - U[lab == lab[i]].mean(axis=0)) ** 2) for i in range(40)])
+    assert within_cluster_unit(sp.csr_matrix(U), lab) == pytest.approx(ref, rel=1e-10)
+    P = X / X.sum(axis=1, keepdims=True)
+    P[P < 0.02] = 0.0  # zeros in the rows, as in term frequencies
+    P /= P.sum(axis=1, keepdims=True)
+    from scipy.special import rel_entr
+
+    ref = np.mean([rel_entr(P[i], P[lab == lab[i]].mean(axis=0)).sum() for i in range(40)])
+    assert kl_objective(P, lab) == pytest.approx(ref, rel=1e-10)
+    assert kl_objective(sp.csr_matrix(P), lab) == pytest.approx(ref, rel=1e-10)
+    o = np.array([[2.0, 1.0, 3.0], [1.0, 2.0, 3.0], [4.0, 1.0, 6.0]])
+    np.testing.assert_allclose(base_regret(o), [1 / 3, 1 / 3, (3 + 0 + 1) / 3])
+    # an objective at 0 (a perfect cut): no regret there for the partitions at 0
+    np.testing.assert_allclose(base_regret([[0.0, 2.0], [0.0, 1.0], [0.5, 1.0]]),
+                               [0.5, 0.0, np.inf])
+
+
+def _wide_tasks(seed):
+    """Two tasks of three text-like clusters (non-negative rows, ambiguous neighbours)."""
+    rng = np.random.default_rng(seed)
+    Xs = []
+    for n in (45, 39):
+        y = np.arange(n) % 3
+        X = 2.0 * rng.random((n, 12)) + 1.5 * np.eye(3, 12)[y] + 0.8 * np.eye(3, 12, k=3)[y]
+        Xs.append(X)
+    return Xs
+
+
+def test_auto_base_keeps_the_partition_of_smallest_regret():
+    Xs = _wide_tasks(0)
+    est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2), Xs)
+    assert est.bases_ == ("spectral", "spherical", "kl")
+    single = _fit(SpectralMTC(3, base="spectral", coupling=0.0, n_neighbors=5,
+                              random_state=2), Xs).labels_
+    for t, X in enumerate(Xs):
+        cand = {"spectral": single[t],
+                "spherical": BregmanKMeans(3, random_state=2).fit(normalize(X)).labels_,
+                "kl": BregmanKMeans(3, divergence="kl", random_state=2).fit(
+                    normalize(X, norm="l1")).labels_}
+        W = naive.task_graph(X, 5)
+        U, P = naive.unit(X), X / X.sum(axis=1, keepdims=True)
+        crit = [lambda lab: naive.normalized_cut(W, lab),
+                lambda lab: within_cluster_unit(U, lab), lambda lab: kl_objective(P, lab)]
+        o = np.array([[c(cand[b]) for c in crit] for b in est.bases_])
+        np.testing.assert_allclose(est.base_objectives_[t], o, rtol=1e-9)
+        r = base_regret(o)
+        b = est.bases_[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]  # ties to the earlier
+        assert est.base_[t] == b
+        if b == "spectral":
+            assert any(np.array_equal(est.labels_[t], p[t]) for p in est.labels_per_coupling_)
+        else:
+            np.testing.assert_array_equal(est.labels_[t], cand[b])
+            assert est.coupling_[t] == 0.0
+    # a fixed base is that base's partition; kl only on non-negative rows
+    for b in ("spherical", "kl"):
+        fixed = _fit(SpectralMTC(3, base=b, n_neighbors=5, random_state=2), Xs)
+        assert fixed.base_ == [b, b] and fixed.couplings_.tolist() == [0.0]
+        for t, X in enumerate(Xs):
+            Z = normalize(X) if b == "spherical" else normalize(X, norm="l1")
+            ref = BregmanKMeans(3, divergence="sqeuclidean" if b == "spherical" else "kl",
+                                random_state=2).fit(Z).labels_
+            np.testing.assert_array_equal(fixed.labels_[t], ref)
+    signed = _fit(SpectralMTC(3, n_neighbors=5, random_state=2), [X - 0.5 for X in Xs])
+    assert signed.bases_ == ("spectral", "spherical")
+
+
+def test_pareto_guard_never_keeps_a_coupled_partition_worse_for_k_means():
+    """The guard's guarantee: a task's kept spectral partition is no worse than its
+    single-task spectral partition for both the cut on its own graph and the k-means sum of
+    squares on its unit rows."""
+    for seed in range(3):
+        Xs, _ = _tasks(seed=seed, sizes=((20, 18), (17, 21)))
+        Xs = [X + 1.5 * np.random.default_rng(seed).random(X.shape) for X in Xs]
+        est = _fit(SpectralMTC(2, base="spectral", coupling_grid=(0.05, 0.5, 2.0),
+                               n_neighbors=5, random_state=seed), Xs)
+        kept = [list(est.couplings_).index(c) for c in est.coupling_]
+        for t, i in enumerate(kept):
+            assert est.ncut_[i, t] <= est.ncut_[0, t] + 1e-15
+            assert est.within_[i, t] <= est.within_[0, t] * (1 + 1e-12)
+            assert est.within_[i, t] == pytest.approx(
+                within_cluster_unit(naive.unit(Xs[t]), est.labels_[t]))
 
 
 # ------------------------------------------------------------------------------ the demo
