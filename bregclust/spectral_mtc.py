@@ -401,28 +401,31 @@ def kl_objective(P, labels):
     return float((np.sum(data * np.log(data)) - cross) / Z.shape[0])
 
 
-def base_regret(objectives):
-    """Regret of each base's partition over the bases' own objectives.
+def base_regret(objectives, chance):
+    """Regret of each base's partition over the bases' own objectives, as gains over chance.
 
-    ``objectives[a, c]``: objective ``c`` (smaller is better, non-negative) of base ``a``'s
-    partition. ``regret[a] = mean_c (objectives[a, c] / min_b objectives[b, c] - 1)``: how far,
-    relatively, a partition is from the best partition of every base's own criterion (a term
-    is 0 where the partition attains the minimum, infinite where the minimum is 0 and it
-    does not).
+    ``objectives[a, c]``: objective ``c`` (smaller is better) of base ``a``'s partition;
+    ``chance[c]``: objective ``c`` of a partition without structure. The gain of a partition
+    for an objective is ``g = chance - objective``; its regret is the mean over the objectives
+    of ``1 - g[a, c] / max_b g[b, c]``, how much of the best gain over chance it gives up (0
+    where it is the best partition of that objective; a term is 0 for every partition when
+    none beats chance). Scale-free, and no objective decides alone: measured against chance,
+    a relative difference of k-means sums of squares (all near the total on sparse text)
+    counts as much as one of normalised cuts.
 
     Parameters
     ----------
     objectives : ndarray of shape (n_bases, n_objectives)
+    chance : ndarray of shape (n_objectives,)
 
     Returns
     -------
     regret : ndarray of shape (n_bases,)
     """
     o = np.asarray(objectives, dtype=np.float64)
-    best = o.min(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = (o - best) / best  # an objective at 0: no regret for the partitions at 0
-    rel = np.where(o == best, 0.0, rel)
+    g = np.asarray(chance, dtype=np.float64)[None, :] - o
+    top = g.max(axis=0)
+    rel = np.where(top > 0, 1.0 - g / np.where(top > 0, top, 1.0), 0.0)
     return np.mean(rel, axis=1)
 
 
@@ -513,6 +516,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     base_objectives_ : list of ndarray of shape (n_bases, n_bases)
         Per task, ``[a, c]``: objective of base ``c`` (in the order of ``bases_``) of base
         ``a``'s partition.
+    base_chance_ : list of ndarray of shape (n_bases,)
+        Per task, each objective without structure (:func:`base_regret`): ``K - 1`` for the
+        normalised cut, the one-cluster value for the two k-means objectives.
     base_regret_ : ndarray of shape (n_tasks, n_bases)
         :func:`base_regret` of each base's partition per task.
     agreement_ : ndarray of shape (n_candidates, n_tasks)
@@ -628,7 +634,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         single = [spectral_labels(Ws[t], ks[t], eigen_solver=self.eigen_solver,
                                   n_init=self.n_init, random_state=int(seeds[t]))
                   for t in range(T)]
-        bases, base_obj, chosen, base_labels = self._choose_bases(Xs, Ws, ks, seeds, single)
+        bases, base_obj, base_chance, chosen, base_labels = self._choose_bases(Xs, Ws, ks,
+                                                                              seeds, single)
         spectral_tasks = [t for t in range(T) if chosen[t] == "spectral"]
         if not spectral_tasks:
             mus = mus[:1] if mus[0] == 0 else mus  # nothing to couple: no joint graph
@@ -699,7 +706,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.bases_ = bases
         self.base_ = chosen
         self.base_objectives_ = base_obj
-        self.base_regret_ = np.array([base_regret(o) for o in base_obj])
+        self.base_chance_ = base_chance
+        self.base_regret_ = np.array([base_regret(o, c) for o, c in zip(base_obj, base_chance)])
         self.n_clusters_ = ks
         self.affinity_matrices_ = Ws
         self._fit_tasks = units
@@ -719,7 +727,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             bases = (self.base,)
         else:
             bases = BASES if simplex else BASES[:2]
-        chosen, labels, objs = [], [], []
+        chosen, labels, objs, chance = [], [], [], []
         for t, X in enumerate(Xs):
             cand = {}
             for b in bases:
@@ -733,6 +741,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                                             ).fit(normalize(X, norm="l1")).labels_.astype(np.int64)
             if len(bases) == 1:
                 objs.append(np.zeros((1, 1)))
+                chance.append(np.zeros(1))
                 chosen.append(bases[0])
                 labels.append(cand[bases[0]])
                 continue
@@ -741,14 +750,20 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             crit = {"spectral": lambda lab: normalized_cut(Ws[t], lab),
                     "spherical": lambda lab: within_cluster_unit(Xn, lab),
                     "kl": lambda lab: kl_objective(P, lab)}
+            # chance: a normalised cut of K - 1 (a random partition into K equal parts keeps
+            # 1/K of every cluster's volume inside), the k-means objectives of one cluster
+            one = np.zeros(X.shape[0], dtype=np.int64)
+            ref = {"spectral": ks[t] - 1.0, "spherical": within_cluster_unit(Xn, one),
+                   "kl": kl_objective(P, one) if P is not None else 0.0}
             o = np.array([[crit[c](cand[b]) for c in bases] for b in bases])
             objs.append(o)
-            r = base_regret(o)
+            chance.append(np.array([ref[c] for c in bases]))
+            r = base_regret(o, chance[-1])
             # ties (two bases giving one partition) to the earlier base of BASES
             b = bases[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]
             chosen.append(b)
             labels.append(cand[b])
-        return bases, objs, chosen, labels
+        return bases, objs, chance, chosen, labels
 
     def predict(self, X, task=None):
         """Cluster of new rows of task ``task``: the label of the most similar training row.

@@ -297,11 +297,14 @@ def test_base_objectives_match_dense_reference():
     ref = np.mean([rel_entr(P[i], P[lab == lab[i]].mean(axis=0)).sum() for i in range(40)])
     assert kl_objective(P, lab) == pytest.approx(ref, rel=1e-10)
     assert kl_objective(sp.csr_matrix(P), lab) == pytest.approx(ref, rel=1e-10)
+    # gains over chance (10, 4, 8): [[8, 3, 5], [9, 2, 5], [6, 3, 2]] -> best [9, 3, 5]
     o = np.array([[2.0, 1.0, 3.0], [1.0, 2.0, 3.0], [4.0, 1.0, 6.0]])
-    np.testing.assert_allclose(base_regret(o), [1 / 3, 1 / 3, (3 + 0 + 1) / 3])
-    # an objective at 0 (a perfect cut): no regret there for the partitions at 0
-    np.testing.assert_allclose(base_regret([[0.0, 2.0], [0.0, 1.0], [0.5, 1.0]]),
-                               [0.5, 0.0, np.inf])
+    np.testing.assert_allclose(base_regret(o, [10.0, 4.0, 8.0]),
+                               [(1 / 9 + 0 + 0) / 3, (0 + 1 / 3 + 0) / 3,
+                                (1 / 3 + 0 + 3 / 5) / 3])
+    # an objective no partition beats chance on counts for nobody
+    np.testing.assert_allclose(base_regret([[1.0, 2.0], [1.0, 3.0]], [4.0, 1.0]),
+                               [0.0, 0.0])
 
 
 def _wide_tasks(seed):
@@ -315,8 +318,9 @@ def _wide_tasks(seed):
     return Xs
 
 
-def test_auto_base_keeps_the_partition_of_smallest_regret():
-    Xs = _wide_tasks(0)
+@pytest.mark.parametrize("seed", [0, 1, 2])  # 1 and 2 keep a k-means base on one task
+def test_auto_base_keeps_the_partition_of_smallest_regret(seed):
+    Xs = _wide_tasks(seed)
     est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2), Xs)
     assert est.bases_ == ("spectral", "spherical", "kl")
     single = _fit(SpectralMTC(3, base="spectral", coupling=0.0, n_neighbors=5,
@@ -332,7 +336,10 @@ def test_auto_base_keeps_the_partition_of_smallest_regret():
                 lambda lab: within_cluster_unit(U, lab), lambda lab: kl_objective(P, lab)]
         o = np.array([[c(cand[b]) for c in crit] for b in est.bases_])
         np.testing.assert_allclose(est.base_objectives_[t], o, rtol=1e-9)
-        r = base_regret(o)
+        one = np.zeros(len(X), dtype=np.int64)
+        chance = [2.0, within_cluster_unit(U, one), kl_objective(P, one)]
+        np.testing.assert_allclose(est.base_chance_[t], chance, rtol=1e-12)
+        r = base_regret(o, chance)
         b = est.bases_[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]  # ties to the earlier
         assert est.base_[t] == b
         if b == "spectral":
