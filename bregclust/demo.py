@@ -88,11 +88,13 @@ def demo_ind(Xs, ys, random_state=0):
 def demo_spectral_mtc(Xs, ys, random_state=0):
     """Spectral clustering per task (a single-task IND row) and SpectralMTC, from one fit.
 
-    :class:`~bregclust.spectral_mtc.SpectralMTC` with its defaults (cosine 10-NN graph per
-    task, joint graph across tasks, ``coupling="auto"``): its candidate at coupling 0 is
-    scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")`` on each task's
-    unit-norm rows, the strongest single-task baseline of ``benchmarks/mtc_compare.py``, shown
-    as an IND row so that every verdict is measured against it.
+    :class:`~bregclust.spectral_mtc.SpectralMTC` with its defaults: per task a base chosen
+    without labels (spectral clustering on the cosine 10-NN graph, or k-means on the unit or
+    sum-one rows), the tasks on the spectral base joined by the joint graph,
+    ``coupling="auto"``. Its spectral partition at coupling 0 is scikit-learn's
+    ``SpectralClustering(affinity="nearest_neighbors")`` on each task's unit-norm rows, the
+    strongest single-task baseline of ``benchmarks/mtc_compare.py``, shown as an IND row so
+    that every verdict is measured against it.
 
     Parameters
     ----------
@@ -103,13 +105,13 @@ def demo_spectral_mtc(Xs, ys, random_state=0):
     Returns
     -------
     rows : list of (str, list of (nmi, ari, accuracy))
-        ``IND spectral (cosine 10-NN)`` then ``SpectralMTC (coupling=auto: c_1/c_2)`` with
-        the coupling each task kept (chosen without labels).
+        ``IND spectral (cosine 10-NN)`` then ``SpectralMTC (base, coupling=auto: b_1 c_1/b_2
+        c_2)`` with the base and the coupling each task kept (chosen without labels).
     """
     est = SpectralMTC(_n_classes(ys), random_state=random_state).fit(Xs)
-    chosen = "/".join(f"{c:g}" for c in est.coupling_)
+    chosen = "/".join(f"{b} {c:g}" for b, c in zip(est.base_, est.coupling_))
     return [("IND spectral (cosine 10-NN)", scores(ys, est.labels_per_coupling_[0])),
-            (f"SpectralMTC (coupling=auto: {chosen})", scores(ys, est.labels_))]
+            (f"SpectralMTC (base, coupling=auto: {chosen})", scores(ys, est.labels_))]
 
 
 def _mbc_pair(Xs, ys, random_state, lam, divergence):
@@ -288,7 +290,8 @@ def verdicts(rows, tie=TIE):
     The reference of task ``t`` is the highest NMI on ``t`` among the rows whose name starts
     with ``"IND"``. The verdict says "gains on every task" when every difference exceeds
     ``tie``, "level with IND" when every difference is within ``tie``, "below IND on every
-    task" when every difference is below ``-tie`` and "no clear gain on these tasks" otherwise.
+    task" when every difference is below ``-tie``, "below IND on some tasks, no gain on any" when
+    some are below ``-tie`` and none above ``tie``, and "no clear gain on these tasks" otherwise.
 
     Parameters
     ----------
@@ -322,6 +325,8 @@ def verdicts(rows, tie=TIE):
             verdict = "level with IND"
         elif np.all(d < -tie):
             verdict = "below IND on every task"
+        elif np.all(d <= tie):
+            verdict = "below IND on some tasks, no gain on any"
         else:
             verdict = "no clear gain on these tasks"
         diffs = " / ".join(f"{v:+.3f}" for v in d)

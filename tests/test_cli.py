@@ -193,7 +193,7 @@ def test_demo_all_methods(capsys):
     for name in ("IND k-means", "MBC (sqeuclidean", "MBC (kl", "AGG (Ward", "LNKMTC (C=auto: ",
                  "LSKMTC (C=1000)", "LSSMTC (random start", "LSSMTC lam=1 control", "MTCMRL",
                  "LNKMTC (C=auto)", "MBC (kl, lam=auto)", "IND spectral (cosine 10-NN)",
-                 "SpectralMTC (coupling=auto: ", "SpectralMTC (coupling=auto)"):
+                 "SpectralMTC (base, coupling=auto: ", "SpectralMTC (base, coupling=auto)"):
         assert name in out, name
     import re
     full, few = out.split("2. Few images per class")

@@ -387,16 +387,16 @@ def test_demo_prints_the_spectral_rows_and_verdicts_from_the_numbers(capsys):
     out = capsys.readouterr().out
     rows = {}
     for ln in out.splitlines():
-        m = re.match(r"(IND spectral \(cosine 10-NN\)|SpectralMTC \(coupling=auto[^)]*\)|"
+        m = re.match(r"(IND spectral \(cosine 10-NN\)|SpectralMTC \(base, coupling=auto[^)]*\)|"
                      r"IND k-means \(\w+\), best of 5)\s+(\d\.\d{3}) / .*?(\d\.\d{3}) / "
                      r"\d\.\d{3} / \d\.\d{3}\s*$", ln)
-        if m and m.group(1).split(" (coupling")[0] not in rows:  # the full tasks come first
-            rows[m.group(1).split(" (coupling")[0]] = float(m.group(2))
+        if m and m.group(1).split(" (base")[0] not in rows:  # the full tasks come first
+            rows[m.group(1).split(" (base")[0]] = float(m.group(2))
     assert {"IND spectral (cosine 10-NN)", "SpectralMTC"} <= set(rows)
     assert rows["IND spectral (cosine 10-NN)"] > 0.8  # spectral clustering of the digits
     # the SpectralMTC verdict is against the best IND row, spectral included: recompute it
     ind = max(v for k, v in rows.items() if k.startswith("IND"))
-    line = next(ln for ln in out.splitlines() if ln.startswith("  SpectralMTC (coupling="))
+    line = next(ln for ln in out.splitlines() if ln.startswith("  SpectralMTC (base, coupling="))
     diff = float(re.search(r": ([+-]\d\.\d{3}) /", line).group(1))
     assert diff == pytest.approx(rows["SpectralMTC"] - ind, abs=1.5e-3)
     assert "Conclusion" in out
