@@ -53,7 +53,10 @@ CASES = [
     ("mtc_compare.py --quick --quick-n 60 --runs 1 --datasets digits --methods SpecMTC,SpecMTC-mu0",
      None, "SpecMTC-mu0: SpectralMTC(coupling=0.0) on tfidf [control]"),
     ("spectral_mtc_speed.py --dataset digits", None,
-     "SpectralMTC(coupling=0) gives the per-task SpectralClustering labels: True"),
+     'SpectralMTC(base="spectral", coupling=0) gives the per-task SpectralClustering labels: True'),
+    ("spectral_mtc_basechoice.py --quick --runs 2 --datasets digits", None,
+     "| gain | "),
+    ("spectral_mtc_guard.py --quick --runs 1 --datasets digits", None, "pareto: above the"),
     ("minibatch_speed.py --n-dense 20000 --repeat 1 --skip-kl --out-of-core 200000 "
      "--rows-per-chunk 50000 --memory-limit 1GB --compile", None, "time ours / sklearn:"),
     ("minibatch_speed.py --skip-dense --kl-seeds 1 --repeat 1", "20newsgroups",
