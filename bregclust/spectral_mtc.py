@@ -18,9 +18,16 @@ lets the tasks help each other in one of two ways, with one coupling strength ``
 
 ``coupling="auto"`` (the default) fits every value of ``coupling_grid`` (``0`` included) and
 keeps, **per task**, the partition with the smallest normalised cut on that task's own graph
-``W_t``, the criterion single-task spectral clustering relaxes: no labels are used, and a task
-whose own graph prefers its single-task partition keeps it. The maths is restated in the guide
-page ``docs/guide/spectral_mtc.rst``.
+``W_t``, the criterion single-task spectral clustering relaxes, among the candidates that
+agree with the single-task partition and do not raise the task's k-means sum of squares on
+its unit rows (``guard="pareto"``): no labels are used, and a task whose own graph prefers
+its single-task partition keeps it.
+
+``base="auto"`` (the default) comes first: per task, spectral clustering competes with k-means
+on the unit rows and kl k-means on the rows scaled to sum one, and the task keeps the
+partition that gives up the least of the best gain over chance across the three bases'
+objectives (:func:`base_regret`); only tasks that keep the spectral base are coupled. The maths
+is restated in the guide page ``docs/guide/spectral_mtc.rst``.
 """
 
 import numbers
