@@ -108,7 +108,7 @@ MT_SETTINGS = {
     # the coupling off (base choice only), the base choice off (spectral base, coupled as the
     # default), both off (= the NCut baseline, same seeds), the joint graph only and the
     # instance transfer only at fixed couplings on the spectral base, the instance transfer
-    # chosen "auto", the previous guard (agreement only) and no guard at all
+    # chosen "auto", and on the spectral base the previous guard (agreement only) and none
     "SpecMTC-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(coupling=0.0), control=True),
     "SpecMTC-spectral": dict(rep="tfidf", est=SpectralMTC, kw=dict(base="spectral"),
                              control=True),
@@ -122,10 +122,11 @@ MT_SETTINGS = {
                             control=True),
     "SpecMTC-inst-auto": dict(rep="tfidf", est=SpectralMTC, kw=dict(transfer="instance"),
                               control=True),
-    "SpecMTC-agree": dict(rep="tfidf", est=SpectralMTC, kw=dict(guard="agreement"),
-                          control=True),
-    "SpecMTC-noguard": dict(rep="tfidf", est=SpectralMTC,
-                            kw=dict(guard="agreement", min_agreement=-1.0), control=True),
+    "SpecMTC-spectral-agree": dict(rep="tfidf", est=SpectralMTC,
+                                   kw=dict(base="spectral", guard="agreement"), control=True),
+    "SpecMTC-spectral-noguard": dict(rep="tfidf", est=SpectralMTC,
+                                     kw=dict(base="spectral", guard="agreement",
+                                             min_agreement=-1.0), control=True),
     # LNKMTC without its cross-task MMD term (C=0), to tell its kernel learning and kernel
     # k-means apart from the multi-task coupling.
     "LNKMTC-C0": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(C=0.0), control=True),

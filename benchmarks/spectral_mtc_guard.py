@@ -78,6 +78,19 @@ def report(cells):
               f"({'; '.join(worse[r])})")
 
 
+EXPORT = {"single": "SpecMTC-spectral-mu0", "pareto": "SpecMTC-spectral",
+          "ncut+ari": "SpecMTC-spectral-agree", "ncut": "SpecMTC-spectral-noguard"}
+
+
+def export(cells, path):
+    """The rules' mean NMI per cell in ``mtc_compare.py``'s ``--save`` format."""
+    out = [dict(data=c["data"], task=c["task"], best=None, best_b=None, baselines={},
+                mt={EXPORT[r]: float(np.mean([s["nmi"][choose(s, r)] for s in c["seeds"]]))
+                    for r in RULES}, marks={}) for c in cells]
+    with open(path, "w") as fh:
+        json.dump({"methods": [EXPORT[r] for r in RULES], "cells": out}, fh, indent=1)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--datasets", default="digits,tr11,tr23,webkb4,tr45,comp.vs.sci,hitech")
@@ -85,6 +98,12 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true")
     p.add_argument("--save", metavar="FILE")
     p.add_argument("--merge", nargs="+", metavar="FILE")
+    p.add_argument("--export", metavar="FILE",
+                   help="with --merge: write the rules' mean NMI in mtc_compare.py's --save "
+                        "format (no baselines: --merge it after a file that has them), as its "
+                        "controls on the spectral base: single = SpecMTC-spectral-mu0, pareto = "
+                        "SpecMTC-spectral, ncut+ari = SpecMTC-spectral-agree, ncut = "
+                        "SpecMTC-spectral-noguard")
     args = p.parse_args(argv)
     if args.merge:
         cells = []
@@ -92,6 +111,8 @@ def main(argv=None):
             with open(f) as fh:
                 cells += json.load(fh)
         report(cells)
+        if args.export:
+            export(cells, args.export)
         return
     print(f"spectral_mtc_guard: {machine()}; seeds 0..{args.runs - 1}")
     cells = []
