@@ -3,6 +3,8 @@
 - :func:`naive_objective`: the MBC objective with one ``Divergence.divergence`` call per term.
 - :func:`lp_transport`: the relation-matrix LP (paper Eq. 10) solved by cvxpy.
 - :func:`scipy_centroid`: ``argmin_u A d(mu_L, u) + B d(u, mu_R)`` by ``scipy.optimize.minimize``.
+- :func:`naive_own_objective`: one task's single-task (k-means) objective of a partition at its
+  own smoothed cluster means, one divergence call per term (the criterion of MBC's guard).
 """
 
 import numpy as np
@@ -61,3 +63,22 @@ def scipy_centroid(divergence, A, B, mL, mR, lower=None):
     res = minimize(f, x0, method="L-BFGS-B", bounds=bounds,
                    options=dict(ftol=1e-15, gtol=1e-12, maxiter=10000))
     return res.x, f(res.x), f
+
+
+def naive_own_objective(X, labels, divergence, *, smoothing=0.0, smoothing_point=None):
+    """``(1/n) [sum_i d(x_i, m_h(i)) + beta sum_z d(z, m_z)]`` over the non-empty clusters,
+    ``m_z = (sum_{h(i)=z} x_i + beta z) / (n_z + beta)`` (the smoothed cluster mean)."""
+    div = get_divergence(divergence)
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+    labels = np.asarray(labels)
+    total = 0.0
+    for z in np.unique(labels):
+        rows = X[labels == z]
+        m = rows.sum(axis=0)
+        if smoothing > 0:
+            m = (m + smoothing * smoothing_point) / (rows.shape[0] + smoothing)
+            total += smoothing * div.divergence(smoothing_point, m)
+        else:
+            m = m / rows.shape[0]
+        total += sum(div.divergence(x, m) for x in rows)
+    return total / X.shape[0]
