@@ -987,6 +987,15 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         objective. ``"auto"``: per task, :func:`bregclust.kmeans.auto_smoothing` (0 on R;
         for kl / Itakura-Saito three average cluster masses on sparse data such as term
         counts, one pseudo-sample on dense data).
+    guard : {"none", "task", "sweep"}, default="none"
+        Against negative transfer (a task whose own clustering the coupling makes worse),
+        in the manner of S-MBC (Zhang & Zhang, AAAI 2013); see Notes. ``"task"``: after the
+        fit, every task whose own k-means objective is lower for the independent fit from the
+        same starts (IND) takes IND's partition (one extra IND fit per restart, none with
+        ``lam="auto"``, which has it). ``"sweep"``: S-MBC's rule inside the loop, every
+        sweep each task keeps the coupled centre step or the single-task one (its clusters'
+        means), each followed by its assignments, whichever gives its own objective the
+        lower value; then the same check as ``"task"``. Needs a differentiable divergence.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
 
@@ -1011,10 +1020,16 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         ``d_M`` between tasks: EMD between the fitted mixtures with the *empirical* cluster
         proportions and cost ``d(u^t_z, u^s_l)`` (the paper's evaluation, Eq. 8).
     objective_ : float
+        The objective (below) of the returned centres, labels and relations.
     objective_history_ : ndarray of shape (n_sweeps + 1,)
         The objective after the initial and every later assignment step of the best restart
-        (``n_iter_ + 1`` values);
-        never increasing.
+        (``n_iter_ + 1`` values); never increasing. With ``guard="sweep"`` the objective is
+        the sum over tasks of each task's own objective ``(1/n_t) [sum_i d(x_i, u_h(i)) +
+        beta sum_z d(z, u_z)]`` at its centres (the relation term is left out: S-MBC's
+        choice can raise it).
+    guarded_ : ndarray of bool of shape (n_tasks,)
+        With a guard: True for the tasks that took the independent fit's partition (always
+        False with ``guard="none"`` or ``lam_ = 0``).
     block_history_ : list of (str, float)
         ``(block, objective)`` after the initial assignment and every assignment step; with
         ``fit(..., trace=True)`` also after every centre and relation block.
@@ -1070,6 +1085,22 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     * Deterministic given ``random_state`` (the starts are the estimator's).
     * For a non-differentiable generator (``l1_subgradient``) the single-task objective is
       taken at the fitted centres (no mean-type centroid).
+
+    The guard (``guard="task"`` or ``"sweep"``). A task's *own objective* is its single-task
+    k-means objective at its own smoothed cluster means (as for ``lam="auto"``). With
+    ``"task"``, after the fit each task keeps the coupled partition only if its own objective
+    is at most that of IND's partition from the same starts, else it takes IND's labels and
+    centres (``guarded_``); the relations are then solved again for the final centres. So,
+    from the same starts, no task ends with a higher own objective than it has alone. With
+    ``"sweep"`` (S-MBC) every sweep first computes the coupled centres of all tasks; then, per
+    task, candidate A is those centres and the labels they assign, candidate B the task's
+    cluster means and the labels they assign (one Lloyd step), and the task keeps the
+    candidate with the lower own objective (A on a tie); the relations are solved for the
+    kept centres. B alone never raises the own objective, so each task's own objective never
+    increases over the sweeps; the check of ``"task"`` follows. With ``lam="auto"`` and a
+    guard, a candidate ``lam`` is scored by the guarded objective (per task the lower of its
+    own objective and IND's), and ``lam_objectives_`` holds those values. A restart's
+    objective is the one of its returned state.
 
     References
     ----------

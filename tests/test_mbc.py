@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import offset_blobs, require_data
-from naive_mbc import lp_transport, naive_objective, naive_own_objective, scipy_centroid
+from naive_mbc import (
+    lp_transport,
+    naive_objective,
+    naive_own_objective,
+    naive_smbc_sq,
+    scipy_centroid,
+)
 from scipy.optimize import brentq
 from scipy.special import lambertw
 from sklearn.base import clone
@@ -913,3 +919,44 @@ def test_each_task_is_validated_once_per_fit():
         Xs = [Counted(X) for X in _unrelated_tasks(5, 3)]
         MultitaskBregmanClustering(3, lam=lam, guard=guard, random_state=0).fit(Xs)
         assert [X.calls for X in Xs] == [1, 1, 1]
+
+
+def _smbc_cases(n_tasks):
+    """Random related tasks, and one case where the coupling rescues a task: its start puts
+    two centres in one cluster, which Lloyd keeps; the other task pulls one of them out."""
+    for seed in range(4):
+        Xs = _unrelated_tasks(20 + seed, n_tasks)
+        K = [3, 2, 4][:n_tasks]
+        r = np.random.RandomState(seed)
+        init = [bregman_kmeans_plusplus(X, k, "sqeuclidean", random_state=r)[0]
+                for X, k in zip(Xs, K)]
+        yield Xs, K, init
+    rng = np.random.default_rng(0)
+    C = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    Xs = [C[np.arange(n) % 3] + rng.normal(0, 1, (n, 2)) for n in (60, 45, 50)[:n_tasks]]
+    init = [C + rng.normal(0, 0.5, (3, 2)), np.array([[-1.0, 0.0], [1.0, 0.0], [6.0, 4.0]]),
+            C + 0.3][:n_tasks]
+    yield Xs, [3] * n_tasks, init
+
+
+@pytest.mark.parametrize("n_tasks", [2, 3])
+def test_guard_sweep_equals_dense_smbc_reference(n_tasks):
+    """guard='sweep' follows the dense S-MBC reference sweep by sweep (labels, centres and
+    the summed own loss), including sweeps where the coupled candidate wins."""
+    coupled_wins = 0
+    for Xs, K, init in _smbc_cases(n_tasks):
+        for lam in (0.2, 0.5, 2.0):
+            est = MultitaskBregmanClustering(K, lam=lam, init=init, guard="sweep", tol=0.0,
+                                             max_iter=6)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                est.fit(Xs)
+            labels, centres, hist, wins = naive_smbc_sq(Xs, init, lam, 6)
+            coupled_wins += wins
+            np.testing.assert_allclose(est.objective_history_, hist, rtol=1e-10)
+            if not est.guarded_.any():
+                for t in range(n_tasks):
+                    np.testing.assert_array_equal(est.labels_[t], labels[t])
+                    np.testing.assert_allclose(est.cluster_centers_[t], centres[t],
+                                               rtol=1e-9, atol=1e-12)
+    assert coupled_wins > 0
