@@ -20,10 +20,11 @@ and std over ``--runs`` runs, in %):
   paper's protocol did; reported as an upper bound, not a method).
 
 Run ``r`` starts every MBC variant and k-means from the same k-means++ centres (seeded by
-``r``). The features of S-MBC are not stated in the paper; ``--variants`` runs each of
+``r``; ``--init random``: k rows of each task drawn uniformly). The features of S-MBC are not stated in the paper; ``--variants`` runs each of
 
 * ``raw-sq``: the loader's features (WebKB4 binary, 20NG tf-idf, Reuters counts), squared
   Euclidean;
+* ``l2-sq``: the loader's features with rows L2-normalised (no idf), squared Euclidean;
 * ``tfidf-sq``: tf-idf (idf fitted on all tasks), rows L2-normalised, squared Euclidean;
 * ``tf-kl``: term frequencies (rows L1-normalised), KL (the MBC paper's model).
 
@@ -88,6 +89,7 @@ PAPER_MTC = {
 SMBC_GRID = [round(0.1 * i, 1) for i in range(1, 11)]  # the paper's grid for S-MBC's lambda
 VARIANTS = {
     "raw-sq": "loader's features, sqeuclidean",
+    "l2-sq": "loader's features, L2 rows (no idf), sqeuclidean",
     "tfidf-sq": "tf-idf (idf on all tasks), L2 rows, sqeuclidean",
     "tf-kl": "term frequencies (L1 rows), kl",
 }
@@ -97,6 +99,8 @@ def features(Xs, variant):
     """The tasks' rows for one variant and its divergence."""
     if variant == "raw-sq":
         return list(Xs), "sqeuclidean"
+    if variant == "l2-sq":
+        return [normalize(sp.csr_matrix(X, dtype=np.float64)) for X in Xs], "sqeuclidean"
     if variant == "tfidf-sq":
         stack = sp.vstack([sp.csr_matrix(X) for X in Xs]).tocsr()
         tf = TfidfTransformer(norm="l2").fit(stack)
@@ -176,15 +180,25 @@ def run_dataset(name, args):
 
     summary = {}
     for variant in args.variants:
-        Xs, div = features(counts if variant != "raw-sq" else Xs0, variant)
+        Xs, div = features(Xs0 if variant in ("raw-sq", "l2-sq") else counts, variant)
         res = {k: [] for k in ("k-means", "auto", "auto+task", "auto+sweep")}
         grid = {lam: [] for lam in SMBC_GRID}
         info = {"lam": [], "guarded_task": [], "guarded_sweep": [], "lam_sweep": []}
         for r in range(args.runs):
             rs = np.random.RandomState(r)
             smooth = 1.0 if div == "kl" else 0.0
-            init = [bregman_kmeans_plusplus(X, k, div, random_state=rs, smoothing=smooth)[0]
-                    for X, k in zip(Xs, K)]
+            if args.init == "random":  # k distinct rows of the task, uniformly
+                init = [np.asarray(X[np.sort(rs.choice(X.shape[0], k, replace=False))]
+                                   .toarray() if sp.issparse(X) else
+                                   X[np.sort(rs.choice(X.shape[0], k, replace=False))],
+                                   dtype=np.float64) for X, k in zip(Xs, K)]
+                if div == "kl":  # inside kl's domain, as the smoothed k-means++ centres
+                    init = [(U + smooth * X.mean(axis=0).A.ravel()) / (1 + smooth)
+                            if sp.issparse(X) else (U + smooth * X.mean(axis=0)) / (1 + smooth)
+                            for U, X in zip(init, Xs)]
+            else:
+                init = [bregman_kmeans_plusplus(X, k, div, random_state=rs,
+                                                smoothing=smooth)[0] for X, k in zip(Xs, K)]
 
             def fit(**kw):
                 with warnings.catch_warnings():
@@ -206,7 +220,7 @@ def run_dataset(name, args):
             if not args.skip_grid:
                 for lam in SMBC_GRID:
                     grid[lam].append(scores(ys, fit(lam=lam, guard="sweep").labels_))
-        print(f"# variant {variant}: {VARIANTS[variant]}")
+        print(f"# variant {variant}: {VARIANTS[variant]}; starts: {args.init}")
         for key, label in (("k-means", "k-means (lam=0, same starts)"),
                            ("auto", "MBC lam=auto"), ("auto+task", "MBC lam=auto guard=task"),
                            ("auto+sweep", "MBC lam=auto guard=sweep")):
@@ -239,6 +253,9 @@ def main(argv=None):
                    choices=["webkb4", "20ng", "reuters"])
     p.add_argument("--runs", type=int, default=10, help="runs (paper: 10)")
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    p.add_argument("--init", choices=["k-means++", "random"], default="k-means++",
+                   help="starts of every MBC row and k-means: k-means++ centres, or k rows of "
+                        "the task drawn uniformly (an unstated detail of the paper)")
     p.add_argument("--skip-grid", action="store_true",
                    help="leave out the S-MBC protocol row (10 lam values per run)")
     p.add_argument("--skip-snmf", action="store_true", help="leave out the SNMF row")
