@@ -960,3 +960,19 @@ def test_guard_sweep_equals_dense_smbc_reference(n_tasks):
                     np.testing.assert_allclose(est.cluster_centers_[t], centres[t],
                                                rtol=1e-9, atol=1e-12)
     assert coupled_wins > 0
+
+
+def test_guard_on_dask_tasks_equals_in_memory():
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(3)
+    C = rng.normal(0, 3, (3, 3))
+    Xs = [C[np.arange(n) % 3] + rng.normal(0, 1.5, (n, 3)) + t for t, n in enumerate((120, 100))]
+    init = [X[[0, 1, 5]] for X in Xs]
+    for guard in ("task", "sweep"):
+        for lam in (0.5, 3.0):
+            mem = MultitaskBregmanClustering(3, lam=lam, guard=guard, init=init).fit(Xs)
+            lazy = MultitaskBregmanClustering(3, lam=lam, guard=guard, init=init).fit(
+                [da.from_array(X, chunks=40) for X in Xs])
+            np.testing.assert_array_equal(mem.guarded_, lazy.guarded_)
+            for a, b in zip(mem.labels_, lazy.labels_):
+                np.testing.assert_array_equal(a, np.asarray(b.compute()))
