@@ -130,6 +130,7 @@ MT_SETTINGS = {
     # LNKMTC without its cross-task MMD term (C=0), to tell its kernel learning and kernel
     # k-means apart from the multi-task coupling.
     "LNKMTC-C0": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(C=0.0), control=True),
+    "MBC-sq-g": dict(rep="tfidf", est=MultitaskBregmanClustering, kw=dict(guard="task"), control=True),
 }
 #: Methods run by default (every entry of MT_SETTINGS that is not a control).
 DEFAULT_METHODS = tuple(m for m, s in MT_SETTINGS.items() if not s.get("control"))

@@ -21,6 +21,7 @@ The module-level pieces (:func:`solve_centroids`, :func:`mbc_objective`) are pub
 tests and the benchmarks can check each step against an independent oracle.
 """
 
+import dataclasses
 import math
 import numbers
 import warnings
@@ -53,7 +54,6 @@ from ._spherical import unit_centres
 from ._transport import transport_plan
 from ._validation import check_task_list
 from .divergences import get_divergence
-from .metrics import partition_emd
 
 __all__ = [
     "MultitaskBregmanClustering",
@@ -65,6 +65,7 @@ __all__ = [
 
 _SOLVERS = ("exact", "geodesic")
 _MARGINALS = ("uniform", "empirical")
+_GUARDS = ("none", "task", "sweep")
 
 
 # =========================================================================== transport (POT)
@@ -634,12 +635,90 @@ def _h_step_empirical(div, tasks, W, D, c, t, mode, run):
     return changed
 
 
-def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, trace=False):
+@dataclasses.dataclass
+class _Run:
+    """The final state of one restart (an MBC run or the independent fits).
+
+    Attributes
+    ----------
+    labels : list or None
+        Per task: the labels (an array), a :class:`_LabelToken` for a chunked task, or None
+        for all tasks when the independent fits left them with a chunked source.
+    centers : list of ndarray
+    relations : dict {(t, s): ndarray}
+        The run's transport plans (empty for the independent fits).
+    n_iter : int
+    history : list of float
+        The objective after the initial and every later assignment step.
+    blocks : list of (str, float)
+        ``(block, objective)`` pairs (``fit(..., trace=True)`` adds the centre and relation
+        blocks).
+    objective : float
+        ``history[-1]``.
+    """
+
+    labels: list
+    centers: list
+    relations: dict
+    n_iter: int
+    history: list
+    blocks: list
+    objective: float
+
+
+def _own_centres(div, tk):
+    """The single-task centre step of task ``tk``: its clusters' smoothed means (the exact
+    minimiser of its own objective for its current labels; on the sphere the normalised sums).
+    A cluster without mass keeps its current centre (it adds nothing to the objective)."""
+    w = tk.weights
+    M = np.array(tk.U, dtype=np.float64, copy=True)
+    full = w > 0
+    M[full] = tk.S[full] / w[full, None]
+    return unit_centres(M, tk.U) if div.spherical else M
+
+
+def _guarded_step(div, tk, U_coupled, U_own):
+    """S-MBC's choice for one task: the centres and labels of the coupled step or of the
+    single-task step, whichever gives the task's own objective the lower value.
+
+    Each candidate is followed by its assignment pass; the task's own objective
+    (``data_term``: ``(1/n_t) [sum_i d(x_i, u_h(i)) + beta sum_z d(z, u_z)]``) is evaluated at
+    the candidate's centres and new labels. The single-task candidate alone already does not
+    increase it (a Lloyd step), so neither does the choice. Returns True when the coupled
+    candidate was kept (ties go to it).
+    """
+    tk.set_centers(U_own, div)
+    tk.set_labels(tk.assign(div), div)
+    own_part, own_labels, own_value = tk.pending, tk.labels, tk.data_term(div)
+    tk.set_centers(U_coupled, div)
+    tk.set_labels(tk.assign(div), div)
+    if tk.data_term(div) <= own_value:
+        return True
+    tk.set_centers(U_own, div)
+    tk.pending = own_part
+    tk.set_labels(own_labels, div)
+    return False
+
+
+def _own_objective(div, tasks):
+    """The sum over tasks of each task's own objective at its current centres and labels."""
+    return float(sum(tk.data_term(div) for tk in tasks))
+
+
+def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, trace=False,
+             guard_sweeps=False):
     """One restart of the MBC alternation (``T >= 2``, ``lam > 0``).
 
     Order as in Lloyd's algorithm: assign, then repeat {centres, relations, assignments}; the
     objective is recorded after every assignment step (and, with ``trace``, after every block
-    in ``blocks``). Returns a dict of the final state.
+    in ``blocks``). Returns the final state (:class:`_Run`).
+
+    ``guard_sweeps`` (``guard="sweep"``, S-MBC): every sweep computes the coupled centres of
+    all tasks, then each task keeps the coupled centres and their labels or the single-task
+    centres (its own cluster means) and theirs, whichever gives its own objective the lower
+    value (:func:`_guarded_step`), then the relations are solved for the kept centres. The
+    recorded objective is then the sum of the tasks' own objectives (each non-increasing);
+    ``blocks`` holds the label blocks only.
     """
     T = len(tasks)
     c = lam / (T - 1)
@@ -648,29 +727,40 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, tra
         tk.set_labels(tk.assign(div), div)
     D = _pair_costs(div, tasks)
     W = _w_step(tasks, D, mode, run)
-    history = [_objective_value(div, tasks, W, D, c)]
+    history = [_own_objective(div, tasks) if guard_sweeps
+               else _objective_value(div, tasks, W, D, c)]
     blocks = [("init", history[0])]
     n_iter = 0
     converged = False
     with progress(verbose, total=max_iter, desc=f"MultitaskBregmanClustering restart {run}",
                   ) as bar:
         for it in range(max_iter):
+            if guard_sweeps:
+                own = [_own_centres(div, tk) for tk in tasks]
             for t, tk in enumerate(tasks):  # Gauss-Seidel over tasks: each an exact block step
                 tk.set_centers(_u_step_task(div, tasks, W, c, t, solver), div)
-            D = _pair_costs(div, tasks)
-            if trace:
-                blocks.append(("centres", _objective_value(div, tasks, W, D, c)))
-            W = _w_step(tasks, D, mode, run)
-            if trace:
-                blocks.append(("relations", _objective_value(div, tasks, W, D, c)))
-            for t, tk in enumerate(tasks):
-                if mode == "uniform":
-                    labels = tk.assign(div)
-                    if not np.array_equal(labels, tk.labels):
-                        tk.set_labels(labels, div)
-                else:
-                    _h_step_empirical(div, tasks, W, D, c, t, mode, run)
-            history.append(_objective_value(div, tasks, W, D, c))
+            if guard_sweeps:
+                coupled = [tk.U for tk in tasks]
+                for tk, Uc, Uo in zip(tasks, coupled, own):
+                    _guarded_step(div, tk, Uc, Uo)
+                D = _pair_costs(div, tasks)
+                W = _w_step(tasks, D, mode, run)
+                history.append(_own_objective(div, tasks))
+            else:
+                D = _pair_costs(div, tasks)
+                if trace:
+                    blocks.append(("centres", _objective_value(div, tasks, W, D, c)))
+                W = _w_step(tasks, D, mode, run)
+                if trace:
+                    blocks.append(("relations", _objective_value(div, tasks, W, D, c)))
+                for t, tk in enumerate(tasks):
+                    if mode == "uniform":
+                        labels = tk.assign(div)
+                        if not np.array_equal(labels, tk.labels):
+                            tk.set_labels(labels, div)
+                    else:
+                        _h_step_empirical(div, tasks, W, D, c, t, mode, run)
+                history.append(_objective_value(div, tasks, W, D, c))
             blocks.append(("labels", history[-1]))
             n_iter = it + 1
             bar.step(history[-1])
@@ -683,9 +773,8 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, tra
             "objective stopped decreasing; increase max_iter or tol.",
             ConvergenceWarning, stacklevel=3,
         )
-    return dict(labels=[tk.labels for tk in tasks], centers=[tk.U for tk in tasks], relations=W,
+    return _Run(labels=[tk.labels for tk in tasks], centers=[tk.U for tk in tasks], relations=W,
                 n_iter=n_iter, history=history, blocks=blocks, objective=history[-1])
-
 
 
 def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
@@ -703,7 +792,7 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
     history = [sum(r.history[min(i, len(r.history) - 1)] / tk.n for r, tk in zip(res, tasks))
                for i in range(length)]
     labels = None if any(r.part.labels is None for r in res) else [r.part.labels for r in res]
-    return dict(labels=labels, centers=[r.centres for r in res], relations={},
+    return _Run(labels=labels, centers=[r.centres for r in res], relations={},
                 n_iter=max(r.n_iter for r in res), history=history, blocks=[],
                 objective=history[-1])
 
@@ -711,12 +800,21 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
 def _restore_state(div, tasks, res):
     """Set every task's statistics to those of a run's final labels (a pass from its final
     centres when the labels stayed with a chunked source)."""
-    for t, (tk, U) in enumerate(zip(tasks, res["centers"])):
+    for t, (tk, U) in enumerate(zip(tasks, res.centers)):
         tk.set_centers(U, div)
-        if res["labels"] is not None and not isinstance(res["labels"][t], _LabelToken):
-            tk.set_labels(res["labels"][t], div)
+        if res.labels is not None and not isinstance(res.labels[t], _LabelToken):
+            tk.set_labels(res.labels[t], div)
         else:
             tk.set_labels(tk.assign(div), div)
+
+
+def _kept(res):
+    """A copy of a run's labels and centres (the tasks' state is overwritten by the next
+    run)."""
+    labels = res.labels
+    if labels is not None and not any(isinstance(v, _LabelToken) for v in labels):
+        labels = [np.array(v) for v in labels]
+    return dataclasses.replace(res, centers=[np.array(v) for v in res.centers], labels=labels)
 
 
 # =========================================================================== lam="auto"
@@ -729,19 +827,28 @@ AUTO_LAM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
 AUTO_LAM_FRACTION = 0.5
 
 
-def _mean_task_divergence(div, tasks):
-    """Mean over ordered pairs ``t != s`` of ``d_M`` between the tasks' current mixtures (EMD
-    with the empirical cluster proportions and cost ``d(u^t_z, u^s_l)``, as
-    ``task_divergences_``)."""
+def _task_divergences(tasks, D):
+    """``d_M`` between the tasks' current mixtures, ``(T, T)`` with a zero diagonal: per ordered
+    pair the EMD with the empirical cluster proportions and cost ``D[(t, s)]``, the pair costs
+    ``d(u^t_z, u^s_l)`` of :func:`_pair_costs` (as :func:`~bregclust.metrics.partition_emd`,
+    without computing the costs again)."""
     T = len(tasks)
-    props = [tk.counts / tk.n for tk in tasks]
-    vals = [partition_emd(tasks[t].U, props[t], tasks[s].U, props[s], div)
-            for t in range(T) for s in range(T) if s != t]
-    return float(np.mean(vals))
+    out = np.zeros((T, T))
+    for (t, s), M in D.items():
+        out[t, s] = _partition_distance(tasks[t].counts / tasks[t].n,
+                                        tasks[s].counts / tasks[s].n, M,
+                                        f" between tasks {t} and {s}")
+    return out
 
 
-def _partition_objective(div, tasks, centers):
-    """The single-task objective of the tasks' current partitions, summed over tasks.
+def _mean_task_divergence(tasks, D):
+    """Mean over ordered pairs ``t != s`` of :func:`_task_divergences`."""
+    T = len(tasks)
+    return float(_task_divergences(tasks, D).sum() / (T * (T - 1)))
+
+
+def _partition_objectives(div, tasks, centers):
+    """The single-task objective of each task's current partition (a list, one per task).
 
     Every task's statistics must be those of its labels (``set_labels``). Per task: the
     :class:`~bregclust.BregmanKMeans` objective ``(1/n_t) [sum_i d(x_i, m_h(i)) + beta
@@ -750,7 +857,7 @@ def _partition_objective(div, tasks, centers):
     (``beta = 0``) keeps its fitted centre (it adds nothing). For a non-differentiable
     generator (no mean-type centroid) the fitted centres are used instead.
     """
-    total = 0.0
+    out = []
     for tk, U in zip(tasks, centers):
         if div.differentiable:
             w = tk.weights
@@ -760,8 +867,8 @@ def _partition_objective(div, tasks, centers):
             tk.set_centers(M, div)
         else:
             tk.set_centers(U, div)
-        total += tk.data_term(div)
-    return float(total)
+        out.append(float(tk.data_term(div)))
+    return out
 
 
 def select_lam(fit, d_m, objective, grid=AUTO_LAM_GRID, fraction=AUTO_LAM_FRACTION):
@@ -880,6 +987,15 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         objective. ``"auto"``: per task, :func:`bregclust.kmeans.auto_smoothing` (0 on R;
         for kl / Itakura-Saito three average cluster masses on sparse data such as term
         counts, one pseudo-sample on dense data).
+    guard : {"none", "task", "sweep"}, default="none"
+        Against negative transfer (a task whose own clustering the coupling makes worse),
+        in the manner of S-MBC (Zhang & Zhang, AAAI 2013); see Notes. ``"task"``: after the
+        fit, every task whose own k-means objective is lower for the independent fit from the
+        same starts (IND) takes IND's partition (one extra IND fit per restart, none with
+        ``lam="auto"``, which has it). ``"sweep"``: S-MBC's rule inside the loop, every
+        sweep each task keeps the coupled centre step or the single-task one (its clusters'
+        means), each followed by its assignments, whichever gives its own objective the
+        lower value; then the same check as ``"task"``. Needs a differentiable divergence.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
 
@@ -904,10 +1020,16 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         ``d_M`` between tasks: EMD between the fitted mixtures with the *empirical* cluster
         proportions and cost ``d(u^t_z, u^s_l)`` (the paper's evaluation, Eq. 8).
     objective_ : float
+        The objective (below) of the returned centres, labels and relations.
     objective_history_ : ndarray of shape (n_sweeps + 1,)
         The objective after the initial and every later assignment step of the best restart
-        (``n_iter_ + 1`` values);
-        never increasing.
+        (``n_iter_ + 1`` values); never increasing. With ``guard="sweep"`` the objective is
+        the sum over tasks of each task's own objective ``(1/n_t) [sum_i d(x_i, u_h(i)) +
+        beta sum_z d(z, u_z)]`` at its centres (the relation term is left out: S-MBC's
+        choice can raise it).
+    guarded_ : ndarray of bool of shape (n_tasks,)
+        With a guard: True for the tasks that took the independent fit's partition (always
+        False with ``guard="none"`` or ``lam_ = 0``).
     block_history_ : list of (str, float)
         ``(block, objective)`` after the initial assignment and every assignment step; with
         ``fit(..., trace=True)`` also after every centre and relation block.
@@ -964,6 +1086,22 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     * For a non-differentiable generator (``l1_subgradient``) the single-task objective is
       taken at the fitted centres (no mean-type centroid).
 
+    The guard (``guard="task"`` or ``"sweep"``). A task's *own objective* is its single-task
+    k-means objective at its own smoothed cluster means (as for ``lam="auto"``). With
+    ``"task"``, after the fit each task keeps the coupled partition only if its own objective
+    is at most that of IND's partition from the same starts, else it takes IND's labels and
+    centres (``guarded_``); the relations are then solved again for the final centres. So,
+    from the same starts, no task ends with a higher own objective than it has alone. With
+    ``"sweep"`` (S-MBC) every sweep first computes the coupled centres of all tasks; then, per
+    task, candidate A is those centres and the labels they assign, candidate B the task's
+    cluster means and the labels they assign (one Lloyd step), and the task keeps the
+    candidate with the lower own objective (A on a tie); the relations are solved for the
+    kept centres. B alone never raises the own objective, so each task's own objective never
+    increases over the sweeps; the check of ``"task"`` follows. With ``lam="auto"`` and a
+    guard, a candidate ``lam`` is scored by the guarded objective (per task the lower of its
+    own objective and IND's), and ``lam_objectives_`` holds those values. A restart's
+    objective is the one of its returned state.
+
     References
     ----------
     J. Zhang, C. Zhang. Multitask Bregman Clustering. AAAI 2010.
@@ -983,8 +1121,8 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=8, *, divergence="sqeuclidean", divergence_params=None,
                  lam="auto", marginals="uniform", init="k-means++", n_init="auto", max_iter=300,
-                 tol=1e-4, centroid_solver="exact", smoothing="auto", random_state=None,
-                 verbose=0):
+                 tol=1e-4, centroid_solver="exact", smoothing="auto", guard="none",
+                 random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.divergence = divergence
         self.divergence_params = divergence_params
@@ -996,6 +1134,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.tol = tol
         self.centroid_solver = centroid_solver
         self.smoothing = smoothing
+        self.guard = guard
         self.random_state = random_state
         self.verbose = verbose
 
@@ -1012,6 +1151,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "tol": [Interval(numbers.Real, 0.0)],
         "centroid_solver": [Options(*_SOLVERS)],
         "smoothing": [Options("auto"), Interval(numbers.Real, 0.0)],
+        "guard": [Options(*_GUARDS)],
         "verbose": [Interval(numbers.Integral, 0)],
     }
 
@@ -1041,39 +1181,88 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     def _auto_lam(self, div, tasks, U0, run, trace):
         """``lam="auto"`` from the starts ``U0``: :func:`select_lam` on IND and MBC fits.
 
-        Returns ``(lam, result, ratios, objectives)``; ``result`` is the run of the chosen
-        value (the IND run for ``lam = 0``), reused as this restart. Warnings of the candidate
-        runs are held back and only those of the chosen run are emitted.
+        Returns ``(lam, result, ratios, objectives, ind)``; ``result`` is the run of the
+        chosen value (the IND run for ``lam = 0``), reused as this restart, and ``ind`` the
+        IND run with its per-task single-task objectives (for the guard). Warnings of the
+        candidate runs are held back and only those of the chosen run are emitted. With a
+        guard, a candidate's objective is the guarded one: per task the lower of its own and
+        IND's.
         """
         runs = {}
+        ind_objs = []
 
         def record(lam, call):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                res = call()
-            # the tasks' state is overwritten by the next run: keep copies
-            labels = res["labels"]
-            if labels is not None and not any(isinstance(v, _LabelToken) for v in labels):
-                labels = [np.array(v) for v in labels]
-            res = dict(res, centers=[np.array(v) for v in res["centers"]], labels=labels)
+                res = _kept(call())
             _restore_state(div, tasks, res)
-            dm = _mean_task_divergence(div, tasks)
-            obj = _partition_objective(div, tasks, res["centers"])
+            dm = _mean_task_divergence(tasks, _pair_costs(div, tasks))
+            objs = _partition_objectives(div, tasks, res.centers)
+            if lam == 0.0:
+                ind_objs.extend(objs)
+            elif self.guard != "none":
+                objs = [min(o, i) for o, i in zip(objs, ind_objs)]
             runs[lam] = (res, caught)
-            return res, dm, obj
+            return res, dm, sum(objs)
 
         _, d_ind, obj_ind = record(0.0, lambda: _independent_run(
             div, tasks, U0, self.max_iter, self.tol, self.verbose, run))
         lam, _, ratios, objectives = select_lam(lambda v: record(v, lambda: _mbc_run(
             div, tasks, U0, v, self.marginals, self.centroid_solver, self.max_iter, self.tol,
-            self.verbose, run, trace=trace)), d_ind, obj_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
+            self.verbose, run, trace=trace, guard_sweeps=self.guard == "sweep")), d_ind,
+            obj_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
         res, caught = runs[lam]
         for w in caught:
             warnings.warn(w.message, w.category, stacklevel=3)
         if self.verbose:
             print(f"MultitaskBregmanClustering lam='auto': d_M ratios {ratios}, single-task "
                   f"objectives {objectives}, lam_={lam:g}")
-        return lam, res, ratios, objectives
+        return lam, res, ratios, objectives, (runs[0.0][0], ind_objs)
+
+    def _guard_tasks(self, div, tasks, U0, res, ind, lam, run):
+        """The task guard: every task whose own objective is lower for the independent fit
+        from the same starts (IND) than for the coupled run ``res`` takes IND's partition.
+
+        ``ind`` is ``(IND run, its per-task objectives)`` or None (then IND is fitted here).
+        Returns ``(result, single)``: the run with the kept partitions (relations solved for
+        the final centres and the objective evaluated at them when a task changed) and one
+        bool per task, True where it took IND's partition.
+        """
+        caught = []
+        if ind is None:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                ind_run = _kept(_independent_run(div, tasks, U0, self.max_iter, self.tol,
+                                                 self.verbose, run))
+            _restore_state(div, tasks, ind_run)
+            ind = (ind_run, _partition_objectives(div, tasks, ind_run.centers))
+        ind_run, ind_objs = ind
+        _restore_state(div, tasks, res)
+        objs = _partition_objectives(div, tasks, res.centers)
+        single = [i < o for o, i in zip(objs, ind_objs)]
+        if not any(single):
+            _restore_state(div, tasks, res)
+            return res, single
+        for w in caught:  # IND's warnings only when a task takes its partition
+            warnings.warn(w.message, w.category, stacklevel=4)
+
+        def labels_of(r, t):
+            return (r.labels[t] if r.labels is not None and r.labels[t] is not None
+                    else _LabelToken(""))  # a chunked task: labels from the centres again
+
+        pick = [ind_run if one else res for one in single]
+        merged = _Run(labels=[labels_of(r, t) for t, r in enumerate(pick)],
+                      centers=[r.centers[t] for t, r in enumerate(pick)], relations={},
+                      n_iter=res.n_iter, history=res.history, blocks=res.blocks,
+                      objective=res.objective)
+        _restore_state(div, tasks, merged)
+        merged.labels = [tk.labels for tk in tasks]
+        D = _pair_costs(div, tasks)
+        merged.relations = _w_step(tasks, D, self.marginals, run)
+        merged.objective = (_own_objective(div, tasks) if self.guard == "sweep" else
+                            _objective_value(div, tasks, merged.relations, D,
+                                             lam / (len(tasks) - 1)))
+        return merged, single
 
     def _sources(self, Xs, div):
         """One validated data source per task (any mix of in-memory and dask tasks)."""
@@ -1129,6 +1318,10 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 f"centroid_solver='geodesic' needs a differentiable divergence; {div.name} is "
                 "not differentiable."
             )
+        if self.guard == "sweep" and not div.differentiable:
+            raise ValueError(f"guard='sweep' needs a differentiable divergence (its single-task "
+                             f"step is the clusters' means); {div.name} is not differentiable. "
+                             "Use guard='task'.")
         chunked = any(src.chunked for src in sources)
         if chunked and self.marginals != "uniform":
             raise ValueError("marginals='empirical' needs in-memory tasks (its assignment step "
@@ -1168,35 +1361,35 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             tasks.append(_Task(src.conditioned(cond), k, beta, z, div))
         lam = (0.0 if T == 1 else None) if auto else float(self.lam)
         ratios, objectives = {}, {}
-        best = None
+        best, best_single = None, [False] * T
         for run in range(int(n_init)):
             U0 = self._initial_centers(div, tasks, parsed, rng)
-            res = None
+            res = ind = None
             if lam is None:  # lam="auto": chosen on the first restart's starts
-                lam, res, ratios, objectives = self._auto_lam(div, tasks, U0, run, trace)
+                lam, res, ratios, objectives, ind = self._auto_lam(div, tasks, U0, run, trace)
             coupled = T > 1 and lam > 0
             if res is not None:
                 pass
             elif coupled:
                 res = _mbc_run(div, tasks, U0, lam, self.marginals, self.centroid_solver,
-                               self.max_iter, self.tol, self.verbose, run, trace=trace)
+                               self.max_iter, self.tol, self.verbose, run, trace=trace,
+                               guard_sweeps=self.guard == "sweep")
             else:
                 res = _independent_run(div, tasks, U0, self.max_iter, self.tol, self.verbose,
                                        run)
+            single = [False] * T
+            if coupled and self.guard != "none":
+                res, single = self._guard_tasks(div, tasks, U0, _kept(res), ind, lam, run)
             if self.verbose:
                 print(f"MultitaskBregmanClustering restart {run}: objective "
-                      f"{res['objective']:.6g}, {res['n_iter']} iterations")
-            if best is None or res["objective"] < best["objective"]:
-                best = res
+                      f"{res.objective:.6g}, {res.n_iter} iterations")
+            if best is None or res.objective < best.objective:
+                best, best_single = res, single
         _restore_state(div, tasks, best)
         D = _pair_costs(div, tasks)
-        relations = (best["relations"] if coupled else
+        relations = (best.relations if coupled else
                      _w_step(tasks, D, self.marginals, "final"))
-        task_div = np.zeros((T, T))
-        for (t, s), M in D.items():  # partition_emd of the centres, on the costs D holds
-            task_div[t, s] = _partition_distance(tasks[t].counts / tasks[t].n,
-                                                 tasks[s].counts / tasks[s].n, M,
-                                                 f" between tasks {t} and {s}")
+        task_div = _task_divergences(tasks, D)
         labels = [tk.source.labels(div, tk.centres, tk.pending) for tk in tasks]
         inertia = [tk.source.final_objective(div, tk.pending, tk.U) for tk in tasks]
         # back to the data's units
@@ -1210,20 +1403,21 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.n_features_in_ = int(sources[0].d)
         self.labels_ = [lab if src.chunked else np.asarray(lab, dtype=np.int64)
                         for lab, src in zip(labels, sources)]
-        self.objective_history_ = as_history(cond.undo_divergences(np.asarray(best["history"])))
+        self.objective_history_ = as_history(cond.undo_divergences(np.asarray(best.history)))
         self.cluster_centers_ = [cond.undo_centres(tk.U).astype(src.dtype, copy=False)
                                  for tk, src in zip(tasks, sources)]
-        self.n_iter_ = int(best["n_iter"])
-        self.objective_ = float(cond.undo_divergences(best["objective"]))
-        if not np.isfinite(self.objective_) and np.isfinite(best["objective"]):
+        self.n_iter_ = int(best.n_iter)
+        self.objective_ = float(cond.undo_divergences(best.objective))
+        if not np.isfinite(self.objective_) and np.isfinite(best.objective):
             warnings.warn(
                 f"{type(self).__name__}: objective_ overflowed to inf in the data's units (it is "
-                f"{best['objective']:.6g} under the fit's scale); labels_ and cluster_centers_ "
+                f"{best.objective:.6g} under the fit's scale); labels_ and cluster_centers_ "
                 "are exact. Rescale the tasks to read the objective.", RuntimeWarning,
                 stacklevel=3)
         self.block_history_ = [(name, float(cond.undo_divergences(v)))
-                               for name, v in best["blocks"]]
+                               for name, v in best.blocks]
         self.relations_ = relations
+        self.guarded_ = np.array(best_single, dtype=bool)
         self.task_divergences_ = cond.undo_divergences(task_div)
         self.inertia_ = [float(cond.undo_divergences(v)) for v in inertia]
         if not any(src.chunked for src in sources):  # the tasks as validated once, above

@@ -86,6 +86,9 @@ CASES = [
      "ratio to sklearn's faster (target <= 0.5)"),
     ("mixture_text.py --seeds 1 --ref-seeds 1 --datasets tr23", "cluto_docs/tr23.mat",
      "K by 3-fold held-out log-likelihood"),
+    ("mbc_mtcmrl.py --datasets reuters --runs 1 --variants tfidf-sq --skip-grid --skip-snmf",
+     "reuters21578", "as run [tfidf-sq] MBC lam=auto guard=task"),
+    ("mbc_golden.py write {tmp}/golden.npz", None, "wrote 312 arrays"),
 ]
 
 

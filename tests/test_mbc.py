@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import offset_blobs, require_data
-from naive_mbc import lp_transport, naive_objective, scipy_centroid
+from naive_mbc import (
+    lp_transport,
+    naive_objective,
+    naive_own_objective,
+    naive_smbc_sq,
+    scipy_centroid,
+)
 from scipy.optimize import brentq
 from scipy.special import lambertw
 from sklearn.base import clone
@@ -765,3 +771,208 @@ def test_mbc_far_from_origin(offset):
         if lam == 0.0:  # independent tasks: the centres are the cluster means
             C = est.cluster_centers_[0][np.argsort(est.cluster_centers_[0][:, 0])]
             assert np.allclose(C, [X[y == 0].mean(0), X[y == 1].mean(0)], rtol=1e-14, atol=0)
+
+
+# ------------------------------------------------------------------------ the S-MBC guard
+def _unrelated_tasks(seed, n_tasks, k=3, d=3):
+    """Tasks whose clusters partly differ (the negative-transfer case): task t shares the
+    first cluster centre and draws the others afresh."""
+    rng = np.random.default_rng(seed)
+    shared = rng.normal(0, 3, size=d)
+    Xs = []
+    for t in range(n_tasks):
+        centres = np.vstack([shared, rng.normal(0, 3, size=(k - 1, d))])
+        y = np.arange(40 + 10 * t) % k
+        Xs.append(centres[y] + rng.normal(0, 1.2, size=(y.size, d)))
+    return Xs
+
+
+def _own(Xs, labels, est):
+    zs = ([smoothing_point(X, est.divergence_) for X in Xs] if max(est.smoothing_) > 0
+          else [None] * len(Xs))
+    return [naive_own_objective(X, lab, est.divergence_, smoothing=b, smoothing_point=z)
+            for X, lab, b, z in zip(Xs, labels, est.smoothing_, zs)]
+
+
+@pytest.mark.parametrize("guard", ["task", "sweep"])
+@pytest.mark.parametrize("n_tasks", [2, 3])
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl"])
+def test_guard_task_objective_never_above_single_task(name, n_tasks, guard):
+    """Dense reference: with a guard, every task's own (k-means) objective at its own cluster
+    means is at most that of the independent fit (BregmanKMeans) from the same starts; a
+    task marked in guarded_ has exactly IND's labels, the others the coupled fit's."""
+    seen = set()
+    for seed in range(6):
+        Xs = _unrelated_tasks(seed, n_tasks)
+        if name == "kl":
+            Xs = [np.exp(X / 4.0) for X in Xs]
+        K = [3, 2, 4][:n_tasks]
+        r = np.random.RandomState(seed)
+        init = [bregman_kmeans_plusplus(X, k, name, random_state=r,
+                                        smoothing=1.0 if name == "kl" else 0.0)[0]
+                for X, k in zip(Xs, K)]
+        ind = [BregmanKMeans(k, divergence=name, init=c).fit(X).labels_
+               for X, k, c in zip(Xs, K, init)]
+        for lam in (0.3, 3.0, "auto"):
+            est = MultitaskBregmanClustering(K, divergence=name, lam=lam, init=init,
+                                             guard=guard).fit(Xs)
+            mine, single = _own(Xs, est.labels_, est), _own(Xs, ind, est)
+            for t in range(n_tasks):
+                assert mine[t] <= single[t] * (1 + 1e-9) + 1e-12, (seed, lam, t)
+                if est.guarded_[t]:
+                    np.testing.assert_array_equal(est.labels_[t], ind[t])
+            seen.update(est.guarded_.tolist())
+            if guard == "task" and est.lam_ > 0:  # the other tasks keep the coupled fit's
+                raw = MultitaskBregmanClustering(K, divergence=name, lam=est.lam_,
+                                                 init=init).fit(Xs)
+                for t in np.flatnonzero(~est.guarded_):
+                    np.testing.assert_array_equal(est.labels_[t], raw.labels_[t])
+    if guard == "task":  # the cases exercise both branches
+        assert seen == {True, False}
+
+
+@pytest.mark.parametrize("n_tasks", [2, 3])
+@pytest.mark.parametrize("name", ["sqeuclidean", "kl", "itakura_saito"])
+def test_guard_sweep_own_objectives_never_increase(name, n_tasks):
+    """guard='sweep' (S-MBC): the recorded objective is the sum of the tasks' own objectives
+    at their centres; it never increases, and its last value is the definition's."""
+    changed = 0
+    for seed in range(3):
+        Xs = _unrelated_tasks(10 + seed, n_tasks)
+        if name != "sqeuclidean":
+            Xs = [np.exp(X / 4.0) for X in Xs]
+        for lam in (0.3, 3.0):
+            est = MultitaskBregmanClustering([3, 2, 4][:n_tasks], divergence=name, lam=lam,
+                                             guard="sweep", tol=0.0, max_iter=20,
+                                             random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                est.fit(Xs)
+            hist = np.asarray(est.objective_history_)
+            assert hist.size >= 2
+            assert np.all(np.diff(hist) <= 1e-10 * np.abs(hist[:-1]) + 1e-13), hist
+            zs = ([smoothing_point(X, est.divergence_) for X in Xs]
+                  if max(est.smoothing_) > 0 else None)
+            ref = naive_objective(Xs, est.labels_, est.cluster_centers_, est.relations_,
+                                  est.divergence_, 0.0, smoothing=est.smoothing_, smoothing_points=zs)
+            assert est.objective_ == pytest.approx(ref, rel=1e-9, abs=1e-12)
+            raw = MultitaskBregmanClustering([3, 2, 4][:n_tasks], divergence=name, lam=lam,
+                                             tol=0.0, max_iter=20, random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                raw.fit(Xs)
+            changed += any(not np.array_equal(a, b) for a, b in zip(est.labels_, raw.labels_))
+    assert changed  # the guard acted in some case
+
+
+def test_guard_none_is_the_unguarded_fit_and_guard_checks():
+    Xs = _unrelated_tasks(3, 2)
+    a = MultitaskBregmanClustering(3, random_state=0).fit(Xs)
+    b = MultitaskBregmanClustering(3, guard="none", random_state=0).fit(Xs)
+    for la, lb in zip(a.labels_, b.labels_):
+        np.testing.assert_array_equal(la, lb)
+    assert not a.guarded_.any() and a.guarded_.shape == (2,)
+    with pytest.raises(ValueError, match="guard"):
+        MultitaskBregmanClustering(3, guard="smart").fit(Xs)
+    with pytest.raises(ValueError, match="guard='sweep' needs a differentiable"):
+        MultitaskBregmanClustering(3, divergence="l1_subgradient", lam=0.5,
+                                   guard="sweep").fit(Xs)
+    est = MultitaskBregmanClustering(3, divergence="l1_subgradient", lam=3.0, guard="task",
+                                     random_state=0).fit(Xs)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.guarded_, est.guarded_)
+    assert clone(est).get_params()["guard"] == "task"
+
+
+def test_guard_sparse_tasks():
+    rng = np.random.default_rng(4)
+    Xs = [sp.random(60, 30, density=0.2, random_state=s, format="csr",
+                    data_rvs=lambda m: rng.integers(1, 5, m).astype(float)) for s in (0, 1)]
+    for guard in ("task", "sweep"):
+        est = MultitaskBregmanClustering(3, divergence="kl", lam=1.0, guard=guard,
+                                         random_state=0).fit(Xs)
+        dense = MultitaskBregmanClustering(3, divergence="kl", lam=1.0, guard=guard,
+                                           random_state=0).fit([X.toarray() for X in Xs])
+        for ls, ld in zip(est.labels_, dense.labels_):
+            np.testing.assert_array_equal(ls, ld)
+
+
+def test_each_task_is_validated_once_per_fit():
+    """fit converts (and checks) every task once: an array-like counting its conversions."""
+
+    class Counted:
+        def __init__(self, X):
+            self.X, self.calls = X, 0
+
+        def __array__(self, dtype=None, copy=None):
+            self.calls += 1
+            return np.asarray(self.X, dtype=dtype)
+
+        def __len__(self):
+            return len(self.X)
+
+        @property
+        def shape(self):
+            return self.X.shape
+
+    for lam, guard in ((0.5, "none"), ("auto", "task"), ("auto", "sweep")):
+        Xs = [Counted(X) for X in _unrelated_tasks(5, 3)]
+        MultitaskBregmanClustering(3, lam=lam, guard=guard, random_state=0).fit(Xs)
+        assert [X.calls for X in Xs] == [1, 1, 1]
+
+
+def _smbc_cases(n_tasks):
+    """Random related tasks, and one case where the coupling rescues a task: its start puts
+    two centres in one cluster, which Lloyd keeps; the other task pulls one of them out."""
+    for seed in range(4):
+        Xs = _unrelated_tasks(20 + seed, n_tasks)
+        K = [3, 2, 4][:n_tasks]
+        r = np.random.RandomState(seed)
+        init = [bregman_kmeans_plusplus(X, k, "sqeuclidean", random_state=r)[0]
+                for X, k in zip(Xs, K)]
+        yield Xs, K, init
+    rng = np.random.default_rng(0)
+    C = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    Xs = [C[np.arange(n) % 3] + rng.normal(0, 1, (n, 2)) for n in (60, 45, 50)[:n_tasks]]
+    init = [C + rng.normal(0, 0.5, (3, 2)), np.array([[-1.0, 0.0], [1.0, 0.0], [6.0, 4.0]]),
+            C + 0.3][:n_tasks]
+    yield Xs, [3] * n_tasks, init
+
+
+@pytest.mark.parametrize("n_tasks", [2, 3])
+def test_guard_sweep_equals_dense_smbc_reference(n_tasks):
+    """guard='sweep' follows the dense S-MBC reference sweep by sweep (labels, centres and
+    the summed own loss), including sweeps where the coupled candidate wins."""
+    coupled_wins = 0
+    for Xs, K, init in _smbc_cases(n_tasks):
+        for lam in (0.2, 0.5, 2.0):
+            est = MultitaskBregmanClustering(K, lam=lam, init=init, guard="sweep", tol=0.0,
+                                             max_iter=6)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                est.fit(Xs)
+            labels, centres, hist, wins = naive_smbc_sq(Xs, init, lam, 6)
+            coupled_wins += wins
+            np.testing.assert_allclose(est.objective_history_, hist, rtol=1e-10)
+            if not est.guarded_.any():
+                for t in range(n_tasks):
+                    np.testing.assert_array_equal(est.labels_[t], labels[t])
+                    np.testing.assert_allclose(est.cluster_centers_[t], centres[t],
+                                               rtol=1e-9, atol=1e-12)
+    assert coupled_wins > 0
+
+
+def test_guard_on_dask_tasks_equals_in_memory():
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(3)
+    C = rng.normal(0, 3, (3, 3))
+    Xs = [C[np.arange(n) % 3] + rng.normal(0, 1.5, (n, 3)) + t for t, n in enumerate((120, 100))]
+    init = [X[[0, 1, 5]] for X in Xs]
+    for guard in ("task", "sweep"):
+        for lam in (0.5, 3.0):
+            mem = MultitaskBregmanClustering(3, lam=lam, guard=guard, init=init).fit(Xs)
+            lazy = MultitaskBregmanClustering(3, lam=lam, guard=guard, init=init).fit(
+                [da.from_array(X, chunks=40) for X in Xs])
+            np.testing.assert_array_equal(mem.guarded_, lazy.guarded_)
+            for a, b in zip(mem.labels_, lazy.labels_):
+                np.testing.assert_array_equal(a, np.asarray(b.compute()))
