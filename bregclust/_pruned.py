@@ -149,9 +149,40 @@ class CachedPasses:
         self.k = None
         self.G = None
         self.P = None
+        self.prepared = None  # (centres prepared by self.prepare, their moved rows, base G)
         self.skipped = []
         self.total = 0
         self.T = PrunedPasses._threads(self)
+
+    def prepare(self, div, U):
+        """:func:`bregclust._execution.prepare_centres` of ``U``, recomputing only the rows
+        that differ (in their bits) from the centres prepared last. For a separable generator
+        the gradients, ``phi`` and ``c`` are computed row by row (elementwise maps and row
+        sums), so the other rows are the previous values; other generators (Mahalanobis: a
+        matrix product) are prepared whole. The debug mode checks every preparation against
+        a fresh one."""
+        last = self.prepared[0] if self.prepared is not None else None
+        U = np.ascontiguousarray(U)
+        if (last is None or last.phi is None or last.U.shape != U.shape
+                or last.U.dtype != U.dtype or not (div.differentiable and div.separable)):
+            pc = E.prepare_centres(div, U)
+            self.prepared = (pc, None, None)
+            return pc
+        bits = f"u{U.itemsize}"
+        moved = np.flatnonzero(~(U.view(bits) == last.U.view(bits)).all(axis=1))
+        part = E.prepare_centres(div, U[moved])
+        G, c, phi = last.G.copy(), last.c.copy(), last.phi.copy()
+        G[moved], c[moved], phi[moved] = part.G, part.c, part.phi
+        pc = E.PreparedCentres(U, G, c, phi, fused=div.form.fused)
+        if self.debug:
+            ref = E.prepare_centres(div, U)
+            for name in ("G", "c", "phi"):
+                a, b = getattr(ref, name), getattr(pc, name)
+                assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}")), (
+                    f"cached preparation: {name} differs from prepare_centres")
+            assert (ref.finite, ref.fused) == (pc.finite, pc.fused)
+        self.prepared = (pc, moved, last.G)
+        return pc
 
     def __call__(self, div, pc, extra=None, sums=True):
         k = pc.U.shape[0]
@@ -164,6 +195,10 @@ class CachedPasses:
         if self.P is None:
             self.P = np.empty((self.n, k))
             moved = np.arange(k, dtype=np.int64)
+        elif (self.prepared is not None and self.prepared[0] is pc
+              and self.prepared[2] is self.G):
+            # prepared here from the centres of the cached pass: only their moved rows changed
+            moved = self.prepared[1].astype(np.int64)
         else:
             bits = f"u{G.itemsize}"
             same = (G.view(bits) == self.G.view(bits)).all(axis=1)
@@ -179,7 +214,7 @@ class CachedPasses:
         kern = KP.cached_step_csr if T > 1 else KP.cached_step_csr_serial
         kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, GTm, moved, pc.c, self.w, self.P,
              labels, mins, S, W, O)
-        self.G = G.copy()
+        self.G = G  # prepare_centres makes a new G every pass (never written to)
         self.skipped.append(n * (k - moved.shape[0]))
         obj = float(O[0])
         for t in range(1, T):  # as fused_pass adds the threads' sums
