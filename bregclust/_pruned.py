@@ -203,7 +203,7 @@ class CachedPasses:
             bits = f"u{G.itemsize}"
             same = (G.view(bits) == self.G.view(bits)).all(axis=1)
             moved = np.flatnonzero(~same).astype(np.int64)
-        GTm = np.ascontiguousarray(pc.GT[:, moved])
+        GTm = np.ascontiguousarray(G[moved].T)  # the rows of G that moved, as columns
         n, d, T = self.n, self.d, self.T
         labels = np.empty(n, dtype=np.int64)
         mins = np.empty(n)
