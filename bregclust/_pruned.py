@@ -42,8 +42,10 @@ ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang", "cached")
 AUTO_MIN_CLUSTERS = 64
 
 #: ``algorithm="auto"`` keeps the score columns of sparse rows (``"cached"``) from this many
-#: clusters on, while its ``n x k`` float64 cache stays below :data:`CACHE_MAX_BYTES`.
-AUTO_CACHED_MIN_CLUSTERS = 32
+#: clusters on, while its ``n x k`` float64 cache stays below :data:`CACHE_MAX_BYTES` (kl on
+#: 20 Newsgroups term frequencies, one thread: 1.27x Lloyd's time at k = 32, where nearly every
+#: centre moves every pass; 0.92x at k = 128, 0.59x at k = 256; benchmarks/RESULTS.md).
+AUTO_CACHED_MIN_CLUSTERS = 128
 
 #: The largest score cache ``algorithm="auto"`` allocates (``n k`` float64 values).
 CACHE_MAX_BYTES = 1 << 30

@@ -126,7 +126,7 @@ default="auto"
         only): keeps the ``n x k`` products of the centres that did not move and recomputes
         the others (``8 n k`` bytes), also Lloyd's results bit for bit. ``"auto"``:
         ``"yinyang"`` from 64 clusters on for dense in-memory data and divergences with the
-        fused GEMM form, ``"cached"`` from 32 clusters on for sparse rows (when the cache
+        fused GEMM form, ``"cached"`` from 128 clusters on for sparse rows (when the cache
         takes at most 1 GiB), ``"lloyd"`` otherwise (and for dask arrays).
 
     Attributes
