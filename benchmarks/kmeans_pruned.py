@@ -8,8 +8,9 @@ What it measures (same run, ratios, best of ``--repeat``):
    "lloyd" and "elkan", faiss-cpu's Kmeans (float32, every row used:
    ``max_points_per_centroid`` = n). Target: pruned <= 0.5 x the faster of scikit-learn's two.
 2. kl k-means on 20 Newsgroups term frequencies (counts / document length, CSR, terms in >= 5
-   documents), k = 256, smoothing="auto", from the same centres: pruned vs our own Lloyd,
-   identical labels. Target <= 0.35.
+   documents), k = 256, smoothing="auto", from the same centres: "cached" (the product
+   columns of unmoved centres kept), "yinyang" and "hamerly" vs our own Lloyd, identical
+   labels. Target <= 0.35.
 3. k = 20 (the dense problem of benchmarks/kmeans_speed.py) with algorithm="auto" vs "lloyd":
    auto must not be slower (it runs Lloyd's passes below AUTO_MIN_CLUSTERS clusters).
 
@@ -20,7 +21,7 @@ the calling thread (``--wall`` for wall time): every library then runs on that t
 time is what a shared, loaded machine disturbs least.
 
 Run: python benchmarks/kmeans_pruned.py [--n 200000] [--iters 50] [--ks 256 1024] [--repeat 3]
-[--threads 1] [--skip-20ng] [--skip-dense] [--skip-faiss] [--wall]
+[--threads 1] [--skip-20ng] [--skip-dense] [--skip-faiss] [--wall] [--text-algs cached ...]
 """
 
 import argparse
@@ -94,7 +95,7 @@ def dense_rows(n, k, iters, repeat, clock, use_faiss, threads):
     table([f"k={k}", "seconds", "ratio to sklearn's faster (target <= 0.5)"], rows)
 
 
-def text_rows(k, repeat, clock):
+def text_rows(k, repeat, clock, algs):
     from sklearn.preprocessing import normalize
 
     from bregclust.datasets import load_20newsgroups
@@ -109,7 +110,7 @@ def text_rows(k, repeat, clock):
         t_l, lloyd = timed(lambda: BregmanKMeans(k, algorithm="lloyd", **kw).fit(X), repeat,
                            clock)
         fits = {alg: timed(lambda: BregmanKMeans(k, algorithm=alg, **kw).fit(X), repeat, clock)
-                for alg in ("hamerly", "yinyang")}
+                for alg in algs}
     print(f"\n### kl on 20NG term frequencies (CSR {X.shape}, nnz={X.nnz}), k={k}, "
           f"smoothing='auto': lloyd {lloyd.n_iter_} iterations")
     rows = [("bregclust lloyd", f"{t_l:.2f}", "", "", "")]
@@ -149,6 +150,8 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--ks", type=int, nargs="+", default=[64, 256, 1024])
     ap.add_argument("--text-k", type=int, default=256)
+    ap.add_argument("--text-algs", nargs="+", default=["cached", "yinyang", "hamerly"],
+                    help="the algorithms of part 2 beside lloyd")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--skip-20ng", action="store_true")
@@ -180,7 +183,7 @@ def main():
             dense_rows(a.n, k, a.iters, a.repeat, clock, use_faiss, a.threads)
     if not a.skip_20ng:
         print("\n## 2. kl on 20 Newsgroups term frequencies")
-        text_rows(a.text_k, a.repeat, clock)
+        text_rows(a.text_k, a.repeat, clock, a.text_algs)
     if not a.skip_dense:
         print("\n## 3. small k: algorithm='auto'")
         small_k_rows(a.n, 20, a.repeat, clock)

@@ -10,6 +10,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -54,13 +55,40 @@ class LloydResult:
         return self.history[-1]
 
 
-def smoothed_objective(obj, centres, div, beta, z):
+def smoothed_objective(obj, centres, div, beta, z, pc=None):
     """The k-means objective from ``sum_i w_i mins_i``: plus the smoothing term
-    ``beta sum_j d(z, u_j)`` when ``beta > 0``."""
+    ``beta sum_j d(z, u_j)`` when ``beta > 0``.
+
+    ``pc``, the prepared ``centres`` when the caller has them, saves the gradients and ``phi``
+    of the centres (``k x d`` generator evaluations per iteration, as many as the pass itself
+    on text): the terms are then :func:`bregclust._execution.pairwise`'s arithmetic on the
+    same ``G`` and ``c`` (the same product, sum and clamp), so the same value."""
     obj = float(obj)
     if beta > 0:
-        obj += beta * float(E.pairwise(div, z[None, :], centres).sum())
+        terms = _smoothing_terms(div, z, centres, pc)
+        if terms is None:
+            terms = E.pairwise(div, z[None, :], centres)
+        obj += beta * float(terms.sum())
     return obj
+
+
+def _smoothing_terms(div, z, centres, pc):
+    """``[[d(z, u_j)]]`` (1 x k) from prepared centres as ``E.pairwise`` computes it, or None
+    where it would take another path (non-finite parts or values, float32, a generator whose
+    GEMM parts are not those of ``prepare_centres``)."""
+    if (pc is None or pc.phi is None or pc.U is not centres or not pc.finite
+            or not (div.separable and div.differentiable) or div.spherical
+            or not (centres.flags.c_contiguous and pc.G.flags.c_contiguous)):
+        return None
+    Xg, phi_x = E.prepare(div, z[None, :])
+    if Xg.dtype != np.float64 or sp.issparse(Xg):
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = np.asarray(Xg @ pc.G.T)
+        v = (phi_x[0] + pc.c) - D[0]
+    if not np.isfinite(v).all():
+        return None
+    return np.where(v > 0.0, v, 0.0)[None, :]
 
 
 def update_centres(S, W, candidates, div, beta, z, run, previous):
@@ -150,16 +178,19 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
         passes of :class:`bregclust._pruned.PrunedPasses`, whose ``skipped`` list the bar
         shows, or the size-constrained assignment of
         :class:`bregclust._constrained.ConstrainedPasses`, whose ``candidates = False`` keeps
-        the centre step from moving points into empty clusters.
+        the centre step from moving points into empty clusters. Its ``prepare`` method, when
+        it has one, prepares the centres in place of
+        :func:`bregclust._execution.prepare_centres` (the same values).
 
     Returns
     -------
     LloydResult
     """
     run_pass = src.lloyd if passes is None else passes
-    pc = E.prepare_centres(div, centres)
+    prepare = getattr(passes, "prepare", E.prepare_centres)  # the cached passes: changed rows
+    pc = prepare(div, centres)
     part = first if first is not None else run_pass(div, pc)
-    history = [smoothed_objective(part.objective, centres, div, beta, z)]
+    history = [smoothed_objective(part.objective, centres, div, beta, z, pc)]
     n_iter = 0
     converged = False
     with progress(verbose, total=max_iter, desc=f"{desc} restart {run}") as bar:
@@ -169,9 +200,9 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
             candidates = (src.farthest(div, part, pc) if getattr(passes, "candidates", True)
                           else ())
             centres = update_centres(part.S, part.W, candidates, div, beta, z, run, centres)
-            pc = E.prepare_centres(div, centres)
+            pc = prepare(div, centres)
             new = run_pass(div, pc)
-            history.append(smoothed_objective(new.objective, centres, div, beta, z))
+            history.append(smoothed_objective(new.objective, centres, div, beta, z, pc))
             n_iter = it + 1
             changed = src.labels_changed(part, new)
             part = new

@@ -31,14 +31,24 @@ import scipy.sparse as sp
 from . import _execution as E
 from ._kernels import pruned as KP
 
-__all__ = ["PrunedPasses", "ALGORITHMS", "AUTO_MIN_CLUSTERS", "resolve_algorithm"]
+__all__ = ["PrunedPasses", "CachedPasses", "make_passes", "ALGORITHMS", "AUTO_MIN_CLUSTERS",
+           "resolve_algorithm"]
 
-ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang")
+ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang", "cached")
 
 #: ``algorithm="auto"`` prunes dense rows from this many clusters on (below it a
 #: Lloyd pass is cheap and the bounds rarely pay for their bookkeeping, see
 #: benchmarks/kmeans_pruned.py).
 AUTO_MIN_CLUSTERS = 64
+
+#: ``algorithm="auto"`` keeps the score columns of sparse rows (``"cached"``) from this many
+#: clusters on, while its ``n x k`` float64 cache stays below :data:`CACHE_MAX_BYTES` (kl on
+#: 20 Newsgroups term frequencies, one thread: 1.27x Lloyd's time at k = 32, where nearly every
+#: centre moves every pass; 0.92x at k = 128, 0.59x at k = 256; benchmarks/RESULTS.md).
+AUTO_CACHED_MIN_CLUSTERS = 128
+
+#: The largest score cache ``algorithm="auto"`` allocates (``n k`` float64 values).
+CACHE_MAX_BYTES = 1 << 30
 
 #: Centres per group of ``algorithm="yinyang"`` (Ding et al. use ``k / 10`` groups).
 GROUP_SIZE = 10
@@ -53,21 +63,176 @@ def _gamma(m, u):
 
 
 def resolve_algorithm(algorithm, div, src, k):
-    """``"lloyd"``, ``"hamerly"`` or ``"yinyang"`` for the ``algorithm`` parameter of a fit.
+    """``"lloyd"``, ``"hamerly"``, ``"yinyang"`` or ``"cached"`` for the ``algorithm`` parameter
+    of a fit.
 
     ``"auto"`` prunes when the data are dense and in memory, the divergence has the fused GEMM
     form and ``k >= AUTO_MIN_CLUSTERS``; a dask array (chunked source) always runs Lloyd's
-    passes. Sparse rows (text) run Lloyd under ``"auto"``: with ``x0 = 0`` the bound
-    ``||x|| ||dt_j||`` spans the whole vocabulary and prunes almost nothing (kl on 20
-    Newsgroups term frequencies, k = 256: 0.1% of the scores, benchmarks/kmeans_pruned.py).
+    passes. Sparse rows (text) take ``"cached"`` from ``AUTO_CACHED_MIN_CLUSTERS`` clusters on
+    when its ``n x k`` cache fits in ``CACHE_MAX_BYTES``: the bounds of ``"hamerly"`` /
+    ``"yinyang"`` need ``x0 = 0`` there, and ``||x|| ||dt_j||`` spans the whole vocabulary
+    and prunes almost nothing (kl on 20 Newsgroups term frequencies, k = 256: 0.1% of the
+    scores), while most centres of a text fit keep their members from one pass to the next
+    (benchmarks/kmeans_pruned.py).
     """
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {algorithm!r}.")
+    if algorithm == "cached" and not src.sparse:
+        raise ValueError("algorithm='cached' keeps the score columns of sparse (CSR) rows; "
+                         "use 'yinyang' or 'hamerly' for dense rows, or pass a scipy.sparse "
+                         "matrix.")
     if algorithm == "lloyd" or src.chunked or not div.has_gemm:
         return "lloyd"
     if algorithm == "auto":
-        return "yinyang" if k >= AUTO_MIN_CLUSTERS and not src.sparse else "lloyd"
+        if src.sparse:
+            fits = src.n * k * 8 <= CACHE_MAX_BYTES
+            return "cached" if k >= AUTO_CACHED_MIN_CLUSTERS and fits else "lloyd"
+        return "yinyang" if k >= AUTO_MIN_CLUSTERS else "lloyd"
     return algorithm
+
+
+def make_passes(src, div, algorithm, debug=False):
+    """The ``passes=`` object of :func:`bregclust._centroid.lloyd` for a resolved
+    ``algorithm`` (None for ``"lloyd"``: the source's own pass)."""
+    if algorithm == "lloyd":
+        return None
+    if algorithm == "cached":
+        return CachedPasses(src, div, debug=debug)
+    return PrunedPasses(src, div, algorithm, debug=debug)
+
+
+class CachedPasses:
+    """Lloyd passes over sparse rows that keep the products ``<x_i, t_j>`` of every centre
+    whose gradient did not change.
+
+    A centre whose members did not change in a pass is recomputed bit for bit (the same rows
+    summed in the same order), so its gradient ``t_j`` and every product ``<x_i, t_j>`` are
+    those of the previous pass. A pass therefore multiplies each row by the moved columns of
+    ``G^T`` only (the same sum over the same stored entries in the same order as the Lloyd
+    kernel, so the same values), reads the other columns from an ``n x k`` float64 cache, and
+    runs Lloyd's argmin and sums on the result: labels, minima, sums and centres are Lloyd's
+    bit for bit. Which centres moved is decided by comparing the bits of ``G`` with those of
+    the previous pass, not by the labels, so nothing rests on an argument about the centre
+    step.
+
+    Call it as ``passes(div, centres)`` where :func:`bregclust._centroid.lloyd` would call
+    ``src.lloyd(div, centres)``. Passes the cache cannot serve (centres outside the fused GEMM
+    form, extra statistics, a labels-only pass, an overflow) run the source's own pass.
+
+    Parameters
+    ----------
+    src : InMemorySource
+        Sparse (CSR) rows.
+    div : Divergence
+    debug : bool, default=False
+        Check after every pass that labels, minima and sums are those of the source's Lloyd
+        pass (tests only: a full pass more per iteration).
+
+    Attributes
+    ----------
+    skipped : list of int
+        Per pass, the products ``<x_i, t_j>`` read from the cache instead of computed.
+    total : int
+        ``n k``, the products of a Lloyd pass.
+    """
+
+    candidates = True
+
+    def __init__(self, src, div, debug=False):
+        self.src = src
+        self.div = div
+        self.debug = bool(debug)
+        block = src.block
+        self.Xg, self.phi_x = block.prepared(div)
+        if not sp.issparse(self.Xg):
+            raise ValueError("CachedPasses needs sparse (CSR) rows.")
+        self.w = block.weights()
+        self.n, self.d = self.Xg.shape
+        self.k = None
+        self.G = None
+        self.P = None
+        self.prepared = None  # (centres prepared by self.prepare, their moved rows, base G)
+        self.skipped = []
+        self.total = 0
+        self.T = PrunedPasses._threads(self)
+
+    def prepare(self, div, U):
+        """:func:`bregclust._execution.prepare_centres` of ``U``, recomputing only the rows
+        that differ (in their bits) from the centres prepared last. For a separable generator
+        the gradients, ``phi`` and ``c`` are computed row by row (elementwise maps and row
+        sums), so the other rows are the previous values; other generators (Mahalanobis: a
+        matrix product) are prepared whole. The debug mode checks every preparation against
+        a fresh one."""
+        last = self.prepared[0] if self.prepared is not None else None
+        U = np.ascontiguousarray(U)
+        if (last is None or last.phi is None or last.U.shape != U.shape
+                or last.U.dtype != U.dtype or not (div.differentiable and div.separable)):
+            pc = E.prepare_centres(div, U)
+            self.prepared = (pc, None, None)
+            return pc
+        bits = f"u{U.itemsize}"
+        moved = np.flatnonzero(~(U.view(bits) == last.U.view(bits)).all(axis=1))
+        part = E.prepare_centres(div, U[moved])
+        G, c, phi = last.G.copy(), last.c.copy(), last.phi.copy()
+        G[moved], c[moved], phi[moved] = part.G, part.c, part.phi
+        pc = E.PreparedCentres(U, G, c, phi, fused=div.form.fused)
+        if self.debug:
+            ref = E.prepare_centres(div, U)
+            for name in ("G", "c", "phi"):
+                a, b = getattr(ref, name), getattr(pc, name)
+                assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}")), (
+                    f"cached preparation: {name} differs from prepare_centres")
+            assert (ref.finite, ref.fused) == (pc.finite, pc.fused)
+        self.prepared = (pc, moved, last.G)
+        return pc
+
+    def __call__(self, div, pc, extra=None, sums=True):
+        k = pc.U.shape[0]
+        if self.k != k:
+            self.k, self.total, self.G, self.P = k, self.n * k, None, None
+        if not pc.fused or extra is not None or not sums or self.n == 0:
+            self.skipped.append(0)
+            return self.src.lloyd(div, pc, extra, sums)
+        G = np.ascontiguousarray(pc.G)
+        if self.P is None:
+            self.P = np.empty((self.n, k))
+            moved = np.arange(k, dtype=np.int64)
+        elif (self.prepared is not None and self.prepared[0] is pc
+              and self.prepared[2] is self.G):
+            # prepared here from the centres of the cached pass: only their moved rows changed
+            moved = self.prepared[1].astype(np.int64)
+        else:
+            bits = f"u{G.itemsize}"
+            same = (G.view(bits) == self.G.view(bits)).all(axis=1)
+            moved = np.flatnonzero(~same).astype(np.int64)
+        GTm = np.ascontiguousarray(G[moved].T)  # the rows of G that moved, as columns
+        n, d, T = self.n, self.d, self.T
+        labels = np.empty(n, dtype=np.int64)
+        mins = np.empty(n)
+        S = np.zeros((T, k, d))
+        W = np.zeros((T, k))
+        O = np.zeros(T)
+        Xg = self.Xg
+        kern = KP.cached_step_csr if T > 1 else KP.cached_step_csr_serial
+        kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, GTm, moved, pc.c, self.w, self.P,
+             labels, mins, S, W, O)
+        self.G = G  # prepare_centres makes a new G every pass (never written to)
+        self.skipped.append(n * (k - moved.shape[0]))
+        obj = float(O[0])
+        for t in range(1, T):  # as fused_pass adds the threads' sums
+            S[0] += S[t]
+            obj += float(O[t])
+        if not np.isfinite(obj):  # a minimum to evaluate by the definition: Lloyd's pass
+            return self.src.lloyd(div, pc)
+        part = E.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels, mins=mins)
+        if self.debug:
+            ref = self.src.lloyd(div, pc)
+            assert np.array_equal(ref.labels, part.labels), "cached labels differ from Lloyd's"
+            assert np.array_equal(ref.mins, part.mins), "cached minima differ from Lloyd's"
+            assert np.array_equal(ref.W, part.W), "cached cluster weights differ from Lloyd's"
+            assert np.array_equal(ref.S, part.S), "cached cluster sums differ from Lloyd's"
+            assert ref.objective == part.objective, "cached objective differs from Lloyd's"
+        return part
 
 
 class PrunedPasses:

@@ -118,13 +118,16 @@ default="auto"
         simplex; ``O(n k)`` memory); ``"sinkhorn"`` (an entropic plan, rounded) and
         ``"greedy"`` (nearest centres) then moves of least cost until the sizes fit:
         approximate, for large ``n``. Ignored without bounds.
-    algorithm : {"auto", "lloyd", "hamerly", "yinyang"}, default="auto"
+    algorithm : {"auto", "lloyd", "hamerly", "yinyang", "cached"}, default="auto"
         ``"lloyd"``: every pass evaluates all ``n k`` scores. ``"hamerly"`` and ``"yinyang"``:
         exact pruned passes (one lower bound per point, or one per group of about 10 centres;
         valid for every Bregman divergence, see :doc:`/guide/kmeans`): the same labels and
-        centres as ``"lloyd"``, fewer scores when ``k`` is large. ``"auto"``: ``"yinyang"``
-        from 64 clusters on for dense in-memory data and divergences with the fused GEMM form,
-        ``"lloyd"`` otherwise (sparse rows, where the bounds prune little, and dask arrays).
+        centres as ``"lloyd"``, fewer scores when ``k`` is large. ``"cached"`` (sparse rows
+        only): keeps the ``n x k`` products of the centres that did not move and recomputes
+        the others (``8 n k`` bytes), also Lloyd's results bit for bit. ``"auto"``:
+        ``"yinyang"`` from 64 clusters on for dense in-memory data and divergences with the
+        fused GEMM form, ``"cached"`` from 128 clusters on for sparse rows (when the cache
+        takes at most 1 GiB), ``"lloyd"`` otherwise (and for dask arrays).
 
     Attributes
     ----------
@@ -134,10 +137,11 @@ default="auto"
     inertia_ : float
         ``sum_i w_i d(x_i, u_{label(i)})`` for the training data.
     algorithm_ : str
-        The passes the fit ran (``"lloyd"``, ``"hamerly"`` or ``"yinyang"``).
+        The passes the fit ran (``"lloyd"``, ``"hamerly"``, ``"yinyang"`` or ``"cached"``).
     n_skipped_ : ndarray of shape (n_iter_ + 1,)
         Per Lloyd pass of the best restart, the score evaluations ``d(x_i, u_j)`` skipped by
-        the pruning bounds (zeros for ``"lloyd"``); ``n_skipped_ / (n_samples n_clusters)``
+        the pruning bounds or read from the cache (zeros for ``"lloyd"``);
+        ``n_skipped_ / (n_samples n_clusters)``
         is the fraction skipped, shown in the progress bar at ``verbose=1``.
     n_iter_ : int
         Centroid updates of the best restart.
@@ -297,7 +301,7 @@ default="auto"
             # One statistics pass decides the conditioning and the smoothing; started from
             # given centres it also runs the first Lloyd pass (fused with it on chunks).
             first = None
-            if init_is_array:
+            if init_is_array and algorithm == "lloyd":  # other passes start their own state
                 stats, first = src.stats(div, centres=E.prepare_centres(div, init))
             else:
                 stats = src.stats(div)
@@ -313,8 +317,7 @@ default="auto"
             best = None
             for run in range(n_init):
                 C0 = self._seed(src, div, k, rng, beta, z, init)
-                passes = (None if algorithm == "lloyd" else
-                          _pruned.PrunedPasses(src, div, algorithm, debug=_pruned.DEBUG))
+                passes = _pruned.make_passes(src, div, algorithm, debug=_pruned.DEBUG)
                 if bounds is not None:
                     res = constrained_lloyd(src, div, C0, beta, z, self.max_iter, self.tol,
                                             run, bounds.scaled(cond.weight_scale),

@@ -1,9 +1,10 @@
-"""Pruned Bregman k-means (``algorithm="hamerly"``, ``"yinyang"``): the same fit as Lloyd's
-passes.
+"""Pruned Bregman k-means (``algorithm="hamerly"``, ``"yinyang"``, and the cached score columns
+of ``"cached"`` on sparse rows): the same fit as Lloyd's passes.
 
 Every pruned fit here runs with the debug mode of :mod:`bregclust._pruned` on: after each pass
 it checks that the lower bound of every row is below its true second score, and that labels and
-centre sums equal those of a full Lloyd pass from the same centres. The fits are then compared
+centre sums equal those of a full Lloyd pass from the same centres (the cached passes: labels,
+minima, sums and objective). The fits are then compared
 with ``algorithm="lloyd"``: labels, centres, iterations and inertia.
 """
 
@@ -65,7 +66,7 @@ def _fit(alg, X, k, div, **kw):
 def _same(a, b, float32=False):
     """Same fit; the objective history agrees to the rounding of the minima (the pruned pass
     evaluates a skipped row's own score in float64, Lloyd's float32 product in float32)."""
-    assert a.algorithm_ == "lloyd" and b.algorithm_ in ("hamerly", "yinyang")
+    assert a.algorithm_ == "lloyd" and b.algorithm_ in ("hamerly", "yinyang", "cached")
     assert np.array_equal(a.labels_, b.labels_)
     assert np.array_equal(a.cluster_centers_, b.cluster_centers_)
     assert a.n_iter_ == b.n_iter_
@@ -101,13 +102,15 @@ def test_pruned_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init, smooth
     _same(_fit("lloyd", X, k, div, **dict(kw)), _fit(alg, X, k, div, **dict(kw)))
 
 
-@pytest.mark.parametrize("alg", ["hamerly", "yinyang"])
+@pytest.mark.parametrize("alg", ["hamerly", "yinyang", "cached"])
 @pytest.mark.parametrize("div", DIVS)
 @pytest.mark.parametrize("form", ["float64", "float32", "csr"])
 def test_pruned_equals_lloyd_many_clusters(div, form, alg):
     """Many clusters (many skipped rows), default tol, k-means++ and n_init restarts."""
     if form == "csr" and div in ("itakura_saito", "mahalanobis", CUSTOM):
         pytest.skip("CSR rows: divergences with 0 in the domain and separable generators")
+    if alg == "cached" and form != "csr":
+        pytest.skip("cached score columns: sparse rows only (test_cached_refuses_dense_rows)")
     rng = np.random.default_rng(3)
     X = rng.uniform(0.5, 6.0, size=(1500, 3)) * rng.integers(1, 3, size=(1500, 1))
     if div in ("kl", "itakura_saito"):
@@ -149,8 +152,12 @@ def test_auto_chooses_by_k_and_source():
     large = _fit("auto", X, P.AUTO_MIN_CLUSTERS, "sqeuclidean", random_state=0)
     l1 = _fit("auto", X, P.AUTO_MIN_CLUSTERS, "l1_subgradient", random_state=0)
     assert (small.algorithm_, large.algorithm_, l1.algorithm_) == ("lloyd", "yinyang", "lloyd")
-    sparse = _fit("auto", sp.csr_matrix(X), P.AUTO_MIN_CLUSTERS, "sqeuclidean", random_state=0)
-    assert sparse.algorithm_ == "lloyd"
+    sparse = _fit("auto", sp.csr_matrix(X), P.AUTO_CACHED_MIN_CLUSTERS, "sqeuclidean",
+                  random_state=0)
+    assert sparse.algorithm_ == "cached"
+    few = _fit("auto", sp.csr_matrix(X), P.AUTO_CACHED_MIN_CLUSTERS - 1, "sqeuclidean",
+               random_state=0)
+    assert few.algorithm_ == "lloyd"
     forced = _fit("hamerly", X, 5, "l1_subgradient", random_state=0)
     assert forced.algorithm_ == "lloyd"  # no GEMM form to bound: Lloyd's passes
     assert BregmanKMeans().get_params()["algorithm"] == "auto"
@@ -204,5 +211,98 @@ def test_pruned_threads_and_one_row_products(n, form):
     init = (X[:70].toarray() + 0.01) if sp.issparse(X) else X[:70]
     kw = dict(init=init, max_iter=8, tol=0.0)
     a = _fit("lloyd", X, 70, div, **dict(kw))
-    for alg in ("hamerly", "yinyang"):
+    for alg in ("hamerly", "yinyang") + (("cached",) if form == "csr" else ()):
         _same(a, _fit(alg, X, 70, div, **dict(kw)), float32=form == "float32")
+
+
+# ------------------------------------------------------------------ cached score columns (CSR)
+CSR_DIVS = ["sqeuclidean", "kl"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(div=st.sampled_from(CSR_DIVS), seed=st.integers(0, 2**31 - 1), n=st.integers(2, 90),
+       d=st.integers(1, 6), k=st.integers(1, 30), grid=st.booleans(),
+       weights=st.sampled_from(["none", "random", "zeros"]), dup_init=st.booleans(),
+       smoothing=st.sampled_from([0.0, 0.5]), density=st.sampled_from([0.3, 0.7, 1.0]))
+def test_cached_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init, smoothing, density):
+    """Sparse rows (ties, duplicate rows and centres, empty clusters, zero weights): the cached
+    passes give Lloyd's labels, centres, iterations and objectives bit for bit."""
+    rng = np.random.default_rng(seed)
+    Z = _data(div, rng, n, d, grid)
+    Z[rng.random(Z.shape) > density] = 0.0
+    if div == "kl":
+        Z = np.abs(Z)
+        Z[:, 0] += 0.5  # no empty row (a kl centre of zeros has no gradient)
+    X = sp.csr_matrix(Z)
+    k = min(k, n)
+    sw = None
+    if weights == "random":
+        sw = rng.uniform(0.1, 3.0, n)
+    elif weights == "zeros":
+        sw = rng.integers(0, 3, n).astype(float)
+        sw[0] = 1.0
+    idx = rng.choice(n, k, replace=False)
+    if dup_init and k > 1:
+        idx[-1] = idx[0]
+    init = Z[idx] + (0.25 if div == "kl" else 0.0)
+    if div == "kl" and smoothing == 0.0:
+        init = init + 0.1
+    kw = dict(init=init, max_iter=60, tol=0.0, smoothing=smoothing, sw=sw)
+    a, b = _fit("lloyd", X, k, div, **dict(kw)), _fit("cached", X, k, div, **dict(kw))
+    _same(a, b)
+    np.testing.assert_array_equal(a.objective_history_, b.objective_history_)  # NaN == NaN
+
+
+def test_cached_skips_the_columns_of_centres_that_stay():
+    """Once few centres move, most products come from the cache (and the counts say so)."""
+    rng = np.random.default_rng(4)
+    Z = rng.gamma(1.0, 1.0, size=(2000, 30)) * (rng.random((2000, 30)) < 0.3)
+    Z[:, 0] += 0.1
+    X = sp.csr_matrix(Z)
+    b = _fit("cached", X, 60, "kl", init=Z[:60] + 0.1, max_iter=100)
+    frac = b.n_skipped_ / (2000 * 60)
+    assert b.n_skipped_.shape == (b.n_iter_ + 1,)
+    assert frac[0] == 0 and frac[-1] > 0.5 and (frac <= 1).all()
+
+
+def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
+    """The debug check can fail: treating every centre as unmoved after the first pass (stale
+    products) is caught."""
+    real = P.KP.cached_step_csr_serial
+
+    def stale(data, indices, indptr, phi_x, GTm, moved, *rest):
+        if moved.shape[0] < GTm.shape[1] or not stale.first:
+            moved, GTm = moved[:0], GTm[:, :0]
+        stale.first = False
+        return real(data, indices, indptr, phi_x, GTm, moved, *rest)
+
+    stale.first = True
+    monkeypatch.setattr(P.KP, "cached_step_csr_serial", stale)
+    monkeypatch.setattr(P.KP, "cached_step_csr", stale)
+    Z = np.abs(np.random.default_rng(0).normal(size=(300, 4)))
+    with pytest.raises(AssertionError, match="cached"):
+        _fit("cached", sp.csr_matrix(Z), 20, "kl", init=Z[:20] + 0.1, max_iter=20)
+
+
+def test_cached_refuses_dense_rows():
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(ValueError, match="algorithm='cached'.*sparse"):
+        BregmanKMeans(5, algorithm="cached").fit(X)
+
+
+@pytest.mark.parametrize("div", DIVS + ["cosine"])
+def test_smoothing_term_from_prepared_centres_is_pairwise(div):
+    """The Lloyd loop's smoothing term from the prepared centres (no second gradient of the
+    centres) is the value of ``pairwise(z, centres)`` bit for bit."""
+    from bregclust import _centroid, _execution, get_divergence
+    rng = np.random.default_rng(7)
+    d = 3
+    U = rng.gamma(2.0, 1.0, size=(40, d)) + (0.1 if div in ("kl", "itakura_saito") else -2.0)
+    z = rng.gamma(2.0, 1.0, size=d) + 0.1
+    dv = get_divergence(div, **({"A": SPD} if div == "mahalanobis" else {}))
+    pc = _execution.prepare_centres(dv, U)
+    fast = _centroid.smoothed_objective(1.25, U, dv, 0.7, z, pc)
+    ref = _centroid.smoothed_objective(1.25, U, dv, 0.7, z)
+    assert fast == ref
+    if div in ("kl", "sqeuclidean", "itakura_saito", CUSTOM):
+        assert _centroid._smoothing_terms(dv, z, U, pc) is not None  # the fast path ran

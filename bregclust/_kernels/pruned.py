@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 from .generators import JIT, PJIT
-from .lloyd import _product_csr
+from .lloyd import _nearest, _product_csr
 
 
 # The own score and the distance to the reference point are this module's values, not Lloyd's:
@@ -312,3 +312,55 @@ def pruned_step_csr_serial(data, indices, indptr, phi_x, GT, G, c, grp, perm, gs
                              S[0], W[0], 0, indptr.shape[0] - 1)
     O[0] = o
     R[0] = nr
+
+
+# --------------------------------------------------------------------------- cached score columns
+@njit(**JIT)
+def _cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, St, Wt, r0,
+                     r1, acc):
+    """Rows ``r0..r1-1`` of :func:`cached_step_csr`; returns their ``sum_r w_r mins_r``."""
+    m = moved.shape[0]
+    obj = 0.0
+    for r in range(r0, r1):
+        # the product of lloyd._product_csr for the moved columns only: each column is the
+        # same sum over the same stored entries in the same order, so the same value
+        acc[:] = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            v = data[p]
+            g = GTm[indices[p]]
+            for q in range(m):
+                acc[q] += v * g[q]
+        Pr = P[r]
+        for q in range(m):
+            Pr[moved[q]] = acc[q]
+        bj = _nearest(Pr, c, phi_x[r], r, labels, mins)
+        wi = w[r]
+        Wt[bj] += wi
+        obj += wi * mins[r]
+        for p in range(indptr[r], indptr[r + 1]):
+            St[bj, indices[p]] += wi * data[p]
+    return obj
+
+
+@njit(**PJIT)
+def cached_step_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, S, W, O):
+    """One Lloyd pass over CSR rows that recomputes only the product columns of the centres
+    that moved: in/out ``P`` (n x k, the products ``<x_i, g_j>`` of the previous pass), ``GTm``
+    (p x m) the columns ``moved`` of ``G^T``; OUT ``labels``, ``mins``, ``S``/``W``/``O`` one
+    slice per thread, as :func:`bregclust._kernels.lloyd.lloyd_step_csr`, with the same blocks
+    of rows, the same argmin and the same sums: its results bit for bit."""
+    n = indptr.shape[0] - 1
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    for t in prange(T):
+        O[t] = _cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins,
+                                S[t], W[t], t * per, min(n, (t + 1) * per),
+                                np.empty(moved.shape[0]))
+
+
+@njit(**JIT)
+def cached_step_csr_serial(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, S, W,
+                           O):
+    """:func:`cached_step_csr` with one block on the calling thread."""
+    O[0] = _cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, S[0],
+                            W[0], 0, indptr.shape[0] - 1, np.empty(moved.shape[0]))
