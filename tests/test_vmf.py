@@ -249,3 +249,43 @@ def test_assignment_refused_with_the_choices(bad):
     X, _, _ = _sample(d=4, n=20)
     with pytest.raises(ValueError, match="assignment must be 'soft'"):
         BregmanMixture(2, divergence="cosine", assignment=bad).fit(X)
+
+
+def test_mixture_refuses_bad_rows_at_fit_and_after():
+    X, _, _ = _sample(d=4, n=20)
+    bad = X.copy()
+    bad[1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN at row 1"):
+        BregmanMixture(2, divergence="cosine").fit(bad)
+    bad[1, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity at row 1"):
+        BregmanMixture(2, divergence="cosine").fit(bad)
+    with pytest.raises(ValueError, match="at least 2 features"):
+        BregmanMixture(2, divergence="cosine").fit(X[:, :1])
+    Z = X.copy()
+    Z[3] = 0.0
+    with pytest.raises(ValueError, match="all-zero row at row 3"):
+        BregmanMixture(2, divergence="cosine").fit(sp.csr_matrix(Z))
+    gm = BregmanMixture(2, divergence="cosine", random_state=0).fit(X)
+    for method in ("predict", "predict_proba", "score_samples"):
+        with pytest.raises(ValueError, match="all-zero row at row 3"):
+            getattr(gm, method)(Z)
+
+
+@pytest.mark.parametrize("assignment", ["soft", "hard"])
+def test_integer_weights_equal_repeated_rows_and_input_unchanged(assignment):
+    X, _, _ = _sample(d=5, n=40, seed=8)
+    X = X * np.random.default_rng(8).uniform(0.5, 3.0, (X.shape[0], 1))  # not unit rows
+    w = np.random.default_rng(9).integers(1, 4, X.shape[0])
+    kept = X.copy()
+    C0 = X[[0, 40, 80]]
+    kw = dict(divergence="cosine", init=C0, assignment=assignment, tol=0.0, max_iter=15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = BregmanMixture(3, **kw).fit(X, sample_weight=w)
+        b = BregmanMixture(3, **kw).fit(np.repeat(X, w, axis=0))
+    np.testing.assert_array_equal(X, kept)
+    np.testing.assert_allclose(a.means_, b.means_, atol=1e-10)
+    np.testing.assert_allclose(a.dispersion_, b.dispersion_, rtol=1e-8)
+    np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-10)
+    np.testing.assert_allclose(a.lower_bounds_, b.lower_bounds_, rtol=1e-10)
