@@ -836,10 +836,10 @@ BregmanKMeans, ndarray or dict, default="auto"
         The E-step. ``"soft"``: EM (responsibilities). ``"hard"``: classification EM (Celeux &
         Govaert, 1992): every row is given wholly to its most probable component (the largest
         ``log pi_h + log p(x | h)``) and the M-step fits the partition (mixing weights the
-        shares of rows, means and dispersions of each part); it stops when the partition
-        stops changing. With ``divergence="cosine"`` this is hard-moVMF (Banerjee et al.,
-        2005, Algorithm 2); with a fixed dispersion and equal weights, Bregman hard
-        clustering. ``lower_bound_``/``lower_bounds_`` then hold the classification
+        shares of rows, means and dispersions of each part); once the partition stops
+        changing the objective does too, which stops it (``tol``). With
+        ``divergence="cosine"`` this is hard-moVMF (Banerjee et al., 2005, Algorithm 2).
+        ``lower_bound_``/``lower_bounds_`` then hold the classification
         log-likelihood per unit weight, ``sum_i w_i max_h (log pi_h + log p(x_i | h))``,
         which never decreases; ``predict_proba``, ``score_samples`` and the information
         criteria are those of the fitted mixture. A component that loses every row keeps its
