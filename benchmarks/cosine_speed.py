@@ -37,7 +37,6 @@ from sklearn.preprocessing import normalize
 
 from bregclust import BregmanKMeans
 
-
 #: the clock of every timing (``--clock``): wall time, or the CPU time of this process (every
 #: library runs on the same ``--threads``, so CPU time is fair, and it is far less disturbed
 #: by other processes on a loaded machine than wall time)
