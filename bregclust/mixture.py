@@ -512,6 +512,7 @@ class _Setting:
     n: int
     jac: float  # per-row log Jacobian of the conditioning
     beta_fixed: object = None  # a fixed precision (select_n_clusters)
+    hard: bool = False  # classification EM (assignment="hard")
 
     @property
     def tiny(self):
@@ -700,7 +701,9 @@ class _Run:
 
 def _em(src, st, params, max_iter, tol, *, verbose=0, desc="BregmanMixture", lower=-np.inf):
     """One restart of EM from ``params``: E-step pass, M-step, until the per-sample objective
-    changes by less than ``tol`` (scikit-learn's rule) or ``max_iter``."""
+    changes by less than ``tol`` (scikit-learn's rule) or ``max_iter``. With ``st.hard`` the
+    E-step gives every row wholly to its most probable component (classification EM) and the
+    objective is the classification log-likelihood."""
     history = []
     converged = False
     n_iter = 0
@@ -709,14 +712,14 @@ def _em(src, st, params, max_iter, tol, *, verbose=0, desc="BregmanMixture", low
     with progress(verbose, total=max_iter, desc=desc) as bar:
         for it in range(1, max_iter + 1):
             mc = params.centres(st.div, st.fam)
-            part = src.run(E.mixture_block, st.div, mc)
+            part = src.run(E.mixture_block, st.div, mc, st.hard)
             F = _objective(st, part, params)
             if F != F or F == np.inf:
                 raise ValueError(
                     f"the {st.fam.name} log-likelihood of X is not finite (float64 overflow); "
                     + ("rescale X." if st.fam.conditions else
                        "this family is not scale-invariant, so X cannot be rescaled for you."))
-            params, gone = _m_step(st, part, params, (src, mc, False))
+            params, gone = _m_step(st, part, params, (src, mc, st.hard))
             dead.update(int(h) for h in gone)
             history.append(float(F))
             n_iter = it
@@ -829,6 +832,18 @@ BregmanKMeans, ndarray or dict, default="auto"
         multinomial family, whose BIC charges ``d - 1`` parameters per component and picks
         two components on text corpora, ``"bic"`` otherwise. ``criterion_path_`` holds minus
         the held-out log-likelihood per row for ``"cv"``.
+    assignment : {"soft", "hard"}, default="soft"
+        The E-step. ``"soft"``: EM (responsibilities). ``"hard"``: classification EM (Celeux &
+        Govaert, 1992): every row is given wholly to its most probable component (the largest
+        ``log pi_h + log p(x | h)``) and the M-step fits the partition (mixing weights the
+        shares of rows, means and dispersions of each part); once the partition stops
+        changing the objective does too, which stops it (``tol``). With
+        ``divergence="cosine"`` this is hard-moVMF (Banerjee et al., 2005, Algorithm 2).
+        ``lower_bound_``/``lower_bounds_`` then hold the classification
+        log-likelihood per unit weight, ``sum_i w_i max_h (log pi_h + log p(x_i | h))``,
+        which never decreases; ``predict_proba``, ``score_samples`` and the information
+        criteria are those of the fitted mixture. A component that loses every row keeps its
+        parameters with a mixing weight of 0 (an ``EmptyClusterWarning``).
 
     Attributes
     ----------
@@ -904,7 +919,7 @@ BregmanKMeans, ndarray or dict, default="auto"
     def __init__(self, n_components=1, *, divergence="sqeuclidean", divergence_params=None,
                  family="auto", dispersion="auto", init="auto", n_init=1, max_iter=100,
                  tol=1e-3, smoothing="auto", reg_dispersion=1e-6, warm_start=False,
-                 random_state=None, verbose=0, criterion="auto"):
+                 random_state=None, verbose=0, criterion="auto", assignment="soft"):
         self.n_components = n_components
         self.divergence = divergence
         self.divergence_params = divergence_params
@@ -920,6 +935,7 @@ BregmanKMeans, ndarray or dict, default="auto"
         self.random_state = random_state
         self.verbose = verbose
         self.criterion = criterion
+        self.assignment = assignment
 
     # ------------------------------------------------------------------ parameters
     def _candidates(self, n):
@@ -954,6 +970,9 @@ BregmanKMeans, ndarray or dict, default="auto"
                              f"{self.criterion!r}.")
         if not isinstance(self.warm_start, (bool, np.bool_)):
             raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}.")
+        if not (isinstance(self.assignment, str) and self.assignment in ("soft", "hard")):
+            raise ValueError("assignment must be 'soft' (EM) or 'hard' (classification EM), "
+                             f"got {self.assignment!r}.")
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None, sample_weight=None):
@@ -1014,6 +1033,7 @@ BregmanKMeans, ndarray or dict, default="auto"
         for k in ks:
             smoothing = mixture_smoothing(self.smoothing, div, fam, fs.counts, k)
             st = fs.setting(cond.apply_mass(smoothing))
+            st.hard = self.assignment == "hard"
             fixed_c = None if fixed is None else float(fam.to_conditioned(fixed, cond))
             best = self._fit_k(srcc, src, st, k, fixed_c, cond, rng, warm)
             results.append(self._criterion(srcc, st, best, k, cond, smoothing))

@@ -74,7 +74,8 @@ def mean_resultant_inverse(d, r):
 
 def vmf_em(X, means, kappas, weights, n_iter, hard=False):
     """EM of a mixture of vMF from given parameters: ``(means, kappas, weights, history)``,
-    ``history`` the mean log-likelihood before every M-step."""
+    ``history`` the mean log-likelihood before every M-step; with ``hard`` (hard-moVMF,
+    classification EM) the mean classification log-likelihood ``max_h log(pi_h f_h(x))``."""
     X = unit(X)
     n, d = X.shape
     M = unit(means)
@@ -86,7 +87,7 @@ def vmf_em(X, means, kappas, weights, n_iter, hard=False):
                       for x in X])
         top = L.max(axis=1, keepdims=True)
         lse = top[:, 0] + np.log(np.exp(L - top).sum(axis=1))
-        history.append(float(lse.mean()))
+        history.append(float(top.mean() if hard else lse.mean()))
         if hard:
             R = np.zeros_like(L)
             R[np.arange(n), L.argmax(axis=1)] = 1.0

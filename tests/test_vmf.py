@@ -177,3 +177,115 @@ def test_dask_equals_in_memory():
     np.testing.assert_allclose(b.lower_bounds_, a.lower_bounds_, rtol=1e-12)
     np.testing.assert_allclose(b.score_samples(dX).compute(), a.score_samples(X), rtol=1e-12,
                                atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- hard-moVMF
+def test_hard_em_equals_naive_hard_em_and_never_decreases():
+    X, _, _ = _sample(d=5, kappas=(5.0, 12.0), n=80, seed=3)
+    rng = np.random.default_rng(1)
+    M0 = naive.unit(rng.normal(size=(2, 5)))
+    init = {"means": M0, "weights": np.array([0.4, 0.6]), "dispersion": np.array([0.5, 0.25])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gm = BregmanMixture(2, divergence="cosine", init=init, max_iter=6, tol=0.0,
+                            reg_dispersion=0.0, assignment="hard").fit(X)
+        soft = BregmanMixture(2, divergence="cosine", init=init, max_iter=6, tol=0.0,
+                              reg_dispersion=0.0).fit(X)
+    M, kap, pi, hist = naive.vmf_em(X, M0, [2.0, 4.0], [0.4, 0.6], 6, hard=True)
+    np.testing.assert_allclose(gm.lower_bounds_, hist, rtol=1e-10)
+    np.testing.assert_allclose(gm.means_, M, atol=1e-9)
+    np.testing.assert_allclose(1.0 / gm.dispersion_, kap, rtol=1e-7)
+    np.testing.assert_allclose(gm.weights_, pi, rtol=1e-10)
+    assert np.all(np.diff(gm.lower_bounds_) >= -1e-12)
+    # the classification likelihood is below the mixture likelihood at the same start
+    assert gm.lower_bounds_[0] < soft.lower_bounds_[0]
+
+
+def test_hard_em_stops_at_a_fixed_point_of_its_partition():
+    X, y, _ = _sample(d=8, seed=7)
+    n, d = X.shape
+    gm = BregmanMixture(3, divergence="cosine", assignment="hard", tol=1e-12,
+                        reg_dispersion=0.0, random_state=0).fit(X)
+    assert gm.converged_ and np.all(np.diff(gm.lower_bounds_) >= -1e-12)
+    labels = gm.predict(X)
+    # the labels: the most probable component by scipy's density (an independent oracle)
+    logp = np.column_stack([np.log(w) + stats.vonmises_fisher(m, 1.0 / s).logpdf(X)
+                            for w, m, s in zip(gm.weights_, gm.means_, gm.dispersion_)])
+    np.testing.assert_array_equal(labels, logp.argmax(axis=1))
+    # the parameters: the M-step of that partition (shares, mean directions, A_d^-1)
+    for h in range(3):
+        rows = X[labels == h]
+        s = rows.sum(axis=0)
+        assert gm.weights_[h] == pytest.approx(rows.shape[0] / n, rel=1e-12)
+        np.testing.assert_allclose(gm.means_[h], s / np.linalg.norm(s), atol=1e-10)
+        kappa = naive.mean_resultant_inverse(d, np.linalg.norm(s) / rows.shape[0])
+        assert 1.0 / gm.dispersion_[h] == pytest.approx(kappa, rel=1e-7)
+    assert gm.lower_bound_ == pytest.approx(float(logp.max(axis=1).mean()), rel=1e-10)
+    from sklearn.metrics import adjusted_rand_score
+    assert adjusted_rand_score(y, labels) > 0.95
+
+
+def test_hard_em_sparse_dense_dask_and_other_families():
+    X, _, _ = _sample(d=6, seed=3)
+    C0 = X[[0, 200, 400]]
+    kw = dict(divergence="cosine", init=C0, assignment="hard", max_iter=20)
+    a = BregmanMixture(3, **kw).fit(X)
+    b = BregmanMixture(3, **kw).fit(sp.csr_matrix(X))
+    np.testing.assert_allclose(b.means_, a.means_, atol=1e-10)
+    np.testing.assert_allclose(b.lower_bounds_, a.lower_bounds_, rtol=1e-10)
+    da = pytest.importorskip("dask.array")
+    c = BregmanMixture(3, **kw).fit(da.from_array(X, chunks=(100, 6)))
+    np.testing.assert_allclose(c.means_, a.means_, atol=1e-12)
+    np.testing.assert_allclose(c.lower_bounds_, a.lower_bounds_, rtol=1e-12)
+    # classification EM is generic: a Gaussian mixture's never decreases either
+    rng = np.random.default_rng(0)
+    G = np.vstack([rng.normal(0, 1, (60, 2)), rng.normal(4, 0.5, (60, 2))])
+    g = BregmanMixture(2, assignment="hard", reg_dispersion=0.0, random_state=0).fit(G)
+    assert np.all(np.diff(g.lower_bounds_) >= -1e-12) and g.converged_
+
+
+@pytest.mark.parametrize("bad", ["classification", 1, None])
+def test_assignment_refused_with_the_choices(bad):
+    X, _, _ = _sample(d=4, n=20)
+    with pytest.raises(ValueError, match="assignment must be 'soft'"):
+        BregmanMixture(2, divergence="cosine", assignment=bad).fit(X)
+
+
+def test_mixture_refuses_bad_rows_at_fit_and_after():
+    X, _, _ = _sample(d=4, n=20)
+    bad = X.copy()
+    bad[1, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN at row 1"):
+        BregmanMixture(2, divergence="cosine").fit(bad)
+    bad[1, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity at row 1"):
+        BregmanMixture(2, divergence="cosine").fit(bad)
+    with pytest.raises(ValueError, match="at least 2 features"):
+        BregmanMixture(2, divergence="cosine").fit(X[:, :1])
+    Z = X.copy()
+    Z[3] = 0.0
+    with pytest.raises(ValueError, match="all-zero row at row 3"):
+        BregmanMixture(2, divergence="cosine").fit(sp.csr_matrix(Z))
+    gm = BregmanMixture(2, divergence="cosine", random_state=0).fit(X)
+    for method in ("predict", "predict_proba", "score_samples"):
+        with pytest.raises(ValueError, match="all-zero row at row 3"):
+            getattr(gm, method)(Z)
+
+
+@pytest.mark.parametrize("assignment", ["soft", "hard"])
+def test_integer_weights_equal_repeated_rows_and_input_unchanged(assignment):
+    X, _, _ = _sample(d=5, n=40, seed=8)
+    X = X * np.random.default_rng(8).uniform(0.5, 3.0, (X.shape[0], 1))  # not unit rows
+    w = np.random.default_rng(9).integers(1, 4, X.shape[0])
+    kept = X.copy()
+    C0 = X[[0, 40, 80]]
+    kw = dict(divergence="cosine", init=C0, assignment=assignment, tol=0.0, max_iter=15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = BregmanMixture(3, **kw).fit(X, sample_weight=w)
+        b = BregmanMixture(3, **kw).fit(np.repeat(X, w, axis=0))
+    np.testing.assert_array_equal(X, kept)
+    np.testing.assert_allclose(a.means_, b.means_, atol=1e-10)
+    np.testing.assert_allclose(a.dispersion_, b.dispersion_, rtol=1e-8)
+    np.testing.assert_allclose(a.weights_, b.weights_, rtol=1e-10)
+    np.testing.assert_allclose(a.lower_bounds_, b.lower_bounds_, rtol=1e-10)
