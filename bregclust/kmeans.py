@@ -299,9 +299,11 @@ default="auto"
             n_init = self._check_n_init(init_is_array)
             rng = check_random_state(self.random_state)
             # One statistics pass decides the conditioning and the smoothing; started from
-            # given centres it also runs the first Lloyd pass (fused with it on chunks).
+            # given centres it also runs the first Lloyd pass (fused with it on chunks), except
+            # where that pass would be thrown away: the pruned and cached passes start their own
+            # state, and cosine rows are always rescaled (the conditioning is never the identity).
             first = None
-            if init_is_array and algorithm == "lloyd":  # other passes start their own state
+            if init_is_array and algorithm == "lloyd" and not div.spherical:
                 stats, first = src.stats(div, centres=E.prepare_centres(div, init))
             else:
                 stats = src.stats(div)
