@@ -488,6 +488,7 @@ def test_squared_euclidean_row_sums_equal_the_generic_loop():
 def test_phi_of_a_kept_chunk_is_reused_and_released():
     import gc
 
+    from bregclust import _blocks as B
     from bregclust import _conditioning as C
     from bregclust import _dask as D
     from bregclust import _execution as E
@@ -499,7 +500,7 @@ def test_phi_of_a_kept_chunk_is_reused_and_released():
 
     def one_pass(X):
         block = D._block(X, None, (0, 0, X.shape[0]), div, C.IDENTITY)
-        return E.lloyd_block(block, div, pc, keep=True)
+        return B.lloyd_block(block, div, pc, keep=True)
 
     first = one_pass(X)
     assert id(X) in D._PHI_CACHE
