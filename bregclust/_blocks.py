@@ -25,7 +25,9 @@ from ._execution import (
 )
 from ._kernels import lloyd as KL
 
-__all__ = ['Block', 'labels_differ', 'label_digest', 'LloydPart', 'lloyd_block', 'label_block', 'assign_block', 'Rows', 'top_block', 'Cost', 'cost_block', 'sample_block', 'take_block', 'combine', 'farthest_by_passes']
+__all__ = ["Block", "labels_differ", "label_digest", "LloydPart", "lloyd_block", "label_block",
+           "assign_block", "Rows", "top_block", "Cost", "cost_block", "sample_block", "take_block",
+           "combine", "farthest_by_passes"]
 
 
 # ----------------------------------------------------------------------------- blocks of rows
@@ -184,8 +186,8 @@ def lloyd_block(block, div, centres, keep=False, extra=None, sums=True):
         else:
             part.digest = {block.index: label_digest(labels)}
         return part
-    labels, mins, S, W, obj = assign_and_sum(div, block.X, w, centres, block.prepared(div),
-                                             objective=True)
+    res = assign_and_sum(div, block.X, w, centres, block.prepared(div))
+    labels, mins, S, W, obj = res.labels, res.mins, res.S, res.W, res.objective
     part = LloydPart(S=S, W=W, objective=_block_objective(block, div, centres, labels, w, mins,
                                                           obj, exact=not keep),
                      **_label_extras(div, block, labels, centres.U.shape[0], w, extra))
@@ -213,9 +215,8 @@ def assign_block(block, div, centres):
         _fix_non_finite(div, block.X, centres.U, labels, mins)
         return labels, mins
     if centres.fused:
-        labels, mins, _, _ = assign_and_sum(div, block.X, block.weights(), centres,
-                                            block.prepared(div))
-        return labels, mins
+        res = assign_and_sum(div, block.X, block.weights(), centres, block.prepared(div))
+        return res.labels, res.mins
     return assign(div, block.X, centres, prepared=block.prepared(div))
 
 

@@ -19,6 +19,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -30,7 +31,7 @@ from ._kernels import lloyd as KL
 from ._validation import maybe_non_finite
 
 __all__ = ["PreparedCentres", "prepare", "phi_rows", "prepare_centres", "exact_pairwise",
-           "exact_objective", "exact_assigned", "pairwise", "assign", "assign_and_sum", "weighted_sums", "serial",
+           "exact_objective", "exact_assigned", "pairwise", "assign", "assign_and_sum", "LloydPass", "weighted_sums", "serial",
            "blas_one_thread", "min_max"]
 
 PARALLEL_MIN = 1 << 18  # elements below which elementwise kernels run serially
@@ -518,15 +519,39 @@ def _objective(w, mins):
         return float(w @ mins)
 
 
-def assign_and_sum(div, X, w, centres, prepared=None, *, objective=False):
-    """One Lloyd pass ``(labels, mins, S, W)``: fused when the centres allow it, else
-    :func:`assign` then :func:`weighted_sums`. With ``objective=True`` also
-    ``sum_i w_i mins_i`` as a fifth item."""
+@dataclass(frozen=True)
+class LloydPass:
+    """What one Lloyd pass over rows returns (:func:`assign_and_sum`).
+
+    Attributes
+    ----------
+    labels : ndarray of int64, shape (n,)
+        The nearest centre of every row.
+    mins : ndarray of shape (n,)
+        The divergence of every row to that centre.
+    S : ndarray of shape (k, d)
+        Per-cluster weighted sums of the rows.
+    W : ndarray of shape (k,)
+        Per-cluster total weights.
+    objective : float
+        ``sum_i w_i mins_i``.
+    """
+
+    labels: np.ndarray
+    mins: np.ndarray
+    S: np.ndarray
+    W: np.ndarray
+    objective: float
+
+
+def assign_and_sum(div, X, w, centres, prepared=None):
+    """One Lloyd pass (:class:`LloydPass`): fused when the centres allow it, else
+    :func:`assign` then :func:`weighted_sums`."""
     prepared = prepared if prepared is not None else prepare(div, X)
     if not centres.fused:
         labels, mins = assign(div, X, centres, prepared=prepared)
         S, W = weighted_sums(X, labels, centres.U.shape[0], w)
-        return (labels, mins, S, W, _objective(w, mins)) if objective else (labels, mins, S, W)
+        return LloydPass(labels, mins, S, W, _objective(w, mins))
     Xg = prepared[0]
     # dense float32 rows take the float32 product (BLAS); sparse rows multiply each stored
     # value into a row of G^T in the kernel, where float64 G^T needs no copy
@@ -537,7 +562,7 @@ def assign_and_sum(div, X, w, centres, prepared=None, *, objective=False):
     if not np.isfinite(obj):
         _fix_non_finite(div, X, centres.U, labels, mins, w, S, W)
         obj = _objective(w, mins)
-    return (labels, mins, S, W, obj) if objective else (labels, mins, S, W)
+    return LloydPass(labels, mins, S, W, obj)
 
 
 def weighted_sums(X, labels, k, w):

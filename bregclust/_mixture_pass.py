@@ -25,7 +25,8 @@ from ._execution import (
 )
 from ._kernels import mixture as KM
 
-__all__ = ['MixtureCentres', 'prepare_mixture', 'mixture_pass', 'MIXTURE_LOGIT_GUARD', 'MixturePart', 'mixture_block']
+__all__ = ["MixtureCentres", "prepare_mixture", "EStep", "mixture_pass", "MIXTURE_LOGIT_GUARD",
+           "MixturePart", "mixture_block"]
 
 
 # ----------------------------------------------------------------------------- the mixture pass
@@ -141,8 +142,37 @@ def _add_rows(X, rows, resp, w, phi_x, lse, S, W, Phi, accumulate):
         return float(wr @ lse_r)
 
 
+@dataclass(frozen=True)
+class EStep:
+    """What one E-step pass over rows returns (:func:`mixture_pass`).
+
+    Attributes
+    ----------
+    labels : ndarray of int64, shape (n,)
+        The component of largest logit of every row.
+    lse : ndarray of shape (n,)
+        ``log sum_h exp(alpha_h - beta_h d(x_i, u_h))`` of every row.
+    resp : ndarray of shape (n, k) or None
+        The responsibilities (None unless asked with ``keep_resp``).
+    S : ndarray of shape (k, d)
+        ``sum_i w_i r_ih x_i`` (zeros unless asked with ``accumulate``).
+    W, Phi : ndarray of shape (k,)
+        ``sum_i w_i r_ih`` and ``sum_i w_i r_ih phi(x_i)``.
+    loglik : float
+        ``sum_i w_i lse_i`` over the rows of positive weight.
+    """
+
+    labels: np.ndarray
+    lse: np.ndarray
+    resp: object
+    S: np.ndarray
+    W: np.ndarray
+    Phi: np.ndarray
+    loglik: float
+
+
 def mixture_pass(div, X, prepared, mc, w, *, hard=False, accumulate=True, keep_resp=False):
-    """One E-step pass over validated rows: ``(labels, lse, resp, S, W, Phi, loglik)``.
+    """One E-step pass over validated rows (:class:`EStep`).
 
     ``resp`` is None unless ``keep_resp``; ``S`` is zeros unless ``accumulate``. The fused
     kernels (:mod:`bregclust._kernels.mixture`) run when the GEMM form applies; rows they flag
@@ -159,7 +189,7 @@ def mixture_pass(div, X, prepared, mc, w, *, hard=False, accumulate=True, keep_r
         W = np.zeros(k)
         Phi = np.zeros(k)
         ll = _add_rows(X, np.arange(n), resp, w, phi_x, lse, S, W, Phi, accumulate)
-        return labels, lse, (resp if keep_resp else None), S, W, Phi, ll
+        return EStep(labels, lse, (resp if keep_resp else None), S, W, Phi, ll)
     labels = np.empty(n, dtype=np.int64)
     lse = np.empty(n)
     R = np.empty((n if keep_resp else 0, k))
@@ -167,7 +197,7 @@ def mixture_pass(div, X, prepared, mc, w, *, hard=False, accumulate=True, keep_r
     W = np.zeros(k)
     Phi = np.zeros(k)
     if n == 0:
-        return labels, lse, (R if keep_resp else None), S, W, Phi, 0.0
+        return EStep(labels, lse, (R if keep_resp else None), S, W, Phi, 0.0)
     sparse = sp.issparse(Xg)
     if not sparse:
         Xg = np.ascontiguousarray(Xg)
@@ -220,7 +250,7 @@ def mixture_pass(div, X, prepared, mc, w, *, hard=False, accumulate=True, keep_r
         if keep_resp:
             R[bad] = resp
         ll += _add_rows(X, bad, resp, w_all, phi_x, v, S, W, Phi, accumulate)
-    return labels, lse, (R if keep_resp else None), S, W, Phi, ll
+    return EStep(labels, lse, (R if keep_resp else None), S, W, Phi, ll)
 
 
 #: The E-step evaluates by the definition the rows whose logits ``alpha_h - beta_h d`` the
@@ -293,10 +323,9 @@ def mixture_block(block, div, mc, hard=False, keep=0, accumulate=True):
     -------
     MixturePart
     """
-    labels, lse, resp, S, W, Phi, ll = mixture_pass(
-        div, block.X, block.prepared(div), mc, block.weights(), hard=hard,
-        accumulate=accumulate, keep_resp=keep >= 2)
-    part = MixturePart(S=S, W=W, Phi=Phi, loglik=ll)
+    e = mixture_pass(div, block.X, block.prepared(div), mc, block.weights(), hard=hard,
+                     accumulate=accumulate, keep_resp=keep >= 2)
+    part = MixturePart(S=e.S, W=e.W, Phi=e.Phi, loglik=e.loglik)
     if keep:
-        part.labels, part.lse, part.resp = labels, lse, resp
+        part.labels, part.lse, part.resp = e.labels, e.lse, e.resp
     return part

@@ -974,11 +974,13 @@ class Divergence:
             if centres.U.shape[1] != X.shape[1]:
                 raise ValueError(f"centres have {centres.U.shape[1]} features but X has "
                                  f"{X.shape[1]}.")
-            return E.assign_and_sum(self, X, w, centres, prepared)
+            res = E.assign_and_sum(self, X, w, centres, prepared)
+            return res.labels, res.mins, res.S, res.W
         U = self._as_centres(U, X.shape[1])
         cond = C.IDENTITY if prepared is not None else C.for_assignment(self, X, U)
         if cond.data_identity:
-            return E.assign_and_sum(self, X, w, E.prepare_centres(self, U), prepared)
+            res = E.assign_and_sum(self, X, w, E.prepare_centres(self, U), prepared)
+            return res.labels, res.mins, res.S, res.W
         # far from the origin or of extreme magnitude: assign the conditioned rows, sum the
         # rows as given
         labels, mins = E.assign(self, cond.apply(X),

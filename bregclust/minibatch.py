@@ -300,7 +300,8 @@ def step(run, div, X, prep, w, rng):
             labels, mins, S, W, _ = E.fused_pass(prep, GT, c, w)
             E._fix_non_finite(div, X, U, labels, mins, w, S, W)
         else:
-            _, mins, S, W = E.assign_and_sum(div, X, w, run.prepared(div), prep)
+            res = E.assign_and_sum(div, X, w, run.prepared(div), prep)
+            mins, S, W = res.mins, res.S, res.W
     with np.errstate(over="ignore", invalid="ignore"):
         obj = float(w @ mins)
     if b > 0:

@@ -442,8 +442,9 @@ def evaluate_rows(X, div, model, what):
         beta = fam.beta(fam.to_conditioned(model.dispersion, cond))
         alpha = model.logpi + fam.alpha_part(beta, d)
     mc = MP.prepare_mixture(div, U, alpha, beta)
-    labels, lse, resp, *_ = MP.mixture_pass(div, X, E.prepare(div, X), mc, np.ones(n),
-                                           accumulate=False, keep_resp=what == "proba")
+    e = MP.mixture_pass(div, X, E.prepare(div, X), mc, np.ones(n), accumulate=False,
+                        keep_resp=what == "proba")
+    labels, lse, resp = e.labels, e.lse, e.resp
     if what == "labels":
         return labels
     if what == "proba":
@@ -532,8 +533,8 @@ def within_block(block, div, mc, U, hard):
     """``sum_i w_i r_ih d(x_i, u_h)`` of a block by the definition of ``d``, ``r`` the
     responsibilities of the E-step of ``mc`` (as a tuple of floats, added over blocks)."""
     X, w = block.X, block.weights()
-    _, _, resp, *_ = MP.mixture_pass(div, X, block.prepared(div), mc, w, hard=hard,
-                                    accumulate=False, keep_resp=True)
+    resp = MP.mixture_pass(div, X, block.prepared(div), mc, w, hard=hard, accumulate=False,
+                           keep_resp=True).resp
     Xd = X.toarray() if sp.issparse(X) else X
     D = E.exact_pairwise(div, np.ascontiguousarray(Xd, dtype=np.float64), U)
     R = resp * w[:, None]

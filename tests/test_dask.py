@@ -467,10 +467,10 @@ def test_serial_pass_equals_threaded_pass():
 
 
 def _same_pass(a, b):
-    np.testing.assert_array_equal(a[0], b[0])  # labels
-    np.testing.assert_array_equal(a[1], b[1])  # minima
-    np.testing.assert_allclose(a[2], b[2], rtol=1e-12, atol=1e-12 * np.abs(a[2]).max())
-    np.testing.assert_allclose(a[3], b[3], rtol=1e-12)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.mins, b.mins)
+    np.testing.assert_allclose(a.S, b.S, rtol=1e-12, atol=1e-12 * np.abs(a.S).max())
+    np.testing.assert_allclose(a.W, b.W, rtol=1e-12)
 
 
 def test_squared_euclidean_row_sums_equal_the_generic_loop():

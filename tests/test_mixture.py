@@ -534,9 +534,9 @@ def test_the_e_step_kernel_keeps_float32_rows_in_float32():
     ref = MP.mixture_pass(div, X, E.prepare(div, X), mc, np.ones(700), keep_resp=True)
     X32 = X.astype(np.float32)
     out = MP.mixture_pass(div, X32, (X32, E.phi_rows(div, X)), mc, np.ones(700), keep_resp=True)
-    np.testing.assert_allclose(out[1], ref[1], rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(out[3], ref[3], rtol=1e-5, atol=1e-3)
-    np.testing.assert_allclose(out[2], ref[2], atol=1e-4)
+    np.testing.assert_allclose(out.lse, ref.lse, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out.S, ref.S, rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(out.resp, ref.resp, atol=1e-4)
 
 
 # ----------------------------------------------------------------------------- choosing K
