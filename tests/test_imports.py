@@ -163,7 +163,7 @@ PRIVATE_OK = ("bregclust._kernels", "bregclust._execution", "bregclust._validati
 #: Data sources and the machinery under them: they serve the estimators and import none.
 BACKENDS = ("bregclust._dask", "bregclust._dask_local", "bregclust._portable",
             "bregclust._sources", "bregclust._execution", "bregclust._conditioning",
-            "bregclust._kernels", "bregclust._blocks", "bregclust._mixture_pass")
+            "bregclust._kernels", "bregclust._blocks", "bregclust._mixture_pass", "bregclust._forms")
 
 
 def _within(name, prefixes):
