@@ -127,13 +127,6 @@ def parallel(size):
     return size > PARALLEL_MIN and not getattr(_LOCAL, "serial", False)
 
 
-def rowsum_kernels(size):
-    """``(dense, csr)`` row-sum kernels of phi for ``size`` elements (see :func:`parallel`)."""
-    if parallel(size):
-        return K.rowsum_par, K.rowsum_csr
-    return K.rowsum, KL.rowsum_csr_serial
-
-
 @contextmanager
 def blas_one_thread():
     """Context limiting every BLAS library to one thread: our threads (the pool, the numba
@@ -213,7 +206,7 @@ def prepare(div, X, closed_form=False):
     :meth:`Divergence.prepare`); ``closed_form`` as in :func:`phi_rows`."""
     if closed_form and div.has_closed_form_phi:
         return X, phi_rows(div, X, closed_form=True)
-    return div.form.prepare(div, X)
+    return div.form.prepare(X, parallel(X.shape[0] * X.shape[1]))
 
 
 def phi_rows(div, X, closed_form=False):
@@ -226,7 +219,7 @@ def phi_rows(div, X, closed_form=False):
     (and by default) the scalar generator kernels.
     """
     if not (closed_form and div.has_closed_form_phi):
-        return div.form.phi_rows(div, X)
+        return div.form.phi_rows(X, parallel(X.shape[0] * X.shape[1]))
     rule = div.phi_rule
     n, d = X.shape
     out = np.empty(n)
@@ -263,22 +256,17 @@ def phi_rows(div, X, closed_form=False):
 
 
 def prepare_centres(div, U):
-    """:class:`PreparedCentres` of validated centres ``U`` (dense, C order, float64)."""
-    form = div.form
-    if not div.differentiable:
-        G, c = form.gemm_parts(div, U)
-        return PreparedCentres(U, G, c, None, fused=False)
-    G = form.grad(div, U)
-    phi = form.phi_rows(div, U)
-    with np.errstate(invalid="ignore"):
-        c = np.einsum("ij,ij->i", U, G) - phi
-    return PreparedCentres(U, G, c, phi, fused=form.fused)
+    """:class:`PreparedCentres` of validated centres ``U`` (dense, C order, float64): the one
+    place the GEMM parts of centres are computed (the form's ``centre_parts``); every pass,
+    :func:`pairwise` included, reads them from here."""
+    G, c, phi = div.form.centre_parts(U, parallel(U.size))
+    return PreparedCentres(U, G, c, phi, fused=div.form.fused and phi is not None)
 
 
 def exact_pairwise(div, Xd, U):
     """The definition of ``d`` between dense rows ``Xd`` and centres ``U`` (the oracle)."""
     out = np.empty((Xd.shape[0], U.shape[0]))
-    div.form.generic_pairwise(div, Xd, U, out)
+    div.form.generic_pairwise(Xd, U, out)
     return out
 
 
@@ -300,7 +288,7 @@ def exact_objective(div, X, U, labels, w, chunk=4096):
                     total += float(w[rows] @ d)
         return total
     d = np.empty(X.shape[0])
-    div.form.generic_assigned(div, X, np.ascontiguousarray(U), labels, w, d)
+    div.form.generic_assigned(X, np.ascontiguousarray(U), labels, w, d, parallel(X.size))
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by the caller
         return float(np.sum(w * d))
 
@@ -317,7 +305,7 @@ def exact_assigned(div, X, U, labels, *, guard=False):
             if idx.size:
                 out[idx] = pairwise(div, X[idx], U[j:j + 1], guard=guard)[:, 0]
         return out
-    div.form.generic_assigned(div, X, U, labels, np.ones(n), out)
+    div.form.generic_assigned(X, U, labels, np.ones(n), out, parallel(X.size))
     return out
 
 
@@ -339,7 +327,8 @@ def pairwise(div, X, U, prepared=None, *, guard=False):
     (seeding, re-seeding, objectives) keep the GEMM form, whose rounding they are written for.
     """
     Xg, phi_x = prepared if prepared is not None else prepare(div, X)
-    G, c = div.form.gemm_parts(div, U)
+    pc = prepare_centres(div, U)
+    G, c = pc.G, pc.c
     bad = ~(np.isfinite(G).all(axis=1) & np.isfinite(c))
     if bad.any():
         G = G.copy()

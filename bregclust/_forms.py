@@ -14,7 +14,6 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from . import _execution as E
 from . import _kernels as K
 from . import _spherical as SPH
 from ._kernels import generators as KG
@@ -32,18 +31,19 @@ class SeparableForm:
     def __init__(self, gen):
         self.gen = gen
 
-    def _calls(self):
+    def calls(self):
         """The context of a kernel call that may run a user's scalar functions: an exception
         raised inside one is raised once, as the user's, when the kernel returns."""
         return KG.callback_errors() if self.gen.code == KG.CUSTOM else nullcontext()
 
-    def phi_rows(self, div, X):
+    def phi_rows(self, X, parallel=False):
         g = self.gen
         n, d = X.shape
         out = np.empty(n)
-        # Parallel launches cost more than they save on small arrays (centres).
-        dense, csr = E.rowsum_kernels(n * d)
-        with self._calls():
+        # Parallel launches cost more than they save on small arrays (centres): the engine
+        # says which to take (bregclust._execution.parallel).
+        dense, csr = (K.rowsum_par, K.rowsum_csr) if parallel else (K.rowsum, KL.rowsum_csr_serial)
+        with self.calls():
             if sp.issparse(X):
                 csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
             else:
@@ -65,7 +65,7 @@ class SeparableForm:
             "be finite on its domain; declare a narrower domain when registering it or "
             "rescale the data.")
 
-    def grad(self, div, U2):
+    def grad(self, U2, parallel=False):
         g = self.gen
         # The built-in derivatives are one vectorised ufunc each (the same values as the
         # scalar kernels: 2x, log x with log 0 = -inf, -1/x); centres of text data have
@@ -76,8 +76,8 @@ class SeparableForm:
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.where(U2 >= 0, -1.0 / U2, np.nan)
         out = np.empty_like(U2)
-        kern = K.map_scalar_par if U2.size > E.PARALLEL_MIN else K.map_scalar
-        with self._calls():
+        kern = K.map_scalar_par if parallel else K.map_scalar
+        with self.calls():
             kern(g.code, KG.DPHI, g.fn_dphi, U2, out)
         self.check_grad(U2, out)
         return out
@@ -101,35 +101,39 @@ class SeparableForm:
                 f"{i}, feature {j}): a generator's derivative must be finite on its domain; "
                 "declare a narrower domain when registering it or rescale the data.")
 
-    def grad_inv(self, div, T2):
+    def grad_inv(self, T2):
         g = self.gen
         out = np.empty_like(T2)
-        with self._calls():
+        with self.calls():
             K.map_scalar(g.code, KG.DPHI_INV, g.fn_dphi_inv, T2, out)
         return out
 
-    def prepare(self, div, X):
-        return X, self.phi_rows(div, X)
+    def prepare(self, X, parallel=False):
+        return X, self.phi_rows(X, parallel)
 
-    def gemm_parts(self, div, U):
-        G = self.grad(div, U)
+    def centre_parts(self, U, parallel=False):
+        """``(G, c, phi)`` of centres ``U``: ``grad phi(U)``, ``<u, g> - phi(u)`` and
+        ``phi(U)`` (the one place the GEMM parts of centres are computed:
+        :func:`bregclust._execution.prepare_centres`)."""
+        G = self.grad(U, parallel)
+        phi = self.phi_rows(U, parallel)
         with np.errstate(invalid="ignore"):
-            c = np.einsum("ij,ij->i", U, G) - self.phi_rows(div, U)
-        return G, c
+            c = np.einsum("ij,ij->i", U, G) - phi
+        return G, c, phi
 
-    def generic_pairwise(self, div, Xd, U, out):
+    def generic_pairwise(self, Xd, U, out):
         g = self.gen
-        with self._calls():
+        with self.calls():
             K.generic_pairwise(g.code, g.fn_phi, g.fn_dphi, Xd, U, out)
 
-    def generic_assigned(self, div, Xd, U, labels, w, out):
+    def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
         g = self.gen
-        kern = K.generic_assigned if E.parallel(Xd.size) else KL.generic_assigned_serial
-        with self._calls():
+        kern = K.generic_assigned if parallel else KL.generic_assigned_serial
+        with self.calls():
             kern(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
 
 
-def assigned_by_cluster(form, div, Xd, U, labels, w, out, chunk=4096):
+def assigned_by_cluster(form, Xd, U, labels, w, out, chunk=4096):
     """``generic_assigned`` of a form without its own kernel: its ``generic_pairwise`` against
     each centre, on the rows of that cluster, ``chunk`` rows at a time."""
     out[:] = 0.0
@@ -138,7 +142,7 @@ def assigned_by_cluster(form, div, Xd, U, labels, w, out, chunk=4096):
         for s in range(0, idx.size, chunk):
             rows = idx[s:s + chunk]
             d = np.empty((rows.size, 1))
-            form.generic_pairwise(div, Xd[rows], U[j:j + 1], d)
+            form.generic_pairwise(Xd[rows], U[j:j + 1], d)
             out[rows] = d[:, 0]
 
 
@@ -147,7 +151,7 @@ class L1Form(SeparableForm):
 
     fused = False  # the fused Lloyd pass sums Xg, not X
 
-    def prepare(self, div, X):
+    def prepare(self, X, parallel=False):
         if sp.issparse(X):
             Xp = X.maximum(0)
             Xm = (-X).maximum(0)
@@ -158,15 +162,16 @@ class L1Form(SeparableForm):
             phi_x = 2.0 * np.abs(X).sum(axis=1)
         return Xg, phi_x
 
-    def gemm_parts(self, div, U):
+    def centre_parts(self, U, parallel=False):
+        """``(G, 0, None)``: the sign indicators of ``[U+, U-]`` (no gradient, no phi)."""
         G = 2.0 * np.hstack([(U > 0), (U < 0)]).astype(np.float64)
-        return G, np.zeros(U.shape[0])
+        return G, np.zeros(U.shape[0]), None
 
-    def generic_pairwise(self, div, Xd, U, out):
+    def generic_pairwise(self, Xd, U, out):
         K.l1_pairwise_exact(Xd, U, out)
 
-    def generic_assigned(self, div, Xd, U, labels, w, out):
-        assigned_by_cluster(self, div, Xd, U, labels, w, out)
+    def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
+        assigned_by_cluster(self, Xd, U, labels, w, out)
 
 
 class MahalanobisForm:
@@ -178,7 +183,7 @@ class MahalanobisForm:
         self.A = A
         self._cho = None
 
-    def phi_rows(self, div, X):
+    def phi_rows(self, X, parallel=False):
         A = self.A
         n = X.shape[0]
         out = np.empty(n)
@@ -191,18 +196,18 @@ class MahalanobisForm:
             )
         return out
 
-    def grad(self, div, U2):
+    def grad(self, U2, parallel=False):
         return 2.0 * (U2 @ self.A)
 
-    def grad_inv(self, div, T2):
+    def grad_inv(self, T2):
         if self._cho is None:
             self._cho = scipy.linalg.cho_factor(self.A)
         return 0.5 * scipy.linalg.cho_solve(self._cho, T2.T).T
 
     prepare = SeparableForm.prepare
-    gemm_parts = SeparableForm.gemm_parts
+    centre_parts = SeparableForm.centre_parts
 
-    def generic_pairwise(self, div, Xd, U, out):
+    def generic_pairwise(self, Xd, U, out):
         A = self.A
         with np.errstate(over="ignore", invalid="ignore"):
             for j in range(U.shape[0]):
@@ -211,8 +216,8 @@ class MahalanobisForm:
         # inputs are finite, so a NaN is an overflow (inf - inf) of a positive quadratic form
         out[np.isnan(out)] = np.inf
 
-    def generic_assigned(self, div, Xd, U, labels, w, out):
-        assigned_by_cluster(self, div, Xd, U, labels, w, out)
+    def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
+        assigned_by_cluster(self, Xd, U, labels, w, out)
 
 
 class CosineForm:
@@ -223,35 +228,36 @@ class CosineForm:
 
     fused = True
 
-    def phi_rows(self, div, X):
+    def phi_rows(self, X, parallel=False):
         if sp.issparse(X):
             sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
             return np.sqrt(sq)
         return SPH.row_norms(X)
 
-    def grad(self, div, U2):
+    def grad(self, U2, parallel=False):
         return SPH.unit_centres(U2)
 
-    def prepare(self, div, X):
+    def prepare(self, X, parallel=False):
         Xg = SPH.unit_rows(X)
         return Xg, np.ones(X.shape[0])
 
-    def gemm_parts(self, div, U):
-        return SPH.unit_centres(U), np.zeros(U.shape[0])
+    def centre_parts(self, U, parallel=False):
+        """``(u / ||u||, 0, ||u||)``: ``c = <u, u / ||u||> - ||u||`` is 0 exactly."""
+        return SPH.unit_centres(U), np.zeros(U.shape[0]), self.phi_rows(U)
 
-    def grad_inv(self, div, T2):
+    def grad_inv(self, T2):
         raise ValueError(
-            f"{div.name}: grad phi(u) = u / ||u|| forgets the length of u, so it has no "
+            "cosine: grad phi(u) = u / ||u|| forgets the length of u, so it has no "
             "inverse (and no left-type centroid); use the centres' directions as they are.")
 
-    def generic_pairwise(self, div, Xd, U, out):
+    def generic_pairwise(self, Xd, U, out):
         n = Xd.shape[0]
         col = np.empty(n)
         for j in range(U.shape[0]):  # the definition of generic_assigned, column by column
-            self.generic_assigned(div, Xd, U, np.full(n, j, dtype=np.int64), np.ones(n), col)
+            self.generic_assigned(Xd, U, np.full(n, j, dtype=np.int64), np.ones(n), col)
             out[:, j] = col
 
-    def generic_assigned(self, div, Xd, U, labels, w, out, chunk=4096):
+    def generic_assigned(self, Xd, U, labels, w, out, parallel=False, *, chunk=4096):
         Uu = SPH.unit_centres(U)
         for s in range(0, Xd.shape[0], chunk):
             Xc = Xd[s:s + chunk]

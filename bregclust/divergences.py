@@ -549,10 +549,10 @@ class Divergence:
         U = np.asarray(U, dtype=np.float64)
         form = self._ready()
         if self.generator is None:  # a quadratic form: a matrix product
-            return form.grad(self, U)
+            return form.grad(U)
         self._need_differentiable("grad")
         U2 = np.ascontiguousarray(np.atleast_2d(U))
-        return form.grad(self, U2).reshape(U.shape)
+        return form.grad(U2, E.parallel(U2.size)).reshape(U.shape)
 
     def grad_inv(self, T):
         """Inverse of ``grad phi`` for each row of a dense array.
@@ -568,10 +568,10 @@ class Divergence:
         T = np.asarray(T, dtype=np.float64)
         form = self._ready()
         if self.generator is None:
-            return form.grad_inv(self, T)
+            return form.grad_inv(T)
         self._need_differentiable("grad_inv")
         T2 = np.ascontiguousarray(np.atleast_2d(T))
-        return form.grad_inv(self, T2).reshape(T.shape)
+        return form.grad_inv(T2).reshape(T.shape)
 
     def _need_differentiable(self, what):
         if not self.differentiable:
@@ -611,8 +611,9 @@ class Divergence:
         G : ndarray of shape (k, p)
         c : ndarray of shape (k,)
         """
-        form = self._ready()
-        return form.gemm_parts(self, self._as_centres(U))
+        self._ready()
+        pc = E.prepare_centres(self, self._as_centres(U))
+        return pc.G, pc.c
 
     def prepare_centres(self, U):
         """The GEMM parts of centres ``U``, computed once for reuse.
@@ -759,7 +760,7 @@ class Divergence:
         Xd = X.toarray() if sp.issparse(X) else X
         U = self._as_centres(U, Xd.shape[1])
         out = np.empty((Xd.shape[0], U.shape[0]))
-        self._ready().generic_pairwise(self, Xd, U, out)
+        self._ready().generic_pairwise(Xd, U, out)
         return out
 
     def divergence(self, x, y):
@@ -941,7 +942,7 @@ class Divergence:
         mL = np.ascontiguousarray(mu_L, dtype=np.float64)
         mR = np.ascontiguousarray(mu_R, dtype=np.float64)
         out = np.empty_like(mL)
-        with self.form._calls():
+        with self.form.calls():
             K.centroids.sided_centroid_bisect(
                 g.code, g.fn_dphi, g.domain_code,
                 np.ascontiguousarray(np.asarray(A, dtype=np.float64).ravel()),
