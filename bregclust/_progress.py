@@ -28,6 +28,11 @@ class _Bar:
             self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=True,
                              dynamic_ncols=True, mininterval=0.2)
 
+    @property
+    def active(self):
+        """Whether :meth:`step` shows anything (callers skip computing what it would show)."""
+        return self._bar is not None
+
     def step(self, objective=None, n=1, **postfix):
         """One iteration (``n`` of them) done; ``objective``: the value after it."""
         self._n += n
