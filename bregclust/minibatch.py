@@ -36,6 +36,7 @@ from sklearn.utils import check_random_state
 
 from . import _conditioning as C
 from . import _execution as E
+from ._callbacks import fit_callbacks
 from ._centroid import NearestCentreMixin, in_dtype, out_dtype, reported_objective
 from ._kernels import minibatch as KM
 from ._progress import progress
@@ -829,6 +830,7 @@ default="k-means++"
             return float(w @ mins)
 
     # ------------------------------------------------------------------ fit
+    @fit_callbacks
     def fit(self, X, y=None, sample_weight=None):
         """Cluster ``X`` by mini-batches.
 

@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _conditioning as C
 from . import _execution as E
 from . import _mixture_pass as MP
+from ._callbacks import fit_callbacks
 from ._centroid import DivergenceEstimatorMixin, lloyd
 from ._mixture_init import (
     TEXT_SHORT_ITER,
@@ -958,6 +959,7 @@ BregmanKMeans, ndarray or dict, default="auto"
             raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}.")
 
     # ------------------------------------------------------------------ fit
+    @fit_callbacks
     def fit(self, X, y=None, sample_weight=None):
         """Fit the mixture by EM (for every candidate ``n_components``).
 
