@@ -82,7 +82,7 @@ class progress:
     --------
     >>> with progress(0, total=3, desc="demo") as bar:
     ...     for it in range(3):
-    ...         bar.step(objective=1.0 / (it + 1))
+    ...         stop = bar.step(objective=1.0 / (it + 1))  # True: a callback asks to stop
     """
 
     def __init__(self, verbose, total=None, desc=""):
