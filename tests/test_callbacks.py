@@ -233,3 +233,16 @@ def test_progress_bar_is_called_once_per_iteration():
 def test_callbacks_must_follow_the_protocol():
     with pytest.raises(TypeError, match="FitCallback"):
         BregmanKMeans(2).set_callbacks(object())
+
+
+def test_every_estimator_accepting_callbacks_calls_them_from_fit():
+    import inspect
+
+    import bregclust
+
+    accepting = [getattr(bregclust, n) for n in bregclust.__all__
+                 if inspect.isclass(getattr(bregclust, n))
+                 and hasattr(getattr(bregclust, n), "set_callbacks")]
+    assert len(set(accepting)) >= 12
+    silent = [c.__name__ for c in accepting if not hasattr(c.fit, "__wrapped__")]
+    assert not silent, f"set_callbacks accepted but fit does not call the hooks: {silent}"
