@@ -12,13 +12,35 @@ with ``max_iter`` subtasks, and each iteration a leaf task whose end hook may st
 (a hook returning True). The k-means loop hands the centres of each iteration to the hooks
 that ask for ``fitted_estimator`` (a copy of the estimator that predicts with them).
 
-Without callbacks nothing here runs: no context, no copy, the same arithmetic.
+Without callbacks nothing here runs: no context, no copy, the same arithmetic. scikit-learn
+< 1.9 has no :mod:`sklearn.callback`: the fits then run as they are and ``set_callbacks``
+says what to upgrade.
 """
 
 import functools
 import threading
 
-from sklearn.callback import CallbackSupportMixin, with_callbacks
+try:
+    from sklearn.callback import CallbackSupportMixin, with_callbacks
+except ImportError:  # scikit-learn < 1.9 (a core dependency from 1.6 on): no callback API
+    with_callbacks = None
+
+    class CallbackSupportMixin:
+        """Stand-in for :class:`sklearn.callback.CallbackSupportMixin` on scikit-learn < 1.9."""
+
+        def set_callbacks(self, *callbacks):
+            """Refuse: scikit-learn's callback API needs scikit-learn >= 1.9.
+
+            Parameters
+            ----------
+            *callbacks : callback instances
+
+            Returns
+            -------
+            self
+            """
+            raise ImportError("set_callbacks needs scikit-learn >= 1.9 (sklearn.callback); "
+                              "upgrade scikit-learn, or use verbose=1 for a progress bar.")
 
 __all__ = ["CallbackSupportMixin", "fit_callbacks", "loop_task"]
 
@@ -75,7 +97,6 @@ def fit_callbacks(fit):
     return wrapper
 
 
-@with_callbacks  # the callbacks' teardown runs however the fit ends
 def _root_task(estimator, fit, X, y, args, kwargs, stack):
     sw = kwargs.get("sample_weight", args[0] if args else None)
     metadata = {"sample_weight": sw} if sw is not None else None
@@ -89,6 +110,10 @@ def _root_task(estimator, fit, X, y, args, kwargs, stack):
         stack.pop()
     run.hooks(ctx, "end", reconstruction_attributes={})
     return out
+
+
+if with_callbacks is not None:
+    _root_task = with_callbacks(_root_task)  # the callbacks' teardown runs however fit ends
 
 
 class _Loop:

@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.callback import ProgressBar, ScoringMonitor
 from sklearn.exceptions import ConvergenceWarning
 
 from bregclust import (
@@ -20,6 +19,9 @@ from bregclust import (
     MultitaskBregmanClustering,
     SharedSubspaceClustering,
 )
+
+callback = pytest.importorskip("sklearn.callback")  # scikit-learn >= 1.9
+ProgressBar, ScoringMonitor = callback.ProgressBar, callback.ScoringMonitor
 
 
 class Recorder:
@@ -246,3 +248,28 @@ def test_every_estimator_accepting_callbacks_calls_them_from_fit():
     assert len(set(accepting)) >= 11  # 11 classes (LSSMTC, LNKMTC, ... are aliases)
     silent = [c.__name__ for c in accepting if not hasattr(c.fit, "__wrapped__")]
     assert not silent, f"set_callbacks accepted but fit does not call the hooks: {silent}"
+
+
+def test_without_sklearn_callback_fits_run_and_set_callbacks_says_what_to_upgrade():
+    """scikit-learn 1.6-1.8 (the core dependency's range) has no sklearn.callback: simulated
+    in a fresh interpreter, bregclust still imports and fits, and set_callbacks refuses with a
+    message naming the version."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import sklearn.preprocessing, sklearn.metrics, sklearn.linear_model, sklearn.cluster\n"
+        "import sklearn.mixture, sklearn.model_selection\n"
+        "sys.modules['sklearn.callback'] = None\n"
+        "import numpy as np, bregclust as B\n"
+        "X = np.random.default_rng(0).gamma(2.0, 1.0, (60, 3))\n"
+        "assert B.BregmanKMeans(2, random_state=0).fit(X).n_iter_ >= 1\n"
+        "try:\n"
+        "    B.BregmanKMeans(2).set_callbacks()\n"
+        "except ImportError as e:\n"
+        "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "scikit-learn >= 1.9" in out.stdout
