@@ -19,6 +19,7 @@ says what to upgrade.
 
 import functools
 import threading
+import types
 
 try:
     from sklearn.callback import CallbackSupportMixin, with_callbacks
@@ -71,30 +72,34 @@ def _stack():
     return stack
 
 
-def fit_callbacks(fit):
+class fit_callbacks:
     """Decorator of an estimator's ``fit(X, y=None, ...)``: the fit is the callbacks' root
     task when the estimator has callbacks (:meth:`set_callbacks`), or was handed a context
-    by a meta-estimator; otherwise ``fit`` runs as it is.
+    by a meta-estimator; otherwise ``est.fit`` is the plain ``fit`` (a descriptor hands it out
+    as it is: no wrapper frame, so the warnings' ``stacklevel`` still points at the caller).
 
     Parameters
     ----------
     fit : callable
         The estimator's ``fit``.
-
-    Returns
-    -------
-    callable
     """
-    @functools.wraps(fit)
-    def wrapper(self, X, y=None, *args, **kwargs):
-        if not (getattr(self, "_skl_callbacks", None) or hasattr(self, "_parent_callback_ctx")):
-            return fit(self, X, y, *args, **kwargs)
-        stack = _stack()
-        if any(f.estimator is self for f in stack):  # fit called again inside fit
-            return fit(self, X, y, *args, **kwargs)
-        return _root_task(self, fit, X, y, args, kwargs, stack)
 
-    return wrapper
+    def __init__(self, fit):
+        self.fit = fit
+        functools.update_wrapper(self, fit)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self.fit
+        if not (getattr(obj, "_skl_callbacks", None) or hasattr(obj, "_parent_callback_ctx")):
+            return self.fit.__get__(obj, objtype)
+        return types.MethodType(self._with_callbacks, obj)
+
+    def _with_callbacks(self_, est, X, y=None, *args, **kwargs):  # noqa: N805
+        stack = _stack()
+        if any(f.estimator is est for f in stack):  # fit called again inside fit
+            return self_.fit(est, X, y, *args, **kwargs)
+        return _root_task(est, self_.fit, X, y, args, kwargs, stack)
 
 
 def _root_task(estimator, fit, X, y, args, kwargs, stack):

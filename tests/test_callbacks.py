@@ -246,7 +246,10 @@ def test_every_estimator_accepting_callbacks_calls_them_from_fit():
                  if inspect.isclass(getattr(bregclust, n))
                  and hasattr(getattr(bregclust, n), "set_callbacks")]
     assert len(set(accepting)) >= 11  # 11 classes (LSSMTC, LNKMTC, ... are aliases)
-    silent = [c.__name__ for c in accepting if not hasattr(c.fit, "__wrapped__")]
+    from bregclust._callbacks import fit_callbacks
+
+    silent = [c.__name__ for c in accepting
+              if not isinstance(inspect.getattr_static(c, "fit"), fit_callbacks)]
     assert not silent, f"set_callbacks accepted but fit does not call the hooks: {silent}"
 
 
@@ -273,3 +276,17 @@ def test_without_sklearn_callback_fits_run_and_set_callbacks_says_what_to_upgrad
                          timeout=600)
     assert out.returncode == 0, out.stderr
     assert "scikit-learn >= 1.9" in out.stdout
+
+
+def test_without_callbacks_fit_is_the_plain_method_and_adds_no_frame():
+    """No wrapper frame without callbacks: a warning's stacklevel lands where the plain
+    function's does (never in bregclust/_callbacks.py)."""
+    X = blobs(8)
+    est = BregmanKMeans(3, divergence="kl", random_state=0, max_iter=1, tol=0.0)
+    assert est.fit.__func__ is BregmanKMeans.fit
+    where = []
+    for call in (lambda: est.fit(X), lambda: BregmanKMeans.fit(est, X)):
+        with pytest.warns(ConvergenceWarning) as record:
+            call()
+        where.append((record[0].filename, record[0].lineno))
+    assert where[0] == where[1] and not where[0][0].endswith("bregclust/_callbacks.py")
