@@ -127,6 +127,7 @@ t0 = time.perf_counter()
 import numpy as np, scipy.sparse as sp
 from bregclust import BregmanMixture, get_divergence
 from bregclust import _execution as E
+from bregclust import _mixture_pass as MP
 from bregclust._kernels import mixture as KM
 t_import = time.perf_counter() - t0
 rng = np.random.default_rng(0)
@@ -135,7 +136,7 @@ out = {"import": t_import}
 what = WHAT
 if what == "kernels":
     div = get_divergence("kl")
-    mc = E.prepare_mixture(div, X[:3] + 0.5, np.zeros(3), np.ones(3))
+    mc = MP.prepare_mixture(div, X[:3] + 0.5, np.zeros(3), np.ones(3))
     for name, XX in [("dense", X), ("csr", sp.csr_matrix(X))]:
         Xg, phi = E.prepare(div, XX)
         args = (phi, mc.GT, mc.c, mc.alpha, mc.beta, np.ones(64), False, False, True)

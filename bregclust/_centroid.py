@@ -6,6 +6,7 @@ and the mixins for ``divergence`` and nearest-centre ``predict`` / ``score``.
 It sits below every estimator module: estimators import from here, never from each other.
 """
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _execution as E
+from ._callbacks import CallbackSupportMixin
 from ._progress import progress
 from ._smoothing import smoothed_points
 from ._sources import as_source
@@ -22,7 +24,7 @@ from ._spherical import unit_centres
 from ._validation import EmptyClusterWarning, check_array
 from .divergences import get_divergence
 
-__all__ = ["out_dtype", "in_dtype", "LloydResult", "smoothed_objective", "update_centres", "lloyd", "reported_objective",
+__all__ = ["out_dtype", "in_dtype", "LloydResult", "smoothed_objective", "update_centres", "lloyd", "centres_state", "reported_objective",
            "DivergenceEstimatorMixin", "NearestCentreMixin"]
 
 
@@ -147,7 +149,7 @@ def update_centres(S, W, candidates, div, beta, z, run, previous):
 
 
 def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=None,
-          desc="BregmanKMeans", stacklevel=3, passes=None):
+          desc="BregmanKMeans", stacklevel=3, passes=None, fitted=None):
     """One restart of Bregman k-means on a (conditioned) data source.
 
     Each iteration is one fused pass (the labels of the current centres and the centre sums
@@ -181,6 +183,11 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
         the centre step from moving points into empty clusters. Its ``prepare`` method, when
         it has one, prepares the centres in place of
         :func:`bregclust._execution.prepare_centres` (the same values).
+    fitted : callable, optional
+        ``fitted(centres) -> attributes`` of the estimator predicting with the centres of an
+        iteration (:func:`centres_state`): handed to scikit-learn's callbacks that ask for a
+        ``fitted_estimator`` (see :mod:`bregclust._callbacks`). A callback's end hook that
+        returns True stops the loop (without a ConvergenceWarning).
 
     Returns
     -------
@@ -192,7 +199,7 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
     part = first if first is not None else run_pass(div, pc)
     history = [smoothed_objective(part.objective, centres, div, beta, z, pc)]
     n_iter = 0
-    converged = False
+    converged = stop = False
     with progress(verbose, total=max_iter, desc=f"{desc} restart {run}") as bar:
         for it in range(max_iter):
             # a pass that moves no point behind its own back (the size-constrained one) has
@@ -206,18 +213,44 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
             n_iter = it + 1
             changed = src.labels_changed(part, new)
             part = new
+            state = None if fitted is None else functools.partial(fitted, centres)
             if getattr(passes, "skipped", None) is None:
-                bar.step(history[-1])
+                stop = bar.step(history[-1], fitted=state)
             else:
-                bar.step(history[-1], skipped=f"{passes.skipped[-1] / max(passes.total, 1):.1%}")
+                stop = bar.step(history[-1], fitted=state,
+                                skipped=f"{passes.skipped[-1] / max(passes.total, 1):.1%}")
             if not changed or history[-2] - history[-1] <= tol * abs(history[-2]):
                 converged = True
                 break
-    if not converged:
+            if stop:
+                break
+    if not converged and not stop:
         warnings.warn(
             f"{desc} restart {run} reached max_iter={max_iter} before converging; "
             "increase max_iter or tol.", ConvergenceWarning, stacklevel=stacklevel + 1)
     return LloydResult(centres, part, n_iter, history, converged)
+
+
+def centres_state(div, cond, dtype):
+    """``fitted(centres)`` for :func:`lloyd`: the attributes with which an estimator of
+    :class:`NearestCentreMixin` predicts from conditioned centres (in the data's units and
+    type).
+
+    Parameters
+    ----------
+    div : Divergence
+    cond : Conditioning
+    dtype : numpy dtype
+        The fitted centres' type.
+
+    Returns
+    -------
+    callable
+    """
+    def fitted(centres):
+        return {"cluster_centers_": cond.undo_centres(centres).astype(dtype, copy=False),
+                "divergence_": div}
+    return fitted
 
 
 def reported_objective(owner, div, cond, objective, stacklevel=3):
@@ -262,7 +295,7 @@ def reported_objective(owner, div, cond, objective, stacklevel=3):
     return undone
 
 
-class DivergenceEstimatorMixin:
+class DivergenceEstimatorMixin(CallbackSupportMixin):
     """What every single-task estimator with ``divergence`` / ``divergence_params`` shares: the
     divergence record, scikit-learn's input tags for its domain, and the in-memory validator.
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from . import _blocks as B
 from . import _execution as E
 from . import _spherical as SPH
 
@@ -180,7 +181,7 @@ def block_stats(block, div, *, phi=False, colmax=False, nnz=False):
 
     Parameters
     ----------
-    block : bregclust._execution.Block
+    block : bregclust._blocks.Block
     div : Divergence
     phi : bool, default=False
         Also ``sum w phi(x)`` (translation-invariant divergences: the centring rule). When no
@@ -494,7 +495,7 @@ def centres_exponent(U):
 
 
 def _for_block(div, X, U):
-    block = E.Block(X)
+    block = B.Block(X)
     stats = block_stats(block, div, phi=div.translation_invariant,
                         colmax=div.coordinate_scale_invariant)
     return decide(div, stats, centres=U), block
@@ -545,8 +546,8 @@ def assign_rows(div, X, U):
     """
     cond, block = _for_block(div, X, U)
     if not cond.data_identity:
-        block = E.Block(cond.apply(X))
-    labels, mins = E.assign_block(block, div, E.prepare_centres(div, cond.apply_centres(U)))
+        block = B.Block(cond.apply(X))
+    labels, mins = B.assign_block(block, div, E.prepare_centres(div, cond.apply_centres(U)))
     if cond.scale:
         mins = E.exact_assigned(div, X, np.ascontiguousarray(U, dtype=np.float64), labels,
                                 guard=True)

@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
+from . import _blocks as B
 from . import _conditioning as C
 from . import _execution as E
 from ._dask_local import SPLIT_EVERY, active_client, local_groups, run_local
@@ -68,12 +69,12 @@ _PHI_CACHE = {}
 
 
 def _block(Xb, wb, meta, div, cond):
-    """The chunk as the fit sees it: a :class:`bregclust._execution.Block`, conditioned, with
+    """The chunk as the fit sees it: a :class:`bregclust._blocks.Block`, conditioned, with
     phi(x) reused when the same chunk object comes back (see ``_PHI_CACHE``)."""
     w = None if wb is None else np.ascontiguousarray(wb, dtype=np.float64)
     if not cond.data_identity:
-        return E.Block(cond.apply(Xb), cond.apply_weights(w), meta[1], meta[0])
-    block = E.Block(Xb, cond.apply_weights(w), meta[1], meta[0])
+        return B.Block(cond.apply(Xb), cond.apply_weights(w), meta[1], meta[0])
+    block = B.Block(Xb, cond.apply_weights(w), meta[1], meta[0])
     if sp.issparse(Xb):
         return block
     key = id(Xb)
@@ -106,12 +107,12 @@ def _stats_and_lloyd(block, div, need, centres):
     """The statistics of a block and, from given centres, its first Lloyd pass under the
     identity conditioning (kept when the fit's conditioning is the identity: one pass less)."""
     stats = C.block_stats(block, div, **need)
-    return stats, (None if centres is None else E.lloyd_block(block, div, centres))
+    return stats, (None if centres is None else B.lloyd_block(block, div, centres))
 
 
 def _take_chunk(Xb, meta, idx):
     """Dense rows at global indices ``idx`` (all inside this chunk), with their weights."""
-    return E.take_block(E.Block(as_block(Xb), None, meta[1], meta[0]), idx)
+    return B.take_block(B.Block(as_block(Xb), None, meta[1], meta[0]), idx)
 
 
 @_one_at_a_time
@@ -122,7 +123,7 @@ def _labels_chunk(Xb, div, U, cond, block_info=None):
     if cond is None:
         return C.assign_rows(div, Xb, U)[0]
     block = _block(Xb, None, (0, 0, Xb.shape[0]), div, cond)
-    return E.assign_block(block, div, E.prepare_centres(div, U))[0]
+    return B.assign_block(block, div, E.prepare_centres(div, U))[0]
 
 
 @_one_at_a_time
@@ -237,7 +238,7 @@ class DaskSource:
         return DaskSource(Y, N if self.w is None else N * self.w, self.cond, self.name)
 
     # ------------------------------------------------------------------ passes
-    def run(self, fn, *args, reduce=E.combine, check=False, extra=None):
+    def run(self, fn, *args, reduce=B.combine, check=False, extra=None):
         """``fn(block, *args[, *extra(i)])`` on every chunk, combined by a tree of ``reduce``
         tasks; computed."""
         return self._run(_chunk_task, (self.cond, check, self.name, fn) + args, reduce, extra)
@@ -257,25 +258,25 @@ class DaskSource:
         return (stats, part) if centres is not None else stats
 
     def lloyd(self, div, centres, extra=None, sums=True):
-        return self.run(E.lloyd_block, Portable(div), centres, False, extra, sums)
+        return self.run(B.lloyd_block, Portable(div), centres, False, extra, sums)
 
     @staticmethod
     def labels_changed(a, b):
         return a.digest != b.digest
 
     def farthest(self, div, part, centres):
-        return E.farthest_by_passes(self, div, centres)
+        return B.farthest_by_passes(self, div, centres)
 
     def cost(self, div, centres):
-        return self.run(E.cost_block, Portable(div), centres)
+        return self.run(B.cost_block, Portable(div), centres)
 
     def sample(self, div, centres, ell, cost, seeds):
         seeds = [int(s) for s in seeds]
-        return self.run(E.sample_block, Portable(div), centres, ell, cost,
+        return self.run(B.sample_block, Portable(div), centres, ell, cost,
                         extra=lambda i: (seeds[i],))
 
     def take(self, ids):
-        """:class:`~bregclust._execution.Rows` at global indices ``ids`` (any order)."""
+        """:class:`~bregclust._blocks.Rows` at global indices ``ids`` (any order)."""
         dask, _ = _dask()
         ids = np.asarray(ids, dtype=np.int64)
         chunk = np.searchsorted(self.starts, ids, side="right") - 1
@@ -290,7 +291,7 @@ class DaskSource:
         for sel, r in zip(where, rows):
             out[sel] = r.rows
         X = self.cond.apply(out) if not self.cond.data_identity else out
-        return E.Rows(idx=ids, rows=X, w=self._weights_of(ids))
+        return B.Rows(idx=ids, rows=X, w=self._weights_of(ids))
 
     def _weights_of(self, ids):
         if self.w is None:

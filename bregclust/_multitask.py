@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._callbacks import CallbackSupportMixin
 from ._validation import check_array, check_n_clusters, check_scalar
 
 __all__ = [
@@ -514,7 +515,7 @@ def _has_score_criterion(est):
 
 
 # ----------------------------------------------------------------------------- the mixin
-class MultiTaskMixin:
+class MultiTaskMixin(CallbackSupportMixin):
     """Contract shared by the multi-task estimators.
 
     ``fit(Xs)`` takes a list of tasks (2-D arrays or sparse matrices sharing one feature

@@ -9,30 +9,41 @@ loop ends, converged or not, it stays on screen with the final iteration count a
 
 import sys
 
+from ._callbacks import loop_task
+
 __all__ = ["progress"]
 
 
 class _Bar:
     """The handle a loop updates; a no-op when ``verbose == 0``."""
 
-    __slots__ = ("_bar", "_verbose", "_desc", "_n")
+    __slots__ = ("_bar", "_verbose", "_desc", "_n", "_task")
 
     def __init__(self, verbose, total, desc):
         self._verbose = int(verbose)
         self._desc = desc
         self._n = 0
         self._bar = None
+        self._task = loop_task(desc, total)  # scikit-learn's callbacks, when the fit has some
         if self._verbose >= 1:
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=True,
                              dynamic_ncols=True, mininterval=0.2)
 
-    def step(self, objective=None, n=1, **postfix):
-        """One iteration (``n`` of them) done; ``objective``: the value after it."""
+    @property
+    def active(self):
+        """Whether :meth:`step` shows anything (callers skip computing what it would show)."""
+        return self._bar is not None or self._task is not None
+
+    def step(self, objective=None, n=1, fitted=None, **postfix):
+        """One iteration (``n`` of them) done; ``objective``: the value after it; ``fitted``:
+        a callable giving the attributes of the estimator fitted at this point, for the
+        callbacks that ask for it. Returns whether a callback asks the loop to stop."""
         self._n += n
+        stop = self._task.step(n, fitted) if self._task is not None else False
         if self._bar is None:
-            return
+            return stop
         if objective is not None:
             postfix = {"objective": f"{objective:.6g}", **postfix}
         if postfix:
@@ -42,9 +53,13 @@ class _Bar:
             extra = "".join(f", {k} {v}" for k, v in postfix.items() if k != "objective")
             obj = "" if objective is None else f": objective {objective:.10g}"
             self._bar.write(f"  {self._desc} iteration {self._n}{obj}{extra}", file=sys.stderr)
+        return stop
 
     def close(self):
         """Draw the final state (iterations done, last objective) and end the bar's line."""
+        if self._task is not None:
+            task, self._task = self._task, None
+            task.close()
         if self._bar is not None:
             self._bar.refresh()
             self._bar.close()
@@ -67,7 +82,7 @@ class progress:
     --------
     >>> with progress(0, total=3, desc="demo") as bar:
     ...     for it in range(3):
-    ...         bar.step(objective=1.0 / (it + 1))
+    ...         stop = bar.step(objective=1.0 / (it + 1))  # True: a callback asks to stop
     """
 
     def __init__(self, verbose, total=None, desc=""):

@@ -1,7 +1,7 @@
 """Exact pruned Lloyd passes for Bregman k-means (``BregmanKMeans(algorithm="hamerly")``).
 
 :class:`PrunedPasses` stands in for a data source's Lloyd pass inside
-:func:`bregclust._centroid.lloyd`: it returns the same :class:`~bregclust._execution.LloydPart`
+:func:`bregclust._centroid.lloyd`: it returns the same :class:`~bregclust._blocks.LloydPart`
 (labels, centre sums, minima, objective) while evaluating the ``k`` scores of a row only when
 its bounds cannot prove that its label stays.
 
@@ -28,6 +28,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from . import _blocks as B
 from . import _execution as E
 from ._kernels import pruned as KP
 
@@ -224,7 +225,7 @@ class CachedPasses:
             obj += float(O[t])
         if not np.isfinite(obj):  # a minimum to evaluate by the definition: Lloyd's pass
             return self.src.lloyd(div, pc)
-        part = E.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels, mins=mins)
+        part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels, mins=mins)
         if self.debug:
             ref = self.src.lloyd(div, pc)
             assert np.array_equal(ref.labels, part.labels), "cached labels differ from Lloyd's"
@@ -449,7 +450,7 @@ class PrunedPasses:
             obj += float(O[t])
         if not np.isfinite(obj):
             return None, 0
-        part = E.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels.copy(),
+        part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels.copy(),
                            mins=mins)
         return part, int(R.sum())
 

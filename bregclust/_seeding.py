@@ -1,7 +1,7 @@
 """Initial centres of every centroid estimator, on any data source.
 
 * :func:`kmeans_plusplus`: greedy k-means++ with D-sampling by the divergence, on rows in
-  memory (a :class:`~bregclust._execution.Block`); :func:`bregman_kmeans_plusplus` is its
+  memory (a :class:`~bregclust._blocks.Block`); :func:`bregman_kmeans_plusplus` is its
   public form on raw arrays.
 * :func:`kmeans_parallel`: k-means|| (Bahmani et al., 2012) on any data source: a few
   sampling passes, then weighted k-means++ on the candidates; the default on dask arrays.
@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 from sklearn.utils import check_random_state
 
+from . import _blocks as B
 from . import _conditioning as C
 from . import _execution as E
 from ._smoothing import auto_smoothing, push_inside, smoothed_points
@@ -117,7 +118,7 @@ def kmeans_plusplus(block, div, k, rng, beta=0.0, z=None, n_local_trials=None):
     idx = np.empty(k, dtype=np.int64)
     first = int(rng.choice(n, p=w / w.sum()))
     idx[0] = first
-    centers[0] = smoothed_points(E.take_block(block, [first]).rows, w[[first]], beta, z)[0]
+    centers[0] = smoothed_points(B.take_block(block, [first]).rows, w[[first]], beta, z)[0]
     _, closest = E.assign(div, X, E.prepare_centres(div, centers[:1]), prepared=prepared)
     for c in range(1, k):
         pot = w * closest
@@ -132,7 +133,7 @@ def kmeans_plusplus(block, div, k, rng, beta=0.0, z=None, n_local_trials=None):
             total = p.sum()
         cand = np.searchsorted(np.cumsum(p), rng.uniform(size=trials) * total)
         cand = np.minimum(cand, n - 1)
-        Cc = smoothed_points(E.take_block(block, cand).rows, w[cand], beta, z)
+        Cc = smoothed_points(B.take_block(block, cand).rows, w[cand], beta, z)
         Dc = E.pairwise(div, X, Cc, prepared)
         new = np.minimum(closest[:, None], Dc)
         if np.isfinite(new).all():
@@ -195,12 +196,12 @@ def bregman_kmeans_plusplus(X, n_clusters, divergence="sqeuclidean", *, random_s
         beta = auto_smoothing(X, div, k, w)
     if n_local_trials is not None:
         check_scalar(n_local_trials, "n_local_trials", kind=numbers.Integral, lo=1)
-    block = E.Block(X, w)
+    block = B.Block(X, w)
     stats = C.block_stats(block, div, phi=div.translation_invariant,
                           colmax=div.coordinate_scale_invariant)
     cond = C.decide(div, stats)
     if not cond.identity:
-        block = E.Block(cond.apply(X), cond.apply_weights(w))
+        block = B.Block(cond.apply(X), cond.apply_weights(w))
     z = push_inside(cond.mean(stats), div) if beta > 0 else None
     centers, idx = kmeans_plusplus(block, div, k, rng, cond.apply_mass(beta), z, n_local_trials)
     return cond.undo_centres(centers), idx
@@ -292,5 +293,5 @@ def kmeans_parallel(src, div, k, rng, beta=0.0, z=None, factor=2.0, rounds=5):
     cand_w = src.lloyd(div, E.prepare_centres(div, C_)).W
     if cand_w.sum() <= 0:
         cand_w = np.ones(C_.shape[0])
-    centers, _ = kmeans_plusplus(E.Block(np.ascontiguousarray(C_), cand_w), div, k, rng)
+    centers, _ = kmeans_plusplus(B.Block(np.ascontiguousarray(C_), cand_w), div, k, rng)
     return centers

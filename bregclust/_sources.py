@@ -19,7 +19,7 @@ every block and combined:
 ``conditioned(cond)``  the source seen through one :class:`~bregclust._conditioning.Conditioning`
 ``reweighted``         the source of transformed rows and reweighted samples
 ``run``                any block pass, combined (``check``: validate chunks on the way)
-``lloyd``              the fused assign-and-sum pass (:class:`~bregclust._execution.LloydPart`)
+``lloyd``              the fused assign-and-sum pass (:class:`~bregclust._blocks.LloydPart`)
 ``farthest``           rows in decreasing ``w d(x, u_label)`` order (empty clusters)
 ``cost``, ``sample``   k-means|| seeding; ``take``, ``positive_rows``, ``draw_first``: rows
 ``labels``             the labels of given centres (lazy on dask)
@@ -44,6 +44,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
+from . import _blocks as B
 from . import _execution as E
 from ._conditioning import (
     IDENTITY,
@@ -105,7 +106,7 @@ class DataSource(Protocol):
         """The source of rows ``rows(X)`` with weights ``w * factor(X)`` (``rows`` and
         ``factor`` are module-level functions of a block of rows)."""
 
-    def run(self, fn, *args, reduce=E.combine, check=False, extra=None):
+    def run(self, fn, *args, reduce=B.combine, check=False, extra=None):
         """``fn(block, *args[, *extra(i)])`` on every block ``i``, combined by ``reduce``;
         ``check`` validates the blocks on the way (chunked sources)."""
 
@@ -114,7 +115,7 @@ class DataSource(Protocol):
         ``callback(state)`` returns True; the last state."""
 
     def lloyd(self, div, centres, extra=None, sums=True):
-        """The fused Lloyd pass (:class:`~bregclust._execution.LloydPart`)."""
+        """The fused Lloyd pass (:class:`~bregclust._blocks.LloydPart`)."""
 
     def labels_changed(self, a, b):
         """Whether the labels of two Lloyd parts differ."""
@@ -123,14 +124,14 @@ class DataSource(Protocol):
         """Rows ``(x as 1 x d, label, w, min)`` in decreasing ``w min`` order."""
 
     def cost(self, div, centres):
-        """The k-means|| cost pass (:class:`~bregclust._execution.Cost`)."""
+        """The k-means|| cost pass (:class:`~bregclust._blocks.Cost`)."""
 
     def sample(self, div, centres, ell, cost, seeds):
         """The k-means|| sampling pass (one seed per block):
-        :class:`~bregclust._execution.Rows`."""
+        :class:`~bregclust._blocks.Rows`."""
 
     def take(self, ids):
-        """:class:`~bregclust._execution.Rows` at global indices ``ids``."""
+        """:class:`~bregclust._blocks.Rows` at global indices ``ids``."""
 
     def positive_rows(self):
         """Indices of the rows of positive weight."""
@@ -175,12 +176,12 @@ class InMemorySource:
     chunked = False
 
     def __init__(self, X, w, cond=IDENTITY, block=None):
-        self.block = block if block is not None else E.Block(X, w)
+        self.block = block if block is not None else B.Block(X, w)
         self.cond = cond
 
     @classmethod
     def from_block(cls, block, cond=IDENTITY):
-        """The source of one :class:`~bregclust._execution.Block` (rows as the fit sees
+        """The source of one :class:`~bregclust._blocks.Block` (rows as the fit sees
         them)."""
         return cls(None, None, cond, block)
 
@@ -233,14 +234,14 @@ class InMemorySource:
         X = self.block.X if cond.data_identity else cond.apply(self.block.X)
         prep = self.block.prep if cond.data_identity else None
         return InMemorySource.from_block(
-            E.Block(X, cond.apply_weights(self.block.w), prep=prep), cond)
+            B.Block(X, cond.apply_weights(self.block.w), prep=prep), cond)
 
     def reweighted(self, rows, factor):
         """The source of rows ``rows(X)`` with weights ``w * factor(X)``."""
         X = self.block.X
         return InMemorySource(rows(X), self.block.weights() * factor(X), self.cond)
 
-    def run(self, fn, *args, reduce=E.combine, check=False, extra=None):
+    def run(self, fn, *args, reduce=B.combine, check=False, extra=None):
         """``fn(block, *args[, *extra(0)])`` on the one block (the rows were validated when
         the source was built, so ``check`` changes nothing; one result, nothing to
         ``reduce``)."""
@@ -259,19 +260,19 @@ class InMemorySource:
     def lloyd(self, div, centres, extra=None, sums=True):
         """The fused Lloyd pass (labels kept); ``sums=False`` leaves out the per-cluster sums
         (a final labels pass)."""
-        return E.lloyd_block(self.block, div, centres, True, extra, sums)
+        return B.lloyd_block(self.block, div, centres, True, extra, sums)
 
     @staticmethod
     def labels_changed(a, b):
-        return E.labels_differ(a.labels, b.labels)
+        return B.labels_differ(a.labels, b.labels)
 
     def label_stats(self, div, labels, k, extra=None):
-        """Statistics of given labels (:func:`bregclust._execution.label_block`)."""
-        return E.label_block(self.block, div, labels, k, extra)
+        """Statistics of given labels (:func:`bregclust._blocks.label_block`)."""
+        return B.label_block(self.block, div, labels, k, extra)
 
     def assign(self, div, centres):
         """``(labels, mins)`` of prepared centres."""
-        return E.assign_block(self.block, div, centres)
+        return B.assign_block(self.block, div, centres)
 
     def pairwise(self, div, U):
         """Every divergence ``d(x_i, u_j)`` (GEMM form)."""
@@ -288,14 +289,14 @@ class InMemorySource:
             yield row, int(part.labels[i]), float(w[i]), float(part.mins[i])
 
     def cost(self, div, centres):
-        return E.cost_block(self.block, div, centres)
+        return B.cost_block(self.block, div, centres)
 
     def sample(self, div, centres, ell, cost, seeds):
-        return E.sample_block(self.block, div, centres, ell, cost, int(seeds[0]))
+        return B.sample_block(self.block, div, centres, ell, cost, int(seeds[0]))
 
     def take(self, ids):
-        """:class:`~bregclust._execution.Rows` at global indices ``ids`` (any order)."""
-        return E.take_block(self.block, np.asarray(ids, dtype=np.int64))
+        """:class:`~bregclust._blocks.Rows` at global indices ``ids`` (any order)."""
+        return B.take_block(self.block, np.asarray(ids, dtype=np.int64))
 
     def positive_rows(self):
         """Indices of the rows of positive weight."""

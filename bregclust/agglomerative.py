@@ -59,8 +59,8 @@ from numba.core import event as numba_event
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._blocks import Block
 from ._conditioning import block_stats, decide, exponent
-from ._execution import Block
 from ._kernels import agglomerative as KA
 from ._kernels import generators as KG
 from ._kernels import linkage_generic as KLG

@@ -14,6 +14,7 @@ from sklearn.utils import check_random_state
 
 from . import _conditioning as C
 from . import _execution as E
+from ._callbacks import fit_callbacks
 from ._centroid import NearestCentreMixin, in_dtype, lloyd, out_dtype, reported_objective
 from ._seeding import seed_centres
 from ._smoothing import push_inside, resolve_smoothing
@@ -170,6 +171,7 @@ class BisectingBregmanKMeans(NearestCentreMixin, ClusterMixin, TransformerMixin,
             raise ValueError("bisecting_strategy must be 'biggest_inertia' or 'largest_cluster', "
                              f"got {self.bisecting_strategy!r}.")
 
+    @fit_callbacks
     def fit(self, X, y=None, sample_weight=None):
         """Build the bisecting tree of ``X``.
 

@@ -35,6 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._callbacks import CallbackSupportMixin, fit_callbacks
 from ._progress import progress
 from ._smoothing import push_inside
 from ._sources import is_dask_array
@@ -706,7 +707,7 @@ def _random_labels(n, k, rng):
 
 
 # ----------------------------------------------------------------------------- the estimator
-class BregmanCoclustering(BiclusterMixin, BaseEstimator):
+class BregmanCoclustering(CallbackSupportMixin, BiclusterMixin, BaseEstimator):
     """Co-clustering with a Bregman divergence and one of the six bases of Banerjee et al.
 
     Rows are clustered into ``n_row_clusters`` groups and columns into ``n_column_clusters``
@@ -979,6 +980,7 @@ class BregmanCoclustering(BiclusterMixin, BaseEstimator):
         return Xc, W
 
     # ------------------------------------------------------------------ fit
+    @fit_callbacks
     def fit(self, X, y=None, sample_weight=None):
         """Co-cluster the rows and columns of ``X``.
 

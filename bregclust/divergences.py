@@ -30,11 +30,9 @@ import numbers
 import re
 import threading
 import types
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 from numba import njit
 from numba.core.errors import NumbaError
@@ -43,10 +41,9 @@ from scipy.special import wrightomega
 
 from . import _conditioning as C
 from . import _execution as E
+from . import _forms as F
 from . import _kernels as K
-from . import _spherical as SPH
 from ._kernels import generators as KG
-from ._kernels import lloyd as KL
 from ._validation import (
     DomainError,
     check_float_dtype,
@@ -132,250 +129,6 @@ class Generator:
     def fn_dphi_inv(self):
         """Function pointer to ``(f')^-1`` (a placeholder for built-in codes)."""
         return self._fn(KG.DPHI_INV)
-
-
-# ---------------------------------------------------------------------------- forms (strategies)
-class _SeparableForm:
-    """GEMM form and definition of a differentiable separable generator."""
-
-    fused = True
-
-    def __init__(self, gen):
-        self.gen = gen
-
-    def _calls(self):
-        """The context of a kernel call that may run a user's scalar functions: an exception
-        raised inside one is raised once, as the user's, when the kernel returns."""
-        return KG.callback_errors() if self.gen.code == KG.CUSTOM else nullcontext()
-
-    def phi_rows(self, div, X):
-        g = self.gen
-        n, d = X.shape
-        out = np.empty(n)
-        # Parallel launches cost more than they save on small arrays (centres).
-        dense, csr = E.rowsum_kernels(n * d)
-        with self._calls():
-            if sp.issparse(X):
-                csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
-            else:
-                dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
-        if g.code == KG.CUSTOM and np.isnan(out).any():
-            self._raise_nan_phi(X, int(np.flatnonzero(np.isnan(out))[0]))
-        return out
-
-    def _raise_nan_phi(self, X, i):
-        """A user's ``phi`` returned NaN on row ``i`` of finite data: name the value (a NaN
-        divergence would otherwise read as an overflow)."""
-        g = self.gen
-        row = X[i].toarray().ravel() if sp.issparse(X) else np.asarray(X[i])
-        values = [0.0] + [float(v) for v in row] if sp.issparse(X) else [float(v) for v in row]
-        bad = next((v for v in values if math.isnan(g.phi(v))), None)
-        where = f"x = {bad!r}" if bad is not None else f"a value of row {i}"
-        raise ValueError(
-            f"phi of divergence {g.name!r} returned NaN at {where} (row {i}): a generator must "
-            "be finite on its domain; declare a narrower domain when registering it or "
-            "rescale the data.")
-
-    def grad(self, div, U2):
-        g = self.gen
-        # The built-in derivatives are one vectorised ufunc each (the same values as the
-        # scalar kernels: 2x, log x with log 0 = -inf, -1/x); centres of text data have
-        # hundreds of thousands of coordinates per cluster and are prepared every iteration.
-        if g.code == KG.SQ:
-            return 2.0 * U2
-        if g.code == KG.IS:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.where(U2 >= 0, -1.0 / U2, np.nan)
-        out = np.empty_like(U2)
-        kern = K.map_scalar_par if U2.size > E.PARALLEL_MIN else K.map_scalar
-        with self._calls():
-            kern(g.code, KG.DPHI, g.fn_dphi, U2, out)
-        self.check_grad(U2, out)
-        return out
-
-    def check_grad(self, U2, G):
-        """Raise when a user's ``dphi`` returned NaN at a centre inside its domain (``G`` holds
-        ``dphi`` of ``U2``, either ``(k, d)`` or transposed ``(d, k)``): a NaN gradient would
-        otherwise turn every divergence to that centre into a silent non-finite value, read as
-        a boundary centre. Every pass that evaluates ``dphi`` calls it: :meth:`grad` here, the
-        mini-batch kernels that update the centres' parts in place."""
-        g = self.gen
-        if g.code != KG.CUSTOM or not np.isnan(G).any():
-            return
-        Gr = G if G.shape == U2.shape else G.T
-        inside = np.isfinite(U2) if g.domain == "real" else np.isfinite(U2) & (U2 > 0)
-        hit = np.argwhere(np.isnan(Gr) & inside)
-        if hit.size:
-            i, j = (int(v) for v in hit[0])
-            raise ValueError(
-                f"dphi of divergence {g.name!r} returned NaN at x = {float(U2[i, j])!r} (centre "
-                f"{i}, feature {j}): a generator's derivative must be finite on its domain; "
-                "declare a narrower domain when registering it or rescale the data.")
-
-    def grad_inv(self, div, T2):
-        g = self.gen
-        out = np.empty_like(T2)
-        with self._calls():
-            K.map_scalar(g.code, KG.DPHI_INV, g.fn_dphi_inv, T2, out)
-        return out
-
-    def prepare(self, div, X):
-        return X, self.phi_rows(div, X)
-
-    def gemm_parts(self, div, U):
-        G = self.grad(div, U)
-        with np.errstate(invalid="ignore"):
-            c = np.einsum("ij,ij->i", U, G) - self.phi_rows(div, U)
-        return G, c
-
-    def generic_pairwise(self, div, Xd, U, out):
-        g = self.gen
-        with self._calls():
-            K.generic_pairwise(g.code, g.fn_phi, g.fn_dphi, Xd, U, out)
-
-    def generic_assigned(self, div, Xd, U, labels, w, out):
-        g = self.gen
-        kern = K.generic_assigned if E.parallel(Xd.size) else KL.generic_assigned_serial
-        with self._calls():
-            kern(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
-
-
-def _assigned_by_cluster(form, div, Xd, U, labels, w, out, chunk=4096):
-    """``generic_assigned`` of a form without its own kernel: its ``generic_pairwise`` against
-    each centre, on the rows of that cluster, ``chunk`` rows at a time."""
-    out[:] = 0.0
-    for j in range(U.shape[0]):
-        idx = np.flatnonzero((labels == j) & (w > 0))
-        for s in range(0, idx.size, chunk):
-            rows = idx[s:s + chunk]
-            d = np.empty((rows.size, 1))
-            form.generic_pairwise(div, Xd[rows], U[j:j + 1], d)
-            out[rows] = d[:, 0]
-
-
-class _L1Form(_SeparableForm):
-    """l1_subgradient: ``Xg = [X+, X-]``, ``phi_x = 2 ||x||_1``, sign indicators as ``G``."""
-
-    fused = False  # the fused Lloyd pass sums Xg, not X
-
-    def prepare(self, div, X):
-        if sp.issparse(X):
-            Xp = X.maximum(0)
-            Xm = (-X).maximum(0)
-            Xg = sp.hstack([Xp, Xm], format="csr")
-            phi_x = 2.0 * np.asarray(abs(X).sum(axis=1)).ravel()
-        else:
-            Xg = np.hstack([np.maximum(X, 0), np.maximum(-X, 0)])
-            phi_x = 2.0 * np.abs(X).sum(axis=1)
-        return Xg, phi_x
-
-    def gemm_parts(self, div, U):
-        G = 2.0 * np.hstack([(U > 0), (U < 0)]).astype(np.float64)
-        return G, np.zeros(U.shape[0])
-
-    def generic_pairwise(self, div, Xd, U, out):
-        K.l1_pairwise_exact(Xd, U, out)
-
-    def generic_assigned(self, div, Xd, U, labels, w, out):
-        _assigned_by_cluster(self, div, Xd, U, labels, w, out)
-
-
-class _MahalanobisForm:
-    """``phi(x) = x^T A x``: products with ``A`` and a cached Cholesky factor."""
-
-    fused = True
-
-    def __init__(self, A):
-        self.A = A
-        self._cho = None
-
-    def phi_rows(self, div, X):
-        A = self.A
-        n = X.shape[0]
-        out = np.empty(n)
-        for s in range(0, n, 4096):
-            Xc = X[s:s + 4096]
-            XA = np.asarray(Xc @ A)
-            out[s:s + 4096] = (
-                np.asarray(Xc.multiply(XA).sum(axis=1)).ravel() if sp.issparse(Xc)
-                else np.einsum("ij,ij->i", Xc, XA)
-            )
-        return out
-
-    def grad(self, div, U2):
-        return 2.0 * (U2 @ self.A)
-
-    def grad_inv(self, div, T2):
-        if self._cho is None:
-            self._cho = scipy.linalg.cho_factor(self.A)
-        return 0.5 * scipy.linalg.cho_solve(self._cho, T2.T).T
-
-    prepare = _SeparableForm.prepare
-    gemm_parts = _SeparableForm.gemm_parts
-
-    def generic_pairwise(self, div, Xd, U, out):
-        A = self.A
-        with np.errstate(over="ignore", invalid="ignore"):
-            for j in range(U.shape[0]):
-                diff = Xd - U[j]
-                out[:, j] = np.einsum("ij,jk,ik->i", diff, A, diff)
-        # inputs are finite, so a NaN is an overflow (inf - inf) of a positive quadratic form
-        out[np.isnan(out)] = np.inf
-
-    def generic_assigned(self, div, Xd, U, labels, w, out):
-        _assigned_by_cluster(self, div, Xd, U, labels, w, out)
-
-
-class _CosineForm:
-    """cosine: ``phi(x) = ||x||`` on rows scaled to unit length (:mod:`bregclust._spherical`).
-
-    ``Xg`` is the unit rows and ``phi_x = 1``; the GEMM parts of a centre are its direction
-    ``u / ||u||`` and ``0``, so ``D = 1 - <x / ||x||, u / ||u||>``: one product per pass."""
-
-    fused = True
-
-    def phi_rows(self, div, X):
-        if sp.issparse(X):
-            sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
-            return np.sqrt(sq)
-        return SPH.row_norms(X)
-
-    def grad(self, div, U2):
-        return SPH.unit_centres(U2)
-
-    def prepare(self, div, X):
-        Xg = SPH.unit_rows(X)
-        return Xg, np.ones(X.shape[0])
-
-    def gemm_parts(self, div, U):
-        return SPH.unit_centres(U), np.zeros(U.shape[0])
-
-    def grad_inv(self, div, T2):
-        raise ValueError(
-            f"{div.name}: grad phi(u) = u / ||u|| forgets the length of u, so it has no "
-            "inverse (and no left-type centroid); use the centres' directions as they are.")
-
-    def generic_pairwise(self, div, Xd, U, out):
-        n = Xd.shape[0]
-        col = np.empty(n)
-        for j in range(U.shape[0]):  # the definition of generic_assigned, column by column
-            self.generic_assigned(div, Xd, U, np.full(n, j, dtype=np.int64), np.ones(n), col)
-            out[:, j] = col
-
-    def generic_assigned(self, div, Xd, U, labels, w, out, chunk=4096):
-        Uu = SPH.unit_centres(U)
-        for s in range(0, Xd.shape[0], chunk):
-            Xc = Xd[s:s + chunk]
-            with np.errstate(over="ignore", under="ignore"):
-                sq = np.einsum("ij,ij->i", Xc, Xc, dtype=np.float64)
-            if np.all((sq > 1e-280) & (sq < 1e280)):  # no scaling needed: no copy of the rows
-                cos = np.einsum("ij,ij->i", Xc, Uu[labels[s:s + chunk]],
-                                dtype=np.float64) / np.sqrt(sq)
-            else:
-                Xu = SPH.unit_rows(Xc).astype(np.float64, copy=False)
-                cos = np.einsum("ij,ij->i", Xu, Uu[labels[s:s + chunk]])
-            # 1 - cos >= 0 (rounding may give -eps); rows of zero weight count 0
-            out[s:s + chunk] = np.where(w[s:s + chunk] > 0, np.maximum(1.0 - cos, 0.0), 0.0)
 
 
 # ---------------------------------------------------------------------------- sided centroids
@@ -796,10 +549,10 @@ class Divergence:
         U = np.asarray(U, dtype=np.float64)
         form = self._ready()
         if self.generator is None:  # a quadratic form: a matrix product
-            return form.grad(self, U)
+            return form.grad(U)
         self._need_differentiable("grad")
         U2 = np.ascontiguousarray(np.atleast_2d(U))
-        return form.grad(self, U2).reshape(U.shape)
+        return form.grad(U2, E.parallel(U2.size)).reshape(U.shape)
 
     def grad_inv(self, T):
         """Inverse of ``grad phi`` for each row of a dense array.
@@ -815,10 +568,10 @@ class Divergence:
         T = np.asarray(T, dtype=np.float64)
         form = self._ready()
         if self.generator is None:
-            return form.grad_inv(self, T)
+            return form.grad_inv(T)
         self._need_differentiable("grad_inv")
         T2 = np.ascontiguousarray(np.atleast_2d(T))
-        return form.grad_inv(self, T2).reshape(T.shape)
+        return form.grad_inv(T2).reshape(T.shape)
 
     def _need_differentiable(self, what):
         if not self.differentiable:
@@ -858,8 +611,9 @@ class Divergence:
         G : ndarray of shape (k, p)
         c : ndarray of shape (k,)
         """
-        form = self._ready()
-        return form.gemm_parts(self, self._as_centres(U))
+        self._ready()
+        pc = E.prepare_centres(self, self._as_centres(U))
+        return pc.G, pc.c
 
     def prepare_centres(self, U):
         """The GEMM parts of centres ``U``, computed once for reuse.
@@ -974,11 +728,13 @@ class Divergence:
             if centres.U.shape[1] != X.shape[1]:
                 raise ValueError(f"centres have {centres.U.shape[1]} features but X has "
                                  f"{X.shape[1]}.")
-            return E.assign_and_sum(self, X, w, centres, prepared)
+            res = E.assign_and_sum(self, X, w, centres, prepared)
+            return res.labels, res.mins, res.S, res.W
         U = self._as_centres(U, X.shape[1])
         cond = C.IDENTITY if prepared is not None else C.for_assignment(self, X, U)
         if cond.data_identity:
-            return E.assign_and_sum(self, X, w, E.prepare_centres(self, U), prepared)
+            res = E.assign_and_sum(self, X, w, E.prepare_centres(self, U), prepared)
+            return res.labels, res.mins, res.S, res.W
         # far from the origin or of extreme magnitude: assign the conditioned rows, sum the
         # rows as given
         labels, mins = E.assign(self, cond.apply(X),
@@ -1004,7 +760,7 @@ class Divergence:
         Xd = X.toarray() if sp.issparse(X) else X
         U = self._as_centres(U, Xd.shape[1])
         out = np.empty((Xd.shape[0], U.shape[0]))
-        self._ready().generic_pairwise(self, Xd, U, out)
+        self._ready().generic_pairwise(Xd, U, out)
         return out
 
     def divergence(self, x, y):
@@ -1186,7 +942,7 @@ class Divergence:
         mL = np.ascontiguousarray(mu_L, dtype=np.float64)
         mR = np.ascontiguousarray(mu_R, dtype=np.float64)
         out = np.empty_like(mL)
-        with self.form._calls():
+        with self.form.calls():
             K.centroids.sided_centroid_bisect(
                 g.code, g.fn_dphi, g.domain_code,
                 np.ascontiguousarray(np.asarray(A, dtype=np.float64).ravel()),
@@ -1356,7 +1112,7 @@ def _bind_mahalanobis(base, A=None):
     return Divergence(
         name=base.name, aliases=base.aliases, domain="real", separable=False, symmetric=True,
         differentiable=True, params=(("A", A),), formula=base.formula, builtin=True,
-        form=_MahalanobisForm(A), centroid_rule=_symmetric_centroid, ward=True,
+        form=F.MahalanobisForm(A), centroid_rule=_symmetric_centroid, ward=True,
         param_names=base.param_names, translation_invariant=True, homogeneity=2,
     )
 
@@ -1672,7 +1428,7 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
     div = Divergence(
         name=cname, aliases=aliases, domain=domain, separable=True, symmetric=bool(symmetric),
         differentiable=True, phi=f, dphi=df, dphi_inv=inv, formula=formula,
-        generator=gen, form=_SeparableForm(gen),
+        generator=gen, form=F.SeparableForm(gen),
         centroid_rule=_symmetric_centroid if symmetric else _bisection_centroid,
     )
     if symmetric:
@@ -1690,7 +1446,7 @@ def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=
              coordinate_scale_invariant=False, parts=None, phi_values=None, spherical=False):
     gen = Generator(code, phi, dphi, inv, domain, name=name) if phi is not None else None
     if form is None and gen is not None:
-        form = _SeparableForm(gen)
+        form = F.SeparableForm(gen)
     div = Divergence(
         name=name, aliases=aliases, domain=domain, separable=gen is not None,
         symmetric=symmetric, differentiable=differentiable, phi=phi, dphi=dphi, dphi_inv=inv,
@@ -1718,9 +1474,9 @@ _builtin("itakura_saito", ("is", "itakura"), "positive", KG.IS, K.is_phi, K.is_d
          K.is_dphi_inv, "sum x/y - log(x/y) - 1", centroid=_is_centroid, homogeneity=0,
          coordinate_scale_invariant=True, parts=_is_parts, phi_values=_is_phi)
 _builtin("l1_subgradient", ("l1", "l1_sub"), "real", KG.ABS, K.abs_phi, K.sign_dphi, None,
-         "sum (0 if x y > 0 else 2 |x|)", form=_L1Form, differentiable=False, homogeneity=1)
+         "sum (0 if x y > 0 else 2 |x|)", form=F.L1Form, differentiable=False, homogeneity=1)
 _builtin("cosine", ("spherical", "cos"), "real", None, None, None, None,
-         "1 - <x, y> / (|x| |y|)", symmetric=True, form=_CosineForm(), homogeneity=0,
+         "1 - <x, y> / (|x| |y|)", symmetric=True, form=F.CosineForm(), homogeneity=0,
          spherical=True)
 
 

@@ -38,6 +38,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._callbacks import fit_callbacks
 from ._conditioning import exponent, for_assignment, unit_rows
 from ._multitask import (
     BOOLEAN,
@@ -1187,6 +1188,7 @@ class NonparametricKernelMTC(_BaseKernelMTC):
         self.normalize_factor = normalize_factor
         self.verbose = verbose
 
+    @fit_callbacks
     def fit(self, Xs, y=None):
         """Learn the kernel and cluster.
 
@@ -1346,6 +1348,7 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_, joint_
         self.normalize_factor = normalize_factor
         self.verbose = verbose
 
+    @fit_callbacks
     def fit(self, Xs, y=None):
         """Learn the spectral kernel and cluster.
 

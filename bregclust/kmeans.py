@@ -20,6 +20,8 @@ from sklearn.utils import check_random_state
 from . import _conditioning as C
 from . import _execution as E
 from . import _pruned
+from ._callbacks import fit_callbacks
+from ._centroid import centres_state
 from ._constrained import (
     check_batch_bounds,
     check_size_bounds,
@@ -260,6 +262,7 @@ default="auto"
         return seed_centres(src, div, k, rng, init, beta, z, factor=self.oversampling_factor,
                             rounds=self.init_rounds)
 
+    @fit_callbacks
     def fit(self, X, y=None, sample_weight=None):
         """Cluster ``X``.
 
@@ -326,7 +329,8 @@ default="auto"
                                             verbose=self.verbose)
                 else:
                     res = lloyd(src, div, C0, beta, z, self.max_iter, self.tol, run,
-                                verbose=self.verbose, first=first, passes=passes)
+                                verbose=self.verbose, first=first, passes=passes,
+                                fitted=centres_state(div, cond, src.dtype))
                 res.skipped = (np.zeros(res.n_iter + 1, dtype=np.int64) if passes is None
                                else np.asarray(passes.skipped, dtype=np.int64))
                 if self.verbose:

@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _conditioning as C
 from . import _execution as E
+from ._callbacks import fit_callbacks
 from ._centroid import lloyd
 from ._conditioning import DataStats
 from ._multitask import (
@@ -1278,6 +1279,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         return sources
 
     # ------------------------------------------------------------------ fit / predict
+    @fit_callbacks
     def fit(self, Xs, y=None, *, trace=False):
         """Cluster every task of ``Xs`` jointly.
 

@@ -36,6 +36,7 @@ from sklearn.utils import check_random_state
 
 from . import _conditioning as C
 from . import _execution as E
+from ._callbacks import fit_callbacks
 from ._centroid import NearestCentreMixin, in_dtype, out_dtype, reported_objective
 from ._kernels import minibatch as KM
 from ._progress import progress
@@ -300,7 +301,8 @@ def step(run, div, X, prep, w, rng):
             labels, mins, S, W, _ = E.fused_pass(prep, GT, c, w)
             E._fix_non_finite(div, X, U, labels, mins, w, S, W)
         else:
-            _, mins, S, W = E.assign_and_sum(div, X, w, run.prepared(div), prep)
+            res = E.assign_and_sum(div, X, w, run.prepared(div), prep)
+            mins, S, W = res.mins, res.S, res.W
     with np.errstate(over="ignore", invalid="ignore"):
         obj = float(w @ mins)
     if b > 0:
@@ -436,6 +438,122 @@ def stats_and_sample(block, div, need, ids):
     local = np.asarray(ids, dtype=np.int64) - block.start
     return (C.block_stats(block, div, **need),
             _Sample(np.asarray(ids, dtype=np.int64), block.X[local], block.weights()[local]))
+
+
+# ----------------------------------------------------------------------------- batch schedules
+class _MemoryBatches:
+    """Batches of an in-memory source, drawn as scikit-learn's ``MiniBatchKMeans`` draws them:
+    the validation sample first, a seeding sample per seeding (drawn for an array init too,
+    gathered only when read), then ``max_iter n / batch_size`` batches drawn with
+    replacement in proportion to the weights (steps take unit weights)."""
+
+    def __init__(self, src, div, rng, n_init, is_array, isize):
+        self.stats = src.stats(div)
+        self.valid = rng.randint(0, src.n, isize)
+        self.rng, self.is_array, self.isize = rng, is_array, isize
+
+    def condition(self, src, cond):
+        """The conditioned source the samples and batches are read from."""
+        self.src = src
+
+    def seeding_sample(self, run_i):
+        X, w, n = self.src.X, self.src.w, self.src.n
+        if self.isize < n:
+            s = self.rng.randint(0, n, self.isize)
+            return (X[s], w[s]) if not self.is_array else (None, None)
+        return X, w
+
+    def validation_sample(self):
+        return self.src.X[self.valid], self.src.w[self.valid]
+
+    def budget(self, max_iter, bsize):
+        """The number of steps at most."""
+        return (max_iter * self.src.n) // bsize
+
+    def run(self, run, div, rng, max_iter, report):
+        """Steps until the budget or until ``report(run, 1)`` says a stopping rule fired."""
+        src = self.src
+        X, w = src.X, src.w
+        bsize = run.batch_size
+        cdf = np.cumsum(w / w.sum())
+        cdf /= cdf[-1]
+        Xg, phi = src.block.prepared(div, closed_form=True)
+        ones = np.ones(bsize)
+        idx = np.empty(bsize, dtype=np.int64)
+        for _ in range(self.budget(max_iter, bsize)):
+            # RandomState.choice(n, b, p=w / W): its uniforms, its cumulative sum (made once),
+            # its search
+            KM.draw_rows(cdf, rng.random_sample(bsize), idx)
+            Xb = X[idx]
+            step(run, div, Xb, (Xb if Xg is X else Xg[idx], phi[idx]), ones, rng)
+            if report(run, 1):
+                break
+        return run
+
+
+class _ChunkBatches:
+    """Batches of a chunked source: the first pass validates the chunks, collects the
+    statistics and fetches the validation and seeding samples (drawn uniformly, as in
+    memory); each epoch then visits every chunk once, in a random order, where it lives
+    (:func:`fold_block`), every row once with its weight."""
+
+    def __init__(self, src, div, rng, n_init, is_array, isize):
+        n = src.n
+        self.draws = [rng.randint(0, n, isize) for _ in range(1 + (0 if is_array else n_init))]
+        ids = np.unique(np.concatenate(self.draws))
+        self.starts = np.asarray(src.starts)
+        chunk = np.searchsorted(self.starts, ids, side="right") - 1
+        per = {i: ids[chunk == i] for i in range(src.nblocks)}
+        self.stats, self.sample = src.run(stats_and_sample, div, _stats_need(div),
+                                          extra=lambda i: (per[i],), check=True)
+        if self.stats.weight <= 0:
+            raise ValueError("sample_weight sums to zero; at least one sample needs positive "
+                             "weight.")
+        self.is_array = is_array
+
+    def condition(self, src, cond):
+        """The conditioned source, and the fetched sample seen through ``cond``."""
+        self.src = src
+        sample = self.sample
+        order = np.argsort(sample.idx)
+        SX = sample.X[order]
+        self.SX = cond.apply(SX) if not cond.data_identity else SX
+        self.Sw = cond.apply_weights(sample.w[order])
+        self.pos = {int(i): j for j, i in enumerate(sample.idx[order])}
+
+    def _rows(self, draw):
+        sel = np.array([self.pos[int(i)] for i in draw], dtype=np.int64)
+        return self.SX[sel], self.Sw[sel]
+
+    def seeding_sample(self, run_i):
+        return self._rows(self.draws[1 + run_i]) if not self.is_array else (None, None)
+
+    def validation_sample(self):
+        return self._rows(self.draws[0])
+
+    def budget(self, max_iter, bsize):
+        """The number of steps at most (every chunk in batches of ``bsize`` rows per epoch)."""
+        return int(np.sum(-(-np.diff(self.starts) // bsize))) * max_iter
+
+    def run(self, run, div, rng, max_iter, report):
+        """Epochs until ``max_iter`` or until ``report(run, steps)``, called after each chunk,
+        says a stopping rule fired."""
+        src = self.src
+        history = []
+
+        def each(state):
+            history.extend(state.history)
+            return report(state, len(state.history))
+
+        for _ in range(max_iter):
+            order = rng.permutation(src.nblocks)
+            seeds = rng.randint(0, 2**31 - 1, size=src.nblocks)
+            run = src.fold(fold_block, div, run, order, extra=lambda i: (int(seeds[i]),),
+                           callback=each)
+            if run.converged:
+                break
+        run.history = history
+        return run
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -712,6 +830,7 @@ default="k-means++"
             return float(w @ mins)
 
     # ------------------------------------------------------------------ fit
+    @fit_callbacks
     def fit(self, X, y=None, sample_weight=None):
         """Cluster ``X`` by mini-batches.
 
@@ -739,11 +858,7 @@ default="k-means++"
             rng = check_random_state(self.random_state)
             bsize, isize = self._sizes(src.n)
             dtype = out_dtype(X)
-            if src.chunked:
-                return self._fit_chunked(src, div, k, init, is_array, n_init, rng, bsize, isize,
-                                         dtype)
-            return self._fit_memory(src, div, k, init, is_array, n_init, rng, bsize, isize,
-                                    dtype)
+            return self._fit(src, div, k, init, is_array, n_init, rng, bsize, isize, dtype)
 
     def _setup(self, div, stats, k, init, is_array):
         """Conditioning, smoothing and the run's smoothing parameters from the statistics."""
@@ -774,122 +889,46 @@ default="k-means++"
                             max_no_improvement=self.max_no_improvement,
                             reassignment_ratio=self.reassignment_ratio, monitor=monitor)
 
-    def _fit_memory(self, src, div, k, init, is_array, n_init, rng, bsize, isize, dtype):
-        n = src.n
-        stats = src.stats(div)
+    def _fit(self, src, div, k, init, is_array, n_init, rng, bsize, isize, dtype):
+        """The one fit loop, in memory and on chunks: the statistics, the conditioning, the
+        seedings scored on a validation sample, then steps until the budget or a stopping
+        rule. Only the batch schedule depends on the source (:class:`_MemoryBatches`,
+        :class:`_ChunkBatches`): where the samples come from and how batches are drawn."""
+        batches = (_ChunkBatches if src.chunked else _MemoryBatches)(src, div, rng, n_init,
+                                                                     is_array, isize)
+        stats = batches.stats
         cond, smoothing, beta, z, rho, init = self._setup(div, stats, k, init, is_array)
         src = src.conditioned(cond)
-        X, w = src.X, src.w
+        batches.condition(src, cond)
         tol = self._tolerance(src, div, cond, stats)
-        # scikit-learn's draws, in its order: the validation sample, then per seeding its
-        # sample (drawn for an array init too), then the batches; rows are gathered only
-        # where they are read (an array init reads no seeding sample, a single seeding no
-        # validation sample)
-        valid = rng.randint(0, n, isize)
         Xv = wv = None
         best = best_obj = None
         for run_i in range(n_init):
-            if isize < n:
-                s = rng.randint(0, n, isize)
-                Xs, ws = (X[s], w[s]) if not is_array else (None, None)
-            else:
-                Xs, ws = X, w
+            Xs, ws = batches.seeding_sample(run_i)
             U0 = self._seed(div, Xs, ws, k, init, rng, beta, z)
             if n_init == 1:  # nothing to choose: the validation sample was drawn, not scored
                 best = U0
                 break
             if Xv is None:
-                Xv, wv = X[valid], w[valid]
+                Xv, wv = batches.validation_sample()
             obj = self._sample_objective(div, Xv, wv, U0)
             if self.verbose:
                 print(f"MiniBatchBregmanKMeans seeding {run_i}: objective on the validation "
                       f"sample {cond.undo_objective(obj):.6g}")
             if best is None or obj < best_obj:
                 best, best_obj = U0, obj
-        run = self._new_run(best, rho=rho, z=z, beta=beta, bsize=bsize, n=n, tol=tol,
-                            monitor=True)
-        n_steps = (self.max_iter * n) // bsize
-        cdf = np.cumsum(w / w.sum())
-        cdf /= cdf[-1]
-        Xg, phi = src.block.prepared(div, closed_form=True)
-        ones = np.ones(bsize)
-        total = cond.apply_mass(stats.total_weight)
-        idx = np.empty(bsize, dtype=np.int64)
-        with progress(self.verbose, total=n_steps, desc="MiniBatchBregmanKMeans") as bar:
-            for _ in range(n_steps):
-                # RandomState.choice(n, b, p=w / W): its uniforms, its cumulative sum (made
-                # once), its search
-                KM.draw_rows(cdf, rng.random_sample(bsize), idx)
-                Xb = X[idx]
-                step(run, div, Xb, (Xb if Xg is X else Xg[idx], phi[idx]), ones, rng)
-                if self.verbose:
-                    bar.step(cond.undo_objective(_running(run) * total))
-                if run.converged:
-                    break
-        self._finish(src, div, cond, smoothing, run, stats, dtype)
-        return self
-
-    def _fit_chunked(self, src, div, k, init, is_array, n_init, rng, bsize, isize, dtype):
-        n = src.n
-        # the first pass validates the chunks, collects the statistics and fetches the
-        # validation and seeding samples (drawn uniformly, as in memory)
-        draws = [rng.randint(0, n, isize) for _ in range(1 + (0 if is_array else n_init))]
-        ids = np.unique(np.concatenate(draws))
-        starts = np.asarray(src.starts)
-        chunk = np.searchsorted(starts, ids, side="right") - 1
-        per = {i: ids[chunk == i] for i in range(src.nblocks)}
-        need = _stats_need(div)
-        stats, sample = src.run(stats_and_sample, div, need, extra=lambda i: (per[i],),
-                                check=True)
-        if stats.weight <= 0:
-            raise ValueError("sample_weight sums to zero; at least one sample needs positive "
-                             "weight.")
-        cond, smoothing, beta, z, rho, init = self._setup(div, stats, k, init, is_array)
-        src = src.conditioned(cond)
-        tol = self._tolerance(src, div, cond, stats)
-        order = np.argsort(sample.idx)
-        SX = sample.X[order]
-        SX = cond.apply(SX) if not cond.data_identity else SX
-        Sw = cond.apply_weights(sample.w[order])
-        pos = {int(i): j for j, i in enumerate(sample.idx[order])}
-
-        def rows_of(draw):
-            sel = np.array([pos[int(i)] for i in draw], dtype=np.int64)
-            return SX[sel], Sw[sel]
-
-        Xv, wv = rows_of(draws[0])
-        best = best_obj = None
-        for run_i in range(n_init):
-            Xs, ws = rows_of(draws[1 + run_i]) if not is_array else (None, None)
-            U0 = self._seed(div, Xs, ws, k, init, rng, beta, z)
-            if n_init == 1:
-                best = U0
-                break
-            obj = self._sample_objective(div, Xv, wv, U0)
-            if best is None or obj < best_obj:
-                best, best_obj = U0, obj
-        run = self._new_run(best, rho=rho, z=z, beta=beta, bsize=bsize, n=n, tol=tol,
+        run = self._new_run(best, rho=rho, z=z, beta=beta, bsize=bsize, n=src.n, tol=tol,
                             monitor=True)
         total = cond.apply_mass(stats.total_weight)
-        per_epoch = int(np.sum(-(-np.diff(starts) // bsize)))
-        history = []
-        with progress(self.verbose, total=per_epoch * self.max_iter,
+        with progress(self.verbose, total=batches.budget(self.max_iter, bsize),
                       desc="MiniBatchBregmanKMeans") as bar:
-            def report(state):
-                history.extend(state.history)
-                if self.verbose:
-                    bar.step(cond.undo_objective(_running(state) * total),
-                             n=len(state.history))
+            def report(state, n):
+                """After ``n`` steps: the bar, and whether a stopping rule fired."""
+                if bar.active:
+                    bar.step(cond.undo_objective(_running(state) * total), n=n)
                 return state.converged
 
-            for _ in range(self.max_iter):
-                order = rng.permutation(src.nblocks)
-                seeds = rng.randint(0, 2**31 - 1, size=src.nblocks)
-                run = src.fold(fold_block, div, run, order, extra=lambda i: (int(seeds[i]),),
-                               callback=report)
-                if run.converged:
-                    break
-        run.history = history
+            run = batches.run(run, div, rng, self.max_iter, report)
         self._finish(src, div, cond, smoothing, run, stats, dtype)
         return self
 
@@ -910,7 +949,7 @@ default="k-means++"
         self.divergence_ = div
         self.smoothing_ = float(smoothing)
         self.cluster_centers_ = in_dtype(dtype, np.array(cond.undo_centres(U)))
-        # fit -> _fit_memory / _fit_chunked -> _finish: the warning points at the user's fit
+        # fit -> _fit -> _finish: the warning points at the user's fit
         self.inertia_ = reported_objective(type(self).__name__, div, cond, inertia, stacklevel=5)
         self.n_steps_ = int(run.steps)
         self.n_iter_ = int(math.ceil(run.rows / src.n)) if src.n else 0

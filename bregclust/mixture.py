@@ -3,7 +3,7 @@
 A regular exponential family and a Bregman divergence determine each other: the density of a
 component with mean ``mu`` is ``p(x | mu) = exp(-beta d_phi(x, mu)) b_beta(x)``. A mixture of
 such components is fitted by EM, whose E-step is the k-means assignment pass with a
-log-sum-exp per row (:func:`bregclust._execution.mixture_block`, one read of the data) and whose
+log-sum-exp per row (:func:`bregclust._mixture_pass.mixture_block`, one read of the data) and whose
 M-step is the responsibility-weighted mean, exact for every Bregman divergence.
 
 :class:`BregmanMixture` is the estimator (scikit-learn's ``GaussianMixture`` manners);
@@ -26,6 +26,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _conditioning as C
 from . import _execution as E
+from . import _mixture_pass as MP
+from ._callbacks import fit_callbacks
 from ._centroid import DivergenceEstimatorMixin, lloyd
 from ._mixture_init import (
     TEXT_SHORT_ITER,
@@ -440,9 +442,10 @@ def evaluate_rows(X, div, model, what):
     with np.errstate(divide="ignore", over="ignore"):
         beta = fam.beta(fam.to_conditioned(model.dispersion, cond))
         alpha = model.logpi + fam.alpha_part(beta, d)
-    mc = E.prepare_mixture(div, U, alpha, beta)
-    labels, lse, resp, *_ = E.mixture_pass(div, X, E.prepare(div, X), mc, np.ones(n),
-                                           accumulate=False, keep_resp=what == "proba")
+    mc = MP.prepare_mixture(div, U, alpha, beta)
+    e = MP.mixture_pass(div, X, E.prepare(div, X), mc, np.ones(n), accumulate=False,
+                        keep_resp=what == "proba")
+    labels, lse, resp = e.labels, e.lse, e.resp
     if what == "labels":
         return labels
     if what == "proba":
@@ -492,7 +495,7 @@ class _Params:
         d = self.U.shape[1]
         with np.errstate(divide="ignore"):
             alpha = self.logpi + fam.alpha_part(self.beta, d)
-        return E.prepare_mixture(div, self.U, alpha, self.beta)
+        return MP.prepare_mixture(div, self.U, alpha, self.beta)
 
 
 @dataclass
@@ -532,8 +535,8 @@ def within_block(block, div, mc, U, hard):
     """``sum_i w_i r_ih d(x_i, u_h)`` of a block by the definition of ``d``, ``r`` the
     responsibilities of the E-step of ``mc`` (as a tuple of floats, added over blocks)."""
     X, w = block.X, block.weights()
-    _, _, resp, *_ = E.mixture_pass(div, X, block.prepared(div), mc, w, hard=hard,
-                                    accumulate=False, keep_resp=True)
+    resp = MP.mixture_pass(div, X, block.prepared(div), mc, w, hard=hard, accumulate=False,
+                           keep_resp=True).resp
     Xd = X.toarray() if sp.issparse(X) else X
     D = E.exact_pairwise(div, np.ascontiguousarray(Xd, dtype=np.float64), U)
     R = resp * w[:, None]
@@ -712,7 +715,7 @@ def _em(src, st, params, max_iter, tol, *, verbose=0, desc="BregmanMixture", low
     with progress(verbose, total=max_iter, desc=desc) as bar:
         for it in range(1, max_iter + 1):
             mc = params.centres(st.div, st.fam)
-            part = src.run(E.mixture_block, st.div, mc, st.hard)
+            part = src.run(MP.mixture_block, st.div, mc, st.hard)
             F = _objective(st, part, params)
             if F != F or F == np.inf:
                 raise ValueError(
@@ -975,6 +978,7 @@ BregmanKMeans, ndarray or dict, default="auto"
                              f"got {self.assignment!r}.")
 
     # ------------------------------------------------------------------ fit
+    @fit_callbacks
     def fit(self, X, y=None, sample_weight=None):
         """Fit the mixture by EM (for every candidate ``n_components``).
 
@@ -1247,7 +1251,7 @@ BregmanKMeans, ndarray or dict, default="auto"
             R = val * w
             X, phi_x = blk.X, blk.prepared(st.div)[1]
             S = np.asarray((X.T @ R).T) if sp.issparse(X) else R.T @ X
-            part = E.MixturePart(S=S, W=R.sum(axis=0), Phi=R.T @ phi_x, loglik=0.0)
+            part = MP.MixturePart(S=S, W=R.sum(axis=0), Phi=R.T @ phi_x, loglik=0.0)
             if (part.W <= st.tiny).any():
                 raise ValueError("init responsibilities give a component no weight; every "
                                  "column needs positive responsibility.")
@@ -1275,7 +1279,7 @@ BregmanKMeans, ndarray or dict, default="auto"
         """The chosen criterion of a fitted candidate on the training data (one E-step pass
         at its final parameters)."""
         p = run.params
-        part = srcc.run(E.mixture_block, st.div, p.centres(st.div, st.fam), False, 0, False)
+        part = srcc.run(MP.mixture_block, st.div, p.centres(st.div, st.fam), False, 0, False)
         with np.errstate(invalid="ignore", over="ignore"):
             mean_ll = (part.loglik + st.base) / st.wtot + st.jac
         n_eff = float(np.ldexp(st.wtot, cond.weight_scale))
@@ -1478,8 +1482,8 @@ def _partition_params(src, st, U0, keep_means, weights, disp_c, fixed_c):
     U = np.array(U0, dtype=np.float64)
     W = None
     if need_part:
-        mc = E.prepare_mixture(st.div, U0, np.zeros(k), np.ones(k))
-        part = src.run(E.mixture_block, st.div, mc, True)
+        mc = MP.prepare_mixture(st.div, U0, np.zeros(k), np.ones(k))
+        part = src.run(MP.mixture_block, st.div, mc, True)
         W, S, Phi = part.W, part.S, part.Phi
         mass = S.sum(axis=1) if fam.simplex else W
         if not keep_means:
@@ -1552,8 +1556,8 @@ def _classification_loglik(fs, st, U):
     times the total weight)."""
     fam = st.fam
     k = U.shape[0]
-    mc = E.prepare_mixture(st.div, U, np.zeros(k), np.ones(k))
-    part = fs.srcc.run(E.mixture_block, st.div, mc, True)
+    mc = MP.prepare_mixture(st.div, U, np.zeros(k), np.ones(k))
+    part = fs.srcc.run(MP.mixture_block, st.div, mc, True)
     W, S, Phi = part.W, part.S, part.Phi
     J = _within(st, S, W, Phi, U, (fs.srcc, mc, True))
     live = W > 0

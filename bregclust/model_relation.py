@@ -36,6 +36,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._callbacks import fit_callbacks
 from ._multitask import (
     Interval,
     MultiTaskMixin,
@@ -891,6 +892,7 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     }
     _init_aliases = _INIT_ALIASES
 
+    @fit_callbacks
     def fit(self, Xs, y=None):
         """Cluster all tasks jointly.
 

@@ -30,6 +30,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, check_memory
 
+from ._callbacks import fit_callbacks
 from ._conditioning import Conditioning, exponent
 from ._multitask import (
     Interval,
@@ -655,6 +656,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 out.append(_check_rank(P, c, f"init[{k}]"))
         return out
 
+    @fit_callbacks
     def fit(self, Xs, y=None):
         """Cluster every task.
 

@@ -45,6 +45,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from ._callbacks import fit_callbacks
 from ._multitask import (
     BOOLEAN,
     Interval,
@@ -607,6 +608,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         return within_cluster_per_point(Xs, labels, unit_rows=True)
 
     # ------------------------------------------------------------------------------- fit
+    @fit_callbacks
     def fit(self, Xs, y=None):
         """Cluster every task.
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from bregclust import BregmanKMeans, MultitaskBregmanClustering, get_divergence
+from bregclust import _blocks as B
 from bregclust import _conditioning as C
-from bregclust import _execution as E
 from bregclust.metrics import ari
 from bregclust.model_relation import similarity_matrix
 
@@ -198,8 +198,8 @@ def test_stats_of_blocks_merge_to_the_stats_of_the_whole():
                    rng.normal(size=(25, 5))]) + 3.0
     w = rng.uniform(0.1, 1.0, size=X.shape[0]) * 1e-250
     div = get_divergence("sqeuclidean")
-    whole = C.block_stats(E.Block(X, w), div, phi=True, colmax=True)
-    parts = [C.block_stats(E.Block(X[a:b], w[a:b], a), div, phi=True, colmax=True)
+    whole = C.block_stats(B.Block(X, w), div, phi=True, colmax=True)
+    parts = [C.block_stats(B.Block(X[a:b], w[a:b], a), div, phi=True, colmax=True)
              for a, b in ((0, 20), (20, 50), (50, 75))]
     merged = C.DataStats.merge(*parts)
     assert (merged.n, merged.npos, merged.maxabs, merged.wmax) == (
@@ -219,11 +219,11 @@ def test_decide_scales_only_beyond_the_limit_and_by_capability():
     for name, s, expect_scale in [("sqeuclidean", 0, 0), ("sqeuclidean", 99, 0),
                                   ("kl", -500, -499), ("sqeuclidean", 600, 601)]:
         div = get_divergence(name)
-        cond = C.decide(div, C.block_stats(E.Block(np.ldexp(X, s)), div, phi=True))
+        cond = C.decide(div, C.block_stats(B.Block(np.ldexp(X, s)), div, phi=True))
         assert cond.scale == expect_scale and cond.col_scale is None, (name, s)
     isd = get_divergence("itakura_saito")
     Xc = X * [1e-300, 1.0, 1e300]
-    cond = C.decide(isd, C.block_stats(E.Block(Xc), isd, colmax=True))
+    cond = C.decide(isd, C.block_stats(B.Block(Xc), isd, colmax=True))
     assert cond.scale == 0 and cond.col_scale[1] == 0 and cond.col_scale[0] < -900
     assert cond.col_scale[2] > 900 and cond.degree == 0
     # user generators (no known homogeneity) are not scaled
@@ -233,7 +233,7 @@ def test_decide_scales_only_beyond_the_limit_and_by_capability():
                         domain="positive")
     try:
         div = get_divergence("cond_cubic")
-        assert C.decide(div, C.block_stats(E.Block(np.ldexp(X, 500)), div)).identity
+        assert C.decide(div, C.block_stats(B.Block(np.ldexp(X, 500)), div)).identity
     finally:
         unregister_divergence("cond_cubic")
 
@@ -242,7 +242,7 @@ def test_apply_and_undo_are_inverse_and_never_modify_inputs():
     rng = np.random.default_rng(2)
     X = rng.uniform(1.0, 2.0, size=(10, 3)) * 1e250 + 1e254
     div = get_divergence("sqeuclidean")
-    cond = C.decide(div, C.block_stats(E.Block(X), div, phi=True))
+    cond = C.decide(div, C.block_stats(B.Block(X), div, phi=True))
     assert cond.scale and cond.offset is not None
     X0 = X.copy()
     Xc = cond.apply(X)
@@ -250,7 +250,7 @@ def test_apply_and_undo_are_inverse_and_never_modify_inputs():
     np.testing.assert_allclose(cond.undo_centres(Xc), X, rtol=1e-13)
     np.testing.assert_allclose(cond.undo_centres(cond.apply_centres(X[:3])), X[:3], rtol=1e-13)
     S = sp.csr_matrix(np.ldexp(rng.uniform(size=(6, 4)), 700))
-    cond = C.decide(div, C.block_stats(E.Block(S), div, phi=True))
+    cond = C.decide(div, C.block_stats(B.Block(S), div, phi=True))
     assert cond.offset is None  # sparse data are never centred
     S0 = S.copy()
     Sc = cond.apply(S)

@@ -467,10 +467,10 @@ def test_serial_pass_equals_threaded_pass():
 
 
 def _same_pass(a, b):
-    np.testing.assert_array_equal(a[0], b[0])  # labels
-    np.testing.assert_array_equal(a[1], b[1])  # minima
-    np.testing.assert_allclose(a[2], b[2], rtol=1e-12, atol=1e-12 * np.abs(a[2]).max())
-    np.testing.assert_allclose(a[3], b[3], rtol=1e-12)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    np.testing.assert_array_equal(a.mins, b.mins)
+    np.testing.assert_allclose(a.S, b.S, rtol=1e-12, atol=1e-12 * np.abs(a.S).max())
+    np.testing.assert_allclose(a.W, b.W, rtol=1e-12)
 
 
 def test_squared_euclidean_row_sums_equal_the_generic_loop():
@@ -488,6 +488,7 @@ def test_squared_euclidean_row_sums_equal_the_generic_loop():
 def test_phi_of_a_kept_chunk_is_reused_and_released():
     import gc
 
+    from bregclust import _blocks as B
     from bregclust import _conditioning as C
     from bregclust import _dask as D
     from bregclust import _execution as E
@@ -499,7 +500,7 @@ def test_phi_of_a_kept_chunk_is_reused_and_released():
 
     def one_pass(X):
         block = D._block(X, None, (0, 0, X.shape[0]), div, C.IDENTITY)
-        return E.lloyd_block(block, div, pc, keep=True)
+        return B.lloyd_block(block, div, pc, keep=True)
 
     first = one_pass(X)
     assert id(X) in D._PHI_CACHE

@@ -114,9 +114,9 @@ def test_generic_assigned_is_the_oracle_entry_of_each_label(div):
     w[::5] = 0.0
     full = np.empty((40, 3))
     form = div._ready()
-    form.generic_pairwise(div, X, U, full)
+    form.generic_pairwise(X, U, full)
     out = np.full(40, -1.0)
-    form.generic_assigned(div, X, U, labels, w, out)
+    form.generic_assigned(X, U, labels, w, out)
     expected = np.where(w > 0, full[np.arange(40), labels], 0.0)
     np.testing.assert_array_equal(out, expected)
     if div.name == "kl":
@@ -128,7 +128,7 @@ def test_generic_assigned_sqeuclidean_overflow_is_inf_not_nan():
     X = np.array([[1e200, 0.0], [1.0, 2.0]])
     U = np.array([[-1e200, 0.0], [1.0, 2.0]])
     out = np.empty(2)
-    div._ready().generic_assigned(div, X, U, np.array([0, 1]), np.ones(2), out)
+    div._ready().generic_assigned(X, U, np.array([0, 1]), np.ones(2), out)
     assert out[0] == np.inf and out[1] == 0.0
 
 

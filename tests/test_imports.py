@@ -163,7 +163,7 @@ PRIVATE_OK = ("bregclust._kernels", "bregclust._execution", "bregclust._validati
 #: Data sources and the machinery under them: they serve the estimators and import none.
 BACKENDS = ("bregclust._dask", "bregclust._dask_local", "bregclust._portable",
             "bregclust._sources", "bregclust._execution", "bregclust._conditioning",
-            "bregclust._kernels")
+            "bregclust._kernels", "bregclust._blocks", "bregclust._mixture_pass", "bregclust._forms")
 
 
 def _within(name, prefixes):
@@ -293,3 +293,24 @@ def test_estimator_modules_do_not_import_each_other_for_the_skeleton():
             if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("kmeans"):
                 bad += [(name, a.name) for a in node.names if a.name in skeleton]
     assert not bad, f"import the skeleton from bregclust._centroid: {bad}"
+
+
+def test_the_engine_and_the_forms_call_down_only():
+    """Engine below the registry, forms below the engine: the divergence forms take arrays and
+    return arrays (no ``div`` argument, no import of the engine, the registry or the passes),
+    and the engine imports neither the registry nor the forms nor the passes built on it."""
+    import inspect
+
+    from bregclust import _forms
+
+    graph = import_graph()
+    upper = {"bregclust.divergences", "bregclust._blocks", "bregclust._mixture_pass",
+             "bregclust._sources", "bregclust._dask"}
+    rules = {"bregclust._forms": upper | {"bregclust._execution"},
+             "bregclust._execution": upper | {"bregclust._forms"}}
+    bad = [(m, line, t) for m, above in rules.items() for t, line in graph[m] if t in above]
+    assert not bad, f"an import points up: {bad}"
+    forms = [_forms.SeparableForm, _forms.L1Form, _forms.MahalanobisForm, _forms.CosineForm]
+    takes_div = [(f.__name__, name) for f in forms for name, fn in vars(f).items()
+                 if callable(fn) and "div" in inspect.signature(fn).parameters]
+    assert not takes_div, f"form methods taking a divergence record: {takes_div}"

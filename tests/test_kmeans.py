@@ -289,11 +289,11 @@ def test_centring_rule_is_weighted_and_measured_in_phi():
     """The fit centres data far from the origin by the weighted mean (zero weights do not
     count), decided from phi's row values: Mahalanobis in its own norm, so an offset along a
     direction A hardly weighs does not trigger it."""
+    from bregclust import _blocks as B
     from bregclust import _conditioning as C
-    from bregclust import _execution as E
 
     def offset(div, X, w):
-        return C.decide(div, C.block_stats(E.Block(X, w), div, phi=True)).offset
+        return C.decide(div, C.block_stats(B.Block(X, w), div, phi=True)).offset
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 3))

@@ -21,6 +21,7 @@ from bregclust import (
     register_divergence,
     unregister_divergence,
 )
+from bregclust import _blocks as B
 from bregclust import _execution as E
 from bregclust._kernels import lloyd as KL
 from bregclust._kernels import minibatch as KM
@@ -235,7 +236,7 @@ def test_closed_form_parts_equal_the_generic_gemm_parts(name):
     U = rng.gamma(2.0, 1.0, size=(4, 37))
     if name == "sqeuclidean":
         U -= 2.0
-    G, c = div.form.gemm_parts(div, U)
+    G, c = div.gemm_parts(U)
     GT = np.empty((37, 4))
     np.testing.assert_allclose(div.parts_rule(U, GT), c, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(GT, G.T, rtol=1e-13)
@@ -354,8 +355,8 @@ def test_labels_pass_without_sums_equals_the_lloyd_pass(sparse):
     U = rng.gamma(2.0, 1.0, size=(4, 20))
     for centres in (U, np.where(np.arange(20) == 3, 0.0, U)):
         pc = E.prepare_centres(div, centres)
-        full = E.lloyd_block(E.Block(X), div, pc, keep=True)
-        part = E.lloyd_block(E.Block(X), div, pc, keep=True, sums=False)
+        full = B.lloyd_block(B.Block(X), div, pc, keep=True)
+        part = B.lloyd_block(B.Block(X), div, pc, keep=True, sums=False)
         assert part.S is None and part.W is None
         assert np.array_equal(part.labels, full.labels)
         assert np.array_equal(part.mins, full.mins)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from bregclust import _blocks as B
 from bregclust import _execution as E
 from bregclust._conditioning import decide
 from bregclust._seeding import seed_centres, seeding_method
@@ -108,8 +109,8 @@ def test_every_pass_gives_the_numbers_of_the_dense_source(kind, div):
     _same(src.final_objective(div, p, U), ref.final_objective(div, p_ref, U))
 
     # any block pass through run (chunks validated on the way), and the k-means|| cost
-    c_ref = ref.run(E.cost_block, div, pc, check=True)
-    c = src.run(E.cost_block, div, pc, check=True)
+    c_ref = ref.run(B.cost_block, div, pc, check=True)
+    c = src.run(B.cost_block, div, pc, check=True)
     _same([c.cost, c.ninf], [c_ref.cost, c_ref.ninf])
     c2 = src.cost(div, pc)
     _same([c2.cost, c2.ninf], [c_ref.cost, c_ref.ninf])
@@ -225,5 +226,5 @@ def test_the_estimators_seed_through_the_one_entry_point():
         assert "seed_centres(" in src, module.__name__
         for name in ("kmeans_parallel(", "random_centres(", "kmeans_plusplus(src",
                      "kmeans_plusplus(view", "kmeans_plusplus(block", "kmeans_plusplus(tk",
-                     "kmeans_plusplus(E.Block"):
+                     "kmeans_plusplus(B.Block"):
             assert name not in src, (module.__name__, name)

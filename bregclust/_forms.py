@@ -1,0 +1,273 @@
+"""The forms of the built-in divergences: the GEMM form and the definition, on arrays.
+
+A :class:`~bregclust.divergences.Divergence` record holds one form object (a strategy): the
+separable generators share :class:`SeparableForm` (scalar generator kernels), l1_subgradient,
+Mahalanobis and cosine have their own. The engine (:mod:`bregclust._execution`) is their one
+caller on the passes of a fit; :mod:`bregclust.divergences` calls them for its public array
+methods.
+"""
+
+import math
+from contextlib import nullcontext
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from . import _kernels as K
+from . import _spherical as SPH
+from ._kernels import generators as KG
+from ._kernels import lloyd as KL
+
+__all__ = ["SeparableForm", "L1Form", "MahalanobisForm", "CosineForm", "assigned_by_cluster"]
+
+
+# ---------------------------------------------------------------------------- forms (strategies)
+class SeparableForm:
+    """GEMM form and definition of a differentiable separable generator."""
+
+    fused = True
+
+    def __init__(self, gen):
+        self.gen = gen
+
+    def calls(self):
+        """The context of a kernel call that may run a user's scalar functions: an exception
+        raised inside one is raised once, as the user's, when the kernel returns."""
+        return KG.callback_errors() if self.gen.code == KG.CUSTOM else nullcontext()
+
+    def phi_rows(self, X, parallel=False):
+        g = self.gen
+        n, d = X.shape
+        out = np.empty(n)
+        # Parallel launches cost more than they save on small arrays (centres): the engine
+        # says which to take (bregclust._execution.parallel).
+        dense, csr = (K.rowsum_par, K.rowsum_csr) if parallel else (K.rowsum, KL.rowsum_csr_serial)
+        with self.calls():
+            if sp.issparse(X):
+                csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
+            else:
+                dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
+        if g.code == KG.CUSTOM and np.isnan(out).any():
+            self._raise_nan_phi(X, int(np.flatnonzero(np.isnan(out))[0]))
+        return out
+
+    def _raise_nan_phi(self, X, i):
+        """A user's ``phi`` returned NaN on row ``i`` of finite data: name the value (a NaN
+        divergence would otherwise read as an overflow)."""
+        g = self.gen
+        row = X[i].toarray().ravel() if sp.issparse(X) else np.asarray(X[i])
+        values = [0.0] + [float(v) for v in row] if sp.issparse(X) else [float(v) for v in row]
+        bad = next((v for v in values if math.isnan(g.phi(v))), None)
+        where = f"x = {bad!r}" if bad is not None else f"a value of row {i}"
+        raise ValueError(
+            f"phi of divergence {g.name!r} returned NaN at {where} (row {i}): a generator must "
+            "be finite on its domain; declare a narrower domain when registering it or "
+            "rescale the data.")
+
+    def grad(self, U2, parallel=False):
+        g = self.gen
+        # The built-in derivatives are one vectorised ufunc each (the same values as the
+        # scalar kernels: 2x, log x with log 0 = -inf, -1/x); centres of text data have
+        # hundreds of thousands of coordinates per cluster and are prepared every iteration.
+        if g.code == KG.SQ:
+            return 2.0 * U2
+        if g.code == KG.IS:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(U2 >= 0, -1.0 / U2, np.nan)
+        out = np.empty_like(U2)
+        kern = K.map_scalar_par if parallel else K.map_scalar
+        with self.calls():
+            kern(g.code, KG.DPHI, g.fn_dphi, U2, out)
+        self.check_grad(U2, out)
+        return out
+
+    def check_grad(self, U2, G):
+        """Raise when a user's ``dphi`` returned NaN at a centre inside its domain (``G`` holds
+        ``dphi`` of ``U2``, either ``(k, d)`` or transposed ``(d, k)``): a NaN gradient would
+        otherwise turn every divergence to that centre into a silent non-finite value, read as
+        a boundary centre. Every pass that evaluates ``dphi`` calls it: :meth:`grad` here, the
+        mini-batch kernels that update the centres' parts in place."""
+        g = self.gen
+        if g.code != KG.CUSTOM or not np.isnan(G).any():
+            return
+        Gr = G if G.shape == U2.shape else G.T
+        inside = np.isfinite(U2) if g.domain == "real" else np.isfinite(U2) & (U2 > 0)
+        hit = np.argwhere(np.isnan(Gr) & inside)
+        if hit.size:
+            i, j = (int(v) for v in hit[0])
+            raise ValueError(
+                f"dphi of divergence {g.name!r} returned NaN at x = {float(U2[i, j])!r} (centre "
+                f"{i}, feature {j}): a generator's derivative must be finite on its domain; "
+                "declare a narrower domain when registering it or rescale the data.")
+
+    def grad_inv(self, T2):
+        g = self.gen
+        out = np.empty_like(T2)
+        with self.calls():
+            K.map_scalar(g.code, KG.DPHI_INV, g.fn_dphi_inv, T2, out)
+        return out
+
+    def prepare(self, X, parallel=False):
+        return X, self.phi_rows(X, parallel)
+
+    def centre_parts(self, U, parallel=False):
+        """``(G, c, phi)`` of centres ``U``: ``grad phi(U)``, ``<u, g> - phi(u)`` and
+        ``phi(U)`` (the one place the GEMM parts of centres are computed:
+        :func:`bregclust._execution.prepare_centres`)."""
+        G = self.grad(U, parallel)
+        phi = self.phi_rows(U, parallel)
+        with np.errstate(invalid="ignore"):
+            c = np.einsum("ij,ij->i", U, G) - phi
+        return G, c, phi
+
+    def generic_pairwise(self, Xd, U, out):
+        g = self.gen
+        with self.calls():
+            K.generic_pairwise(g.code, g.fn_phi, g.fn_dphi, Xd, U, out)
+
+    def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
+        g = self.gen
+        kern = K.generic_assigned if parallel else KL.generic_assigned_serial
+        with self.calls():
+            kern(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
+
+
+def assigned_by_cluster(form, Xd, U, labels, w, out, chunk=4096):
+    """``generic_assigned`` of a form without its own kernel: its ``generic_pairwise`` against
+    each centre, on the rows of that cluster, ``chunk`` rows at a time."""
+    out[:] = 0.0
+    for j in range(U.shape[0]):
+        idx = np.flatnonzero((labels == j) & (w > 0))
+        for s in range(0, idx.size, chunk):
+            rows = idx[s:s + chunk]
+            d = np.empty((rows.size, 1))
+            form.generic_pairwise(Xd[rows], U[j:j + 1], d)
+            out[rows] = d[:, 0]
+
+
+class L1Form(SeparableForm):
+    """l1_subgradient: ``Xg = [X+, X-]``, ``phi_x = 2 ||x||_1``, sign indicators as ``G``."""
+
+    fused = False  # the fused Lloyd pass sums Xg, not X
+
+    def prepare(self, X, parallel=False):
+        if sp.issparse(X):
+            Xp = X.maximum(0)
+            Xm = (-X).maximum(0)
+            Xg = sp.hstack([Xp, Xm], format="csr")
+            phi_x = 2.0 * np.asarray(abs(X).sum(axis=1)).ravel()
+        else:
+            Xg = np.hstack([np.maximum(X, 0), np.maximum(-X, 0)])
+            phi_x = 2.0 * np.abs(X).sum(axis=1)
+        return Xg, phi_x
+
+    def centre_parts(self, U, parallel=False):
+        """``(G, 0, None)``: the sign indicators of ``[U+, U-]`` (no gradient, no phi)."""
+        G = 2.0 * np.hstack([(U > 0), (U < 0)]).astype(np.float64)
+        return G, np.zeros(U.shape[0]), None
+
+    def generic_pairwise(self, Xd, U, out):
+        K.l1_pairwise_exact(Xd, U, out)
+
+    def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
+        assigned_by_cluster(self, Xd, U, labels, w, out)
+
+
+class MahalanobisForm:
+    """``phi(x) = x^T A x``: products with ``A`` and a cached Cholesky factor."""
+
+    fused = True
+
+    def __init__(self, A):
+        self.A = A
+        self._cho = None
+
+    def phi_rows(self, X, parallel=False):
+        A = self.A
+        n = X.shape[0]
+        out = np.empty(n)
+        for s in range(0, n, 4096):
+            Xc = X[s:s + 4096]
+            XA = np.asarray(Xc @ A)
+            out[s:s + 4096] = (
+                np.asarray(Xc.multiply(XA).sum(axis=1)).ravel() if sp.issparse(Xc)
+                else np.einsum("ij,ij->i", Xc, XA)
+            )
+        return out
+
+    def grad(self, U2, parallel=False):
+        return 2.0 * (U2 @ self.A)
+
+    def grad_inv(self, T2):
+        if self._cho is None:
+            self._cho = scipy.linalg.cho_factor(self.A)
+        return 0.5 * scipy.linalg.cho_solve(self._cho, T2.T).T
+
+    prepare = SeparableForm.prepare
+    centre_parts = SeparableForm.centre_parts
+
+    def generic_pairwise(self, Xd, U, out):
+        A = self.A
+        with np.errstate(over="ignore", invalid="ignore"):
+            for j in range(U.shape[0]):
+                diff = Xd - U[j]
+                out[:, j] = np.einsum("ij,jk,ik->i", diff, A, diff)
+        # inputs are finite, so a NaN is an overflow (inf - inf) of a positive quadratic form
+        out[np.isnan(out)] = np.inf
+
+    def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
+        assigned_by_cluster(self, Xd, U, labels, w, out)
+
+
+class CosineForm:
+    """cosine: ``phi(x) = ||x||`` on rows scaled to unit length (:mod:`bregclust._spherical`).
+
+    ``Xg`` is the unit rows and ``phi_x = 1``; the GEMM parts of a centre are its direction
+    ``u / ||u||`` and ``0``, so ``D = 1 - <x / ||x||, u / ||u||>``: one product per pass."""
+
+    fused = True
+
+    def phi_rows(self, X, parallel=False):
+        if sp.issparse(X):
+            sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+            return np.sqrt(sq)
+        return SPH.row_norms(X)
+
+    def grad(self, U2, parallel=False):
+        return SPH.unit_centres(U2)
+
+    def prepare(self, X, parallel=False):
+        Xg = SPH.unit_rows(X)
+        return Xg, np.ones(X.shape[0])
+
+    def centre_parts(self, U, parallel=False):
+        """``(u / ||u||, 0, ||u||)``: ``c = <u, u / ||u||> - ||u||`` is 0 exactly."""
+        return SPH.unit_centres(U), np.zeros(U.shape[0]), self.phi_rows(U)
+
+    def grad_inv(self, T2):
+        raise ValueError(
+            "cosine: grad phi(u) = u / ||u|| forgets the length of u, so it has no "
+            "inverse (and no left-type centroid); use the centres' directions as they are.")
+
+    def generic_pairwise(self, Xd, U, out):
+        n = Xd.shape[0]
+        col = np.empty(n)
+        for j in range(U.shape[0]):  # the definition of generic_assigned, column by column
+            self.generic_assigned(Xd, U, np.full(n, j, dtype=np.int64), np.ones(n), col)
+            out[:, j] = col
+
+    def generic_assigned(self, Xd, U, labels, w, out, parallel=False, *, chunk=4096):
+        Uu = SPH.unit_centres(U)
+        for s in range(0, Xd.shape[0], chunk):
+            Xc = Xd[s:s + chunk]
+            with np.errstate(over="ignore", under="ignore"):
+                sq = np.einsum("ij,ij->i", Xc, Xc, dtype=np.float64)
+            if np.all((sq > 1e-280) & (sq < 1e280)):  # no scaling needed: no copy of the rows
+                cos = np.einsum("ij,ij->i", Xc, Uu[labels[s:s + chunk]],
+                                dtype=np.float64) / np.sqrt(sq)
+            else:
+                Xu = SPH.unit_rows(Xc).astype(np.float64, copy=False)
+                cos = np.einsum("ij,ij->i", Xu, Uu[labels[s:s + chunk]])
+            # 1 - cos >= 0 (rounding may give -eps); rows of zero weight count 0
+            out[s:s + chunk] = np.where(w[s:s + chunk] > 0, np.maximum(1.0 - cos, 0.0), 0.0)
