@@ -29,6 +29,14 @@ most ``PRUNED_MIN_N`` points), ``multinomial, sparse, n > 2,000`` compiles the p
     python benchmarks/compile_time.py            # warm cache (populates it first)
     python benchmarks/compile_time.py --cold     # also the cold-cache columns and the demo
     python benchmarks/compile_time.py --cold --only agglomerative:kl --skip-demo --skip-warm
+    python benchmarks/compile_time.py --cold --only agglomerative:kl --skip-demo --skip-warm \
+        --profile 15     # also the 15 kernels whose compilation took most CPU, per case
+
+``--profile N`` lists what numba compiled during the first fit, from its public event API
+(``numba:compile`` events): per compiled function, the CPU seconds of its own compilation
+(typing, lowering, LLVM optimisation and machine code of its library, callees compiled
+separately left out) and with its callees. C callbacks (``cfunc``) report no events: the
+difference between the first fit's CPU and the listed total is theirs (plus the run itself).
 """
 
 import argparse
@@ -53,6 +61,26 @@ import numpy as np
 import scipy.sparse as sp
 import bregclust as B
 t_import = time.perf_counter() - t0
+PROFILE = {profile!r}
+compiled = []
+if PROFILE:
+    from numba.core import event as numba_event
+
+    class _Compiles(numba_event.Listener):
+        stack = []
+
+        def on_start(self, event):
+            self.stack.append([event.data.get("dispatcher"), time.process_time(), 0.0])
+
+        def on_end(self, event):
+            disp, c0, inner = self.stack.pop()
+            dt = time.process_time() - c0
+            if self.stack:
+                self.stack[-1][2] += dt
+            name = getattr(getattr(disp, "py_func", disp), "__qualname__", str(disp))
+            compiled.append((dt - inner, dt, name))
+
+    numba_event.register("numba:compile", _Compiles())
 warnings.simplefilter("ignore")
 rng = np.random.default_rng(0)
 X = rng.uniform(0.2, 3.0, size=(40, 4))
@@ -119,8 +147,10 @@ t2 = time.perf_counter()
 c2 = cpu()
 fit()
 t3 = time.perf_counter()
+compiled.sort(reverse=True)
 print(json.dumps(dict(entry=entry, import_s=t_import, first_s=t2 - t1, again_s=t3 - t2,
-                      first_cpu_s=c2 - c1)))
+                      first_cpu_s=c2 - c1, compiled=compiled[:PROFILE] if PROFILE else [],
+                      compiled_total=sum(c[0] for c in compiled), n_compiled=len(compiled))))
 """
 
 ENTRIES = [
@@ -155,8 +185,9 @@ ENTRIES = [
 ]
 
 
-def run(entry, env):
-    out = subprocess.run([sys.executable, "-c", _SNIPPET.format(entry=entry)], env=env,
+def run(entry, env, profile=0):
+    out = subprocess.run([sys.executable, "-c", _SNIPPET.format(entry=entry, profile=profile)],
+                         env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -174,6 +205,11 @@ def table(rows, label, cold):
             mark = f"first fit <= {target:g} s: {'OK' if r['first_s'] <= target else 'MISSED'}"
         print(f"{desc:55s} {r['import_s']:9.2f} {r['first_s']:12.2f} {r['first_cpu_s']:6.2f} "
               f"{r['again_s']:8.3f} {comp:10.2f}  {mark}")
+        if r.get("compiled"):
+            print(f"    numba compiled {r['n_compiled']} functions, {r['compiled_total']:.2f} s "
+                  "CPU in their own compilations; the most expensive (own / with callees):")
+            for own, total, name in r["compiled"]:
+                print(f"    {own:6.2f} {total:6.2f}  {name}")
 
 
 def timed_command(argv, env):
@@ -197,6 +233,8 @@ def main():
                     help="comma-separated entries to run (e.g. agglomerative:kl,kmeans:kl)")
     ap.add_argument("--skip-demo", action="store_true",
                     help="with --cold: skip the `bregclust demo` and `bregclust compile` rows")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="list the N functions whose compilation took most CPU (numba events)")
     ap.add_argument("--skip-warm", action="store_true",
                     help="skip the warm-cache table (and populating the cache for it)")
     args = ap.parse_args()
@@ -211,7 +249,7 @@ def main():
         rows = []
         for e in entries:
             with tempfile.TemporaryDirectory() as tmp:
-                rows.append((e, run(e[0], dict(env, NUMBA_CACHE_DIR=tmp))))
+                rows.append((e, run(e[0], dict(env, NUMBA_CACHE_DIR=tmp), args.profile)))
         table(rows, "cold numba cache (first run after installing), one fresh process per case",
               True)
     if args.cold and not args.skip_demo:
@@ -233,7 +271,8 @@ def main():
         return
     for entry, _, _ in entries:  # populate the on-disk cache
         run(entry, env)
-    table([(e, run(e[0], env)) for e in entries], "warm numba cache (every later session)", False)
+    table([(e, run(e[0], env, args.profile)) for e in entries],
+          "warm numba cache (every later session)", False)
 
 
 if __name__ == "__main__":

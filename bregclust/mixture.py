@@ -499,6 +499,23 @@ class _Params:
 
 
 @dataclass
+class _Candidate:
+    """A fitted number of components (:meth:`BregmanMixture._criterion`): the best run, its
+    smoothing, mean log-likelihood per unit weight on the training data, the dispersion
+    regularisation (conditioned units), the criterion (lower is better; ``criterion="cv"``
+    replaces it by minus the held-out log-likelihood) and the labels of the final E-step (None
+    for a chunked source)."""
+
+    run: object
+    k: int
+    smoothing: float
+    mean_ll: float
+    reg: float
+    criterion: float
+    labels: object = None
+
+
+@dataclass
 class _Setting:
     """What every EM step of one fit shares (conditioned units)."""
 
@@ -1016,9 +1033,14 @@ BregmanKMeans, ndarray or dict, default="auto"
         -------
         labels : ndarray of shape (n_samples,)
         """
-        return self.fit(X, sample_weight=sample_weight).predict(X)
+        with E.blas_one_thread():
+            labels = self._fit(X, sample_weight)
+        # the labels of the final E-step (at the chosen parameters) as scikit-learn's mixtures
+        # return; a dask array's fit keeps no per-row results, so it is read again
+        return labels if labels is not None else self.predict(X)
 
     def _fit(self, X, sample_weight):
+        """Fit to ``X``; returns the labels of the final E-step (None for a dask array)."""
         self._check_params()
         div = self._get_divergence()
         fam = _family(div, self.family)
@@ -1041,7 +1063,7 @@ BregmanKMeans, ndarray or dict, default="auto"
             fixed_c = None if fixed is None else float(fam.to_conditioned(fixed, cond))
             best = self._fit_k(srcc, src, st, k, fixed_c, cond, rng, warm)
             results.append(self._criterion(srcc, st, best, k, cond, smoothing))
-        pick = int(np.argmin([r["criterion"] for r in results]))
+        pick = int(np.argmin([r.criterion for r in results]))
         if len(ks) > 1 and (self.criterion == "cv" or (self.criterion == "auto"
                                                        and fam.name == "multinomial")):
             if src.chunked:
@@ -1050,7 +1072,7 @@ BregmanKMeans, ndarray or dict, default="auto"
             cv = cross_validated_loglik(self, X, ks, sample_weight=sample_weight,
                                         random_state=rng)
             for r, v in zip(results, cv.mean):
-                r["criterion"] = -float(v)
+                r.criterion = -float(v)
             pick = cv.choice
             self._set_fitted(div, fam, mode, cond, results[pick], results, ks, d)
             self.criterion_ = "cv"
@@ -1059,7 +1081,7 @@ BregmanKMeans, ndarray or dict, default="auto"
             self.criterion_ = "aic" if self.criterion == "aic" else "bic"
         # means in the data's type, as BregmanKMeans' centres (the fit computes in float64)
         self.means_ = self.means_.astype(src.dtype, copy=False)
-        return self
+        return results[pick].labels
 
     def _fit_k(self, srcc, src, st, k, fixed_c, cond, rng, warm):
         desc = "BregmanMixture" + (f" K={k}" if not isinstance(self.n_components,
@@ -1279,17 +1301,18 @@ BregmanKMeans, ndarray or dict, default="auto"
         """The chosen criterion of a fitted candidate on the training data (one E-step pass
         at its final parameters)."""
         p = run.params
-        part = srcc.run(MP.mixture_block, st.div, p.centres(st.div, st.fam), False, 0, False)
+        keep = 0 if srcc.chunked else 1  # the labels of an in-memory pass (fit_predict's)
+        part = srcc.run(MP.mixture_block, st.div, p.centres(st.div, st.fam), False, keep, False)
         with np.errstate(invalid="ignore", over="ignore"):
             mean_ll = (part.loglik + st.base) / st.wtot + st.jac
         n_eff = float(np.ldexp(st.wtot, cond.weight_scale))
         npar = _n_parameters(st.fam, st.mode, k, st.d)
         pen = 2.0 * npar if self.criterion == "aic" else npar * math.log(n_eff)
-        return dict(run=run, k=k, smoothing=smoothing, mean_ll=mean_ll, reg=st.reg,
-                    criterion=-2.0 * mean_ll * n_eff + pen)
+        return _Candidate(run=run, k=k, smoothing=smoothing, mean_ll=mean_ll, reg=st.reg,
+                          criterion=-2.0 * mean_ll * n_eff + pen, labels=part.labels)
 
     def _set_fitted(self, div, fam, mode, cond, res, results, ks, d):
-        run = res["run"]
+        run = res.run
         p = run.params
         disp = fam.from_conditioned(fam.dispersion(p.beta), cond)
         if fam.fitted and not np.all(np.isfinite(disp) & (disp >= np.finfo(np.float64).tiny)):
@@ -1307,12 +1330,12 @@ BregmanKMeans, ndarray or dict, default="auto"
         self.lower_bounds_ = [float(v) for v in run.history]
         self.n_iter_ = int(run.n_iter)
         self.converged_ = bool(run.converged)
-        self.smoothing_ = float(res["smoothing"])
-        self.reg_dispersion_ = (float(fam.from_conditioned(np.array([res["reg"]]), cond)[0])
+        self.smoothing_ = float(res.smoothing)
+        self.reg_dispersion_ = (float(fam.from_conditioned(np.array([res.reg]), cond)[0])
                                 if fam.fitted else 0.0)
-        self.n_components_ = int(res["k"])
+        self.n_components_ = int(res.k)
         self.n_components_path_ = np.array(ks, dtype=np.int64)
-        self.criterion_path_ = np.array([r["criterion"] for r in results])
+        self.criterion_path_ = np.array([r.criterion for r in results])
         self.n_features_in_ = int(d)
 
     # ------------------------------------------------------------------ fitted models

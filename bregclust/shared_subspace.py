@@ -19,6 +19,7 @@ Lanczos (Woodbury inverse) otherwise.
 
 import numbers
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
@@ -284,6 +285,19 @@ def _objective(Xs, sqn, XWs, P_list, M, Mk_list, lam, within):
     return J
 
 
+class _LSSRun(NamedTuple):
+    """What :func:`_lss_fit` returns (a named tuple: callers may still unpack it in order)."""
+
+    P_list: list  # the partitions P_k, (n_k, c) each
+    Z: np.ndarray  # the shared subspace, as coefficients of the span basis
+    M: np.ndarray  # the shared centres in the subspace, (c, l)
+    Mk_list: list  # the within-task centres M_k, (c, d) (None where a task has no such term)
+    history: list  # the objective after every sweep, the initial one first
+    n_iter: int
+    converged: bool
+    steps: list  # (step name, objective) after every block step with trace=True, else None
+
+
 def _lss_fit(Xs, basis, P_list, *, lam, n_components, update, within, max_iter, tol,
              eig_solver="auto", trace=False, verbose=0, desc="LSSMTC"):
     """The alternating minimisation of Algorithms 1 and 2 on plain arrays.
@@ -303,7 +317,7 @@ def _lss_fit(Xs, basis, P_list, *, lam, n_components, update, within, max_iter, 
 
     Returns
     -------
-    P_list, Z, M, Mk_list, history, n_iter, converged, steps
+    _LSSRun
     """
     sizes = [X.shape[0] for X in Xs]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
@@ -369,7 +383,7 @@ def _lss_fit(Xs, basis, P_list, *, lam, n_components, update, within, max_iter, 
                 J = J_new
                 break
             J = J_new
-    return P_list, Z, M, Mk_list, history, n_iter, converged, steps
+    return _LSSRun(P_list, Z, M, Mk_list, history, n_iter, converged, steps)
 
 
 #: ``SharedSubspaceTransfer(n_components="auto")``: the paper's smallest grid value, capped by
@@ -691,10 +705,12 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
         l = _check_n_components(self.n_components, basis.rank)
         P0 = self._initial_partitions(Xs, c, parsed, rng)
         m = len(Xs)
-        P_list, Z, M, Mk_list, history, n_iter, converged, _ = _lss_fit(
+        fit = _lss_fit(
             Xs, basis, P0, lam=lam, n_components=l, update=[True] * m, within=[True] * m,
             max_iter=self.max_iter, tol=self.tol, verbose=self.verbose,
             desc="SharedSubspaceClustering")
+        P_list, Z, M, Mk_list = fit.P_list, fit.Z, fit.M, fit.Mk_list
+        history, n_iter, converged = fit.history, fit.n_iter, fit.converged
         if not converged:
             warnings.warn(
                 f"LSSMTC stopped at max_iter={self.max_iter} before the objective settled "
@@ -962,10 +978,12 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         basis = _span_basis(_stack([X_source, X_target]), memory)
         l = _check_n_components(self.n_components, basis.rank)
         P2 = self._initial_target(X_source, ysrc, X_target, classes)
-        P_list, Z, M, Mk_list, history, n_iter, converged, _ = _lss_fit(
+        fit = _lss_fit(
             [X_source, X_target], basis, [P1, P2], lam=lam, n_components=l,
             update=[False, True], within=[False, True], max_iter=self.max_iter, tol=self.tol,
             verbose=self.verbose, desc="SharedSubspaceTransfer")
+        P_list, Z, M, Mk_list = fit.P_list, fit.Z, fit.M, fit.Mk_list
+        history, n_iter, converged = fit.history, fit.n_iter, fit.converged
         if not converged:
             warnings.warn(
                 f"LSSTTC stopped at max_iter={self.max_iter} before the objective settled.",

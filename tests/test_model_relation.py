@@ -23,7 +23,7 @@ from naive_model_relation import (
 from sklearn.exceptions import ConvergenceWarning
 
 import bregclust.model_relation as mr
-from bregclust._validation import DomainError
+from bregclust import DomainError
 from bregclust.model_relation import (
     ModelRelationClustering,
     SymmetricNMF,
