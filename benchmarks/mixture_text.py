@@ -34,12 +34,13 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from _common import machine, table
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from bregclust import BregmanMixture, EmptyClusterWarning
-from bregclust._selection import cross_validated_loglik
+from bregclust._selection import cross_validated_loglik, one_se_choice
 from bregclust.datasets import CLUTO_NAMES, load_20newsgroups, load_cluto
 from bregclust.metrics import nmi
 
@@ -94,24 +95,70 @@ def starts(datasets, seeds, ref_seeds):
            "wins vs reference", "s per fit (median)", "time / former default"], rows)
 
 
+def pearson_dispersion(X, gm):
+    """Pearson's chi-squared of the counts under the fitted mixture over its degrees of freedom.
+
+    Each row's expected counts are ``N_i sum_h r_ih p_h`` (its responsibilities); the sum over
+    the zero counts is closed-form (``sum_l (x - Np)^2 / Np = sum_{x > 0} x^2 / Np - N``).
+    """
+    X = sp.csr_matrix(X)
+    R = gm.predict_proba(X)
+    P = np.asarray(gm.means_, dtype=np.float64)
+    N = np.asarray(X.sum(axis=1)).ravel()
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    p = np.einsum("ij,ji->i", R[rows], P[:, X.indices])
+    chi2 = float((X.data ** 2 / (N[rows] * p)).sum() - N.sum())
+    df = X.shape[0] * (X.shape[1] - 1) - gm._n_parameters()
+    return chi2 / df
+
+
 def choose_k(datasets):
-    print("\n## K by 3-fold held-out log-likelihood (candidates 2 .. 2 x classes)")
-    rows = []
+    print("\n## K on text: every criterion (candidates 2 .. 2 x classes)")
+    rows, curves = [], []
     for name in datasets:
         X, y = load(name)
         c = len(np.unique(y))
         ks = list(range(2, 2 * c + 1))
         t0 = time.perf_counter()
         sel = cross_validated_loglik(BregmanMixture(divergence="kl"), X, ks,
-                                     random_state=check_random_state(0))
-        pick = ks[sel.choice]
-        arg = ks[int(np.argmax(sel.mean))]
-        rows.append((name, c, pick, f"{(pick - c) / c:+.0%}", arg, f"{(arg - c) / c:+.0%}",
-                     " ".join(f"{v:.1f}" for v in sel.mean), f"{time.perf_counter() - t0:.0f}"))
-        print("  " + " | ".join(str(v) for v in rows[-1]), flush=True)
-    table(["data", "classes", "criterion='auto' (one paired SE) K", "vs classes",
-           "argmax K", "vs classes", "held-out log-likelihood per document, K = 2 ..",
-           "seconds"], rows)
+                                     random_state=check_random_state(0), keep_labels=True)
+        bic, icl, ll, npar, fits = [], [], [], [], []
+        n = X.shape[0]
+        for k in ks:
+            gm = BregmanMixture(k, divergence="kl", random_state=0).fit(X)
+            b = gm.bic(X)
+            R = gm.predict_proba(X)
+            ent = -float(np.sum(R * np.log(np.clip(R, 1e-300, None))))
+            bic.append(b)
+            icl.append(b + 2.0 * ent)
+            npar.append(gm._n_parameters())
+            ll.append((np.log(n) * npar[-1] - b) / 2.0)
+            fits.append(gm)
+        chat = pearson_dispersion(X, fits[-1])  # from the largest model (Burnham & Anderson)
+        qbic = [-2.0 * v / chat + q * np.log(n) for v, q in zip(ll, npar)]
+        stab = sel.stability()
+        picks = {"cv one paired SE (former auto)": ks[sel.choice],
+                 "cv one SE (textbook)": ks[one_se_choice(sel.fold_loglik, paired=False)],
+                 "cv argmax": ks[int(np.argmax(sel.mean))],
+                 "BIC": ks[int(np.argmin(bic))], "ICL": ks[int(np.argmin(icl))],
+                 f"QBIC (c-hat {chat:.1f})": ks[int(np.argmin(qbic))],
+                 "stability argmax": ks[int(np.argmax(stab))]}
+        for rule, k in picks.items():
+            rows.append((name, c, rule, k, f"{(k - c) / c:+.0%}",
+                         "yes" if abs(k - c) <= 0.5 * c else "no"))
+        curves.append((name, "held-out log-likelihood per document",
+                       " ".join(f"{v:.1f}" for v in sel.mean)))
+        curves.append((name, "fold spread (sd) of the best",
+                       f"{sel.fold_loglik[int(np.argmax(sel.mean))].std(ddof=1):.2f}"))
+        curves.append((name, "stability (mean ARI of the fold models)",
+                       " ".join(f"{v:.2f}" for v in stab)))
+        curves.append((name, "NMI of the full-data fit",
+                       " ".join(f"{nmi(y, g.predict(X)):.3f}" for g in fits)))
+        curves.append((name, "seconds", f"{time.perf_counter() - t0:.0f}"))
+        for r in rows[-len(picks):] + curves[-5:]:
+            print("  " + " | ".join(str(v) for v in r), flush=True)
+    table(["data", "classes", "rule", "K", "vs classes", "within +-50 %"], rows)
+    table(["data", "what (K = 2 .. 2 x classes)", "values"], curves)
 
 
 def main():
