@@ -997,8 +997,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         # a linear classifier trained on the source rows alone (Cohen's kappa of the two
         # labellings of the target). At or below "slight" agreement the shared subspace has
         # carried the source classes to target clusters the source itself does not predict.
-        self.source_agreement_ = source_agreement(X_source, ys, X_target,
-                                                  classes[perm[hard]])
+        self.source_agreement_ = source_agreement(X_source, ysrc, X_target, perm[hard])
         if self.source_agreement_ < SOURCE_AGREEMENT_MIN:
             warnings.warn(
                 "LSSTTC: the target labels agree with a linear classifier trained on the "
