@@ -29,7 +29,8 @@ QBIC (the log-likelihood divided by Pearson's dispersion estimate of the largest
 Burnham & Anderson's overdispersion correction).
 
 Run: python benchmarks/mixture_text.py [--part starts k] [--seeds 3] [--ref-seeds 5]
-         [--datasets tr11 ... 20ng] [--configs former default kmeans++-light tfidf-heavy]
+         [--datasets tr11 ... 20ng] [--configs former default kmeans++-light tfidf-heavy tfidf-0.1d
+         tfidf-1d]
 """
 
 import argparse
@@ -59,7 +60,7 @@ def load(name):
     return d.X[keep].astype(np.float64), np.asarray(d.y)[keep]
 
 
-CONFIGS = ["former", "default", "kmeans++-light", "tfidf-heavy"]
+CONFIGS = ["former", "default", "kmeans++-light", "tfidf-heavy", "tfidf-0.1d", "tfidf-1d"]
 
 
 def starts(datasets, seeds, ref_seeds, which=tuple(CONFIGS)):
@@ -81,7 +82,9 @@ def starts(datasets, seeds, ref_seeds, which=tuple(CONFIGS)):
         configs = [("k-means++ / 3W/K (former default)", dict(init="k-means++", smoothing=old_s)),
                    ("auto / auto (default)", {}),
                    ("k-means++ / 0.1 d", dict(init="k-means++", smoothing=0.1 * d)),
-                   ("tfidf-kmeans / 3W/K", dict(init="tfidf-kmeans", smoothing=old_s))]
+                   ("tfidf-kmeans / 3W/K", dict(init="tfidf-kmeans", smoothing=old_s)),
+                   ("tfidf-kmeans / 0.1 d", dict(init="tfidf-kmeans", smoothing=0.1 * d)),
+                   ("tfidf-kmeans / 1 d", dict(init="tfidf-kmeans", smoothing=1.0 * d))]
         configs = [c for c, key in zip(configs, CONFIGS) if key in which or key == "former"]
         t_old = None
         for label, kw in configs:

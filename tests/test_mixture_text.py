@@ -187,13 +187,23 @@ def test_cross_validation_keeps_the_fold_models_labels_on_request():
 
 
 @pytest.mark.parametrize("k", [3, 5])
-def test_auto_criterion_picks_the_number_of_topics(k):
+def test_cv_criterion_picks_the_number_of_topics(k):
     X, _ = topic_corpus(k=k, per=40, seed=k)
-    gm = BregmanMixture(range(1, k + 3), divergence="kl", random_state=0).fit(X)
+    gm = BregmanMixture(range(1, k + 3), divergence="kl", criterion="cv",
+                        random_state=0).fit(X)
     assert gm.n_components_ == k, gm.criterion_path_
     assert gm.criterion_ == "cv"
     # the path is minus the held-out log-likelihood per row: one component is worst
     assert gm.criterion_path_.argmax() == 0
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_auto_criterion_is_bic_for_the_multinomial_and_picks_the_number_of_topics(k):
+    X, _ = topic_corpus(k=k, per=40, seed=k)
+    gm = BregmanMixture(range(1, k + 3), divergence="kl", random_state=0).fit(X)
+    assert gm.criterion_ == "bic"
+    assert gm.n_components_ == k, gm.criterion_path_
+    assert gm.criterion_path_[k - 1] == pytest.approx(gm.bic(X), rel=1e-12)
 
 
 def test_bic_stays_available_for_the_multinomial_and_picks_the_true_k():
