@@ -82,7 +82,9 @@ CASES = [
     ("kmeans_pruned.py --n 3000 --ks 64 --iters 5 --repeat 1 --skip-20ng", None,
      "ratio to sklearn's faster (target <= 0.5)"),
     ("mixture_text.py --seeds 1 --ref-seeds 1 --datasets tr23", "cluto_docs/tr23.mat",
-     "K by 3-fold held-out log-likelihood"),
+     "K on text: every criterion"),
+    ("lssttc_malsar.py --problems rec.vs.talk --representation tfidf", "mtc_newsgroups_malsar",
+     "kappa vs source SVM"),
 ]
 
 
