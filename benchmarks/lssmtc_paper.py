@@ -342,8 +342,8 @@ def transfer(name, Xs, ys, grid, log):
         f"lambda in {lams}); [paper] beside")
     log("| source -> target | SVM (ours) | [paper SVM] | LSSTTC l=100, lam=0.5 | "
         "LSSTTC best (ours) | best setting | [paper LSSTTC] | [paper CoCC] | [paper CDSC] | "
-        "LSSTTC defaults (as run) | renamed |")
-    log("|---|---|---|---|---|---|---|---|---|---|---|")
+        "LSSTTC defaults (as run) | renamed | kappa vs source SVM | warned (unsupported) |")
+    log("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for s in range(T):
         for t in range(T):
@@ -373,13 +373,16 @@ def transfer(name, Xs, ys, grid, log):
                 dflt = SharedSubspaceTransfer().fit(X_pair, y_pair)
             acc_dflt = float(np.mean(dflt.transduction_[n_s:] == ys[t]))
             renamed = "yes" if any("lie nearer" in str(w.message) for w in caught) else "no"
+            warned = "yes" if any("not supported by the data" in str(w.message)
+                                  for w in caught) else "no"
             key = max(found, key=found.get)
             fixed = found.get((100, 0.5), float("nan"))
             p = paper[(s + 1, t + 1)]
             rows.append((acc_svm, fixed, found[key], p))
             log(f"| task {s + 1} -> task {t + 1} | {acc_svm:.4f} | {p[0]:.4f} | {fixed:.4f} | "
                 f"{found[key]:.4f} | l={key[0]}, lam={key[1]} | {p[3]:.4f} | {p[1]:.4f} | "
-                f"{p[2]:.4f} | {acc_dflt:.4f} | {renamed} |  ({time.perf_counter() - t0:.0f} s)")
+                f"{p[2]:.4f} | {acc_dflt:.4f} | {renamed} | {dflt.source_agreement_:.3f} | {warned} | "
+                f" ({time.perf_counter() - t0:.0f} s)")
     r = np.array([[a, b, c] for a, b, c, _ in rows])
     pm = np.array([[p[0], p[3]] for *_, p in rows])
     log(f"| mean | {r[:, 0].mean():.4f} | {pm[:, 0].mean():.4f} | {r[:, 1].mean():.4f} | "

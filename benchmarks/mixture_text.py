@@ -18,13 +18,19 @@ component; seconds per fit (median over seeds, the former and new defaults timed
 process, one after the other). "wins" counts the seeds whose log-likelihood is at least the
 reference's best and whose NMI is at least the reference's best-likelihood run's minus .01.
 
-Part ``k``: choosing K on the six CLUTO sets, candidates 2 .. 2 x classes:
+Part ``k``: choosing K on the six CLUTO sets, candidates 2 .. 2 x classes, every rule measured:
 ``bregclust._selection.cross_validated_loglik`` (3 folds, ``random_state=0``, the default
-mixture per fit) - the argmax of the mean held-out log-likelihood and the one-standard-error
-choice that ``criterion="auto"`` (= ``"cv"`` for the multinomial) makes.
+mixture per fit) - the argmax of the mean held-out log-likelihood, the one-standard-error
+choice on paired per-fold differences, the textbook one-standard-error rule (the spread of the
+best candidate's folds), and the stability of the fold models (mean pairwise adjusted Rand
+index of their partitions of all rows); on the default mixture fitted to all rows with each
+K (``random_state=0``): BIC, ICL (BIC plus twice the entropy of the responsibilities) and
+QBIC (the log-likelihood divided by Pearson's dispersion estimate of the largest model,
+Burnham & Anderson's overdispersion correction).
 
 Run: python benchmarks/mixture_text.py [--part starts k] [--seeds 3] [--ref-seeds 5]
-         [--datasets tr11 ... 20ng]
+         [--datasets tr11 ... 20ng] [--configs former default kmeans++-light tfidf-heavy tfidf-0.1d
+         tfidf-1d]
 """
 
 import argparse
@@ -34,12 +40,13 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from _common import machine, table
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from bregclust import BregmanMixture, EmptyClusterWarning
-from bregclust._selection import cross_validated_loglik
+from bregclust._selection import cross_validated_loglik, one_se_choice
 from bregclust.datasets import CLUTO_NAMES, load_20newsgroups, load_cluto
 from bregclust.metrics import nmi
 
@@ -53,7 +60,10 @@ def load(name):
     return d.X[keep].astype(np.float64), np.asarray(d.y)[keep]
 
 
-def starts(datasets, seeds, ref_seeds):
+CONFIGS = ["former", "default", "kmeans++-light", "tfidf-heavy", "tfidf-0.1d", "tfidf-1d"]
+
+
+def starts(datasets, seeds, ref_seeds, which=tuple(CONFIGS)):
     print(f"\n## multinomial mixture: starts and smoothing, {seeds} seeds, reference best of "
           f"{ref_seeds}")
     rows = []
@@ -72,7 +82,10 @@ def starts(datasets, seeds, ref_seeds):
         configs = [("k-means++ / 3W/K (former default)", dict(init="k-means++", smoothing=old_s)),
                    ("auto / auto (default)", {}),
                    ("k-means++ / 0.1 d", dict(init="k-means++", smoothing=0.1 * d)),
-                   ("tfidf-kmeans / 3W/K", dict(init="tfidf-kmeans", smoothing=old_s))]
+                   ("tfidf-kmeans / 3W/K", dict(init="tfidf-kmeans", smoothing=old_s)),
+                   ("tfidf-kmeans / 0.1 d", dict(init="tfidf-kmeans", smoothing=0.1 * d)),
+                   ("tfidf-kmeans / 1 d", dict(init="tfidf-kmeans", smoothing=1.0 * d))]
+        configs = [c for c, key in zip(configs, CONFIGS) if key in which or key == "former"]
         t_old = None
         for label, kw in configs:
             lls, nmis, ts = [], [], []
@@ -88,30 +101,76 @@ def starts(datasets, seeds, ref_seeds):
             rows.append((name, k, label, " ".join(f"{v:.6e}" for v in lls),
                          " ".join(f"{v:.3f}" for v in nmis), f"{wins} / {seeds}", f"{t:.2f}",
                          f"{t / t_old:.2f}"))
-        for r in rows[-5:]:
+        for r in rows[-1 - len(configs):]:
             print("  " + " | ".join(str(v) for v in r), flush=True)
     table(["data", "K", "start / smoothing", "log-likelihood per seed", "NMI per seed",
            "wins vs reference", "s per fit (median)", "time / former default"], rows)
 
 
+def pearson_dispersion(X, gm):
+    """Pearson's chi-squared of the counts under the fitted mixture over its degrees of freedom.
+
+    Each row's expected counts are ``N_i sum_h r_ih p_h`` (its responsibilities); the sum over
+    the zero counts is closed-form (``sum_l (x - Np)^2 / Np = sum_{x > 0} x^2 / Np - N``).
+    """
+    X = sp.csr_matrix(X)
+    R = gm.predict_proba(X)
+    P = np.asarray(gm.means_, dtype=np.float64)
+    N = np.asarray(X.sum(axis=1)).ravel()
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    p = np.einsum("ij,ji->i", R[rows], P[:, X.indices])
+    chi2 = float((X.data ** 2 / (N[rows] * p)).sum() - N.sum())
+    df = X.shape[0] * (X.shape[1] - 1) - gm._n_parameters()
+    return chi2 / df
+
+
 def choose_k(datasets):
-    print("\n## K by 3-fold held-out log-likelihood (candidates 2 .. 2 x classes)")
-    rows = []
+    print("\n## K on text: every criterion (candidates 2 .. 2 x classes)")
+    rows, curves = [], []
     for name in datasets:
         X, y = load(name)
         c = len(np.unique(y))
         ks = list(range(2, 2 * c + 1))
         t0 = time.perf_counter()
         sel = cross_validated_loglik(BregmanMixture(divergence="kl"), X, ks,
-                                     random_state=check_random_state(0))
-        pick = ks[sel.choice]
-        arg = ks[int(np.argmax(sel.mean))]
-        rows.append((name, c, pick, f"{(pick - c) / c:+.0%}", arg, f"{(arg - c) / c:+.0%}",
-                     " ".join(f"{v:.1f}" for v in sel.mean), f"{time.perf_counter() - t0:.0f}"))
-        print("  " + " | ".join(str(v) for v in rows[-1]), flush=True)
-    table(["data", "classes", "criterion='auto' (one paired SE) K", "vs classes",
-           "argmax K", "vs classes", "held-out log-likelihood per document, K = 2 ..",
-           "seconds"], rows)
+                                     random_state=check_random_state(0), keep_labels=True)
+        bic, icl, ll, npar, fits = [], [], [], [], []
+        n = X.shape[0]
+        for k in ks:
+            gm = BregmanMixture(k, divergence="kl", random_state=0).fit(X)
+            b = gm.bic(X)
+            R = gm.predict_proba(X)
+            ent = -float(np.sum(R * np.log(np.clip(R, 1e-300, None))))
+            bic.append(b)
+            icl.append(b + 2.0 * ent)
+            npar.append(gm._n_parameters())
+            ll.append((np.log(n) * npar[-1] - b) / 2.0)
+            fits.append(gm)
+        chat = pearson_dispersion(X, fits[-1])  # from the largest model (Burnham & Anderson)
+        qbic = [-2.0 * v / chat + q * np.log(n) for v, q in zip(ll, npar)]
+        stab = sel.stability()
+        picks = {"cv one paired SE (former auto)": ks[sel.choice],
+                 "cv one SE (textbook)": ks[one_se_choice(sel.fold_loglik, paired=False)],
+                 "cv argmax": ks[int(np.argmax(sel.mean))],
+                 "BIC": ks[int(np.argmin(bic))], "ICL": ks[int(np.argmin(icl))],
+                 f"QBIC (c-hat {chat:.1f})": ks[int(np.argmin(qbic))],
+                 "stability argmax": ks[int(np.argmax(stab))]}
+        for rule, k in picks.items():
+            rows.append((name, c, rule, k, f"{(k - c) / c:+.0%}",
+                         "yes" if abs(k - c) <= 0.5 * c else "no"))
+        curves.append((name, "held-out log-likelihood per document",
+                       " ".join(f"{v:.1f}" for v in sel.mean)))
+        curves.append((name, "fold spread (sd) of the best",
+                       f"{sel.fold_loglik[int(np.argmax(sel.mean))].std(ddof=1):.2f}"))
+        curves.append((name, "stability (mean ARI of the fold models)",
+                       " ".join(f"{v:.2f}" for v in stab)))
+        curves.append((name, "NMI of the full-data fit",
+                       " ".join(f"{nmi(y, g.predict(X)):.3f}" for g in fits)))
+        curves.append((name, "seconds", f"{time.perf_counter() - t0:.0f}"))
+        for r in rows[-len(picks):] + curves[-5:]:
+            print("  " + " | ".join(str(v) for v in r), flush=True)
+    table(["data", "classes", "rule", "K", "vs classes", "within +-50 %"], rows)
+    table(["data", "what (K = 2 .. 2 x classes)", "values"], curves)
 
 
 def main():
@@ -120,12 +179,14 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--ref-seeds", type=int, default=5)
     ap.add_argument("--datasets", nargs="+", default=list(CLUTO_NAMES) + ["20ng"])
+    ap.add_argument("--configs", nargs="+", choices=CONFIGS, default=CONFIGS,
+                    help="part starts: which start / smoothing rows (the former default always)")
     a = ap.parse_args()
     print(f"# {machine()}")
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", EmptyClusterWarning)
     if "starts" in a.part:
-        starts(a.datasets, a.seeds, a.ref_seeds)
+        starts(a.datasets, a.seeds, a.ref_seeds, a.configs)
     if "k" in a.part:
         choose_k([d for d in a.datasets if d != "20ng"])
 

@@ -18,25 +18,21 @@ of L1-normalised rows and, applied to word counts, makes every component mostly 
 distribution.
 """
 
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 
 from ._smoothing import resolve_smoothing
-from ._validation import EmptyClusterWarning
-from .kmeans import BregmanKMeans
 
 __all__ = ["TEXT_STARTS", "TEXT_SHORT_ITER", "TEXT_KMEANS_ITER", "MULTINOMIAL_PSEUDO_PER_TERM", "tfidf_rows",
-           "tfidf_partitions", "one_hot", "mixture_smoothing"]
+           "spherical_kmeans", "tfidf_partitions", "one_hot", "mixture_smoothing"]
 
 #: ``init="auto"`` on counts draws at least this many tf-idf k-means partitions ...
 TEXT_STARTS = 6
 #: ... runs this many EM iterations from each, and continues the best.
 TEXT_SHORT_ITER = 3
 #: Lloyd iterations of each tf-idf k-means start (the start only needs the right basin).
-TEXT_KMEANS_ITER = 20
+TEXT_KMEANS_ITER = 10
 #: The multinomial mixture's ``smoothing="auto"``: pseudo-words per vocabulary term.
 MULTINOMIAL_PSEUDO_PER_TERM = 0.1
 
@@ -82,12 +78,78 @@ def tfidf_rows(X, sample_weight=None):
     return T * inv[:, None]
 
 
+def spherical_kmeans(T, k, random_state, *, max_iter=TEXT_KMEANS_ITER, sample_weight=None):
+    """Labels of spherical k-means (Dhillon & Modha, 2001) on unit rows, k-means++ seeds.
+
+    Maximises ``sum_i w_i <t_i, c_{l(i)}>`` over unit centres: seeds drawn with probability
+    proportional to ``w_i (1 - max_c <t_i, c>)`` (k-means++ for the cosine distance), then at
+    most ``max_iter`` passes of "most similar centre, then the normalised weighted sum"; a
+    centre left empty keeps its direction. Hand-written rather than scikit-learn's ``KMeans``
+    because a start needs only two sparse products per pass (``T @ C`` and ``T.T @ R``);
+    scikit-learn's Euclidean k-means on the same rows took 1.7 s for six starts on tr11 with
+    its OpenMP pool on the shared 2-core machine (0.2 s with one thread) against 0.2 s here.
+
+    Parameters
+    ----------
+    T : ndarray or CSR matrix of shape (n_samples, n_features)
+        Rows of unit L2 norm (or zero).
+    k : int
+    random_state : RandomState
+    max_iter : int, default=TEXT_KMEANS_ITER
+    sample_weight : ndarray of shape (n_samples,), optional
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> T = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    >>> T /= np.linalg.norm(T, axis=1, keepdims=True)
+    >>> lab = spherical_kmeans(T, 2, np.random.RandomState(0))
+    >>> bool(lab[0] == lab[1] and lab[2] == lab[3] and lab[0] != lab[2])
+    True
+    """
+    n = T.shape[0]
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    sparse = sp.issparse(T)
+    Tt = T.T.tocsr() if sparse else np.ascontiguousarray(T.T)
+
+    def row(i):
+        return np.asarray(T[i].todense()).ravel() if sparse else T[i]
+
+    idx = [int(random_state.choice(n, p=w / w.sum()))]
+    best = np.asarray(T @ row(idx[0])).ravel()
+    for _ in range(1, k):
+        dist = np.maximum(1.0 - best, 0.0) * w
+        tot = dist.sum()
+        i = int(random_state.choice(n, p=dist / tot)) if tot > 0 else int(random_state.randint(n))
+        idx.append(i)
+        best = np.maximum(best, np.asarray(T @ row(i)).ravel())
+    C = np.ascontiguousarray(np.column_stack([row(i) for i in idx]))  # (d, k)
+    labels = None
+    R = np.zeros((n, k))
+    for _ in range(max_iter):
+        new = np.asarray(T @ C).argmax(axis=1)
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        R[:] = 0.0
+        R[np.arange(n), labels] = w
+        S = np.asarray(Tt @ R)
+        norm = np.linalg.norm(S, axis=0)
+        live = norm > 0
+        C[:, live] = S[:, live] / norm[live]
+    return labels.astype(np.int64)
+
+
 def tfidf_partitions(X, k, n_starts, random_state, sample_weight=None,
                      max_iter=TEXT_KMEANS_ITER):
     """Partitions of the rows by spherical k-means on their tf-idf vectors, one per start.
 
-    Squared Euclidean k-means on the unit tf-idf rows (:func:`tfidf_rows`), each from its own
-    k-means++ seeds, at most ``max_iter`` Lloyd iterations.
+    :func:`spherical_kmeans` on the unit tf-idf rows (:func:`tfidf_rows`), each from its own
+    k-means++ seeds, at most ``max_iter`` passes.
 
     Parameters
     ----------
@@ -104,16 +166,8 @@ def tfidf_partitions(X, k, n_starts, random_state, sample_weight=None,
     list of ndarray of shape (n_samples,)
     """
     T = tfidf_rows(X, sample_weight)
-    out = []
-    for _ in range(n_starts):
-        km = BregmanKMeans(k, divergence="sqeuclidean", n_init=1, max_iter=max_iter,
-                           random_state=random_state)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            warnings.simplefilter("ignore", EmptyClusterWarning)
-            km.fit(T, sample_weight=sample_weight)
-        out.append(np.asarray(km.labels_, dtype=np.int64))
-    return out
+    return [spherical_kmeans(T, k, random_state, max_iter=max_iter, sample_weight=sample_weight)
+            for _ in range(n_starts)]
 
 
 def one_hot(labels, k, eps=1e-6):

@@ -33,11 +33,36 @@ class CVSelection:
         Weighted mean held-out log-likelihood per row, per candidate and fold.
     choice : int
         Index (into ``ks``) of the chosen candidate.
+    fold_labels : ndarray of shape (n_candidates, n_folds, n_samples) or None
+        With ``keep_labels=True``: each fold's model's most probable component of every row.
     """
 
     ks: np.ndarray
     fold_loglik: np.ndarray
     choice: int
+    fold_labels: np.ndarray = None
+
+    def stability(self):
+        """Mean adjusted Rand index between the fold models' partitions of all rows.
+
+        The fold models of one candidate are fitted on overlapping subsets (each pair shares
+        ``(v - 2) / v`` of the rows); a ``K`` the data support gives them the same partition
+        (Ben-Hur, Elisseeff & Guyon, 2002; Lange et al., 2004). Needs ``keep_labels=True``.
+
+        Returns
+        -------
+        ndarray of shape (n_candidates,)
+        """
+        from sklearn.metrics import adjusted_rand_score
+
+        if self.fold_labels is None:
+            raise ValueError("stability needs the fold labels: call cross_validated_loglik "
+                             "with keep_labels=True.")
+        L = self.fold_labels
+        nf = L.shape[1]
+        return np.array([np.mean([adjusted_rand_score(L[i, a], L[i, b])
+                                  for a in range(nf) for b in range(a + 1, nf)])
+                         for i in range(L.shape[0])])
 
     @property
     def mean(self):
@@ -45,13 +70,18 @@ class CVSelection:
         return self.fold_loglik.mean(axis=1)
 
 
-def one_se_choice(fold_loglik):
-    """Index of the smallest candidate within one paired standard error of the best.
+def one_se_choice(fold_loglik, paired=True):
+    """Index of the smallest candidate within one standard error of the best.
 
     Parameters
     ----------
     fold_loglik : ndarray of shape (n_candidates, n_folds)
         Held-out log-likelihood per row; candidates in increasing complexity.
+    paired : bool, default=True
+        True: the standard error of each candidate's per-fold difference from the best (the
+        fold effect removed). False: the textbook rule (Hastie, Tibshirani & Friedman, 2009,
+        sec. 7.10): the standard error of the best candidate's cross-validated estimate, its
+        per-fold spread over ``sqrt(n_folds)``.
 
     Returns
     -------
@@ -64,13 +94,20 @@ def one_se_choice(fold_loglik):
     1
     >>> one_se_choice(np.array([[-5.0, -6.0], [-4.0, -5.0], [-3.99, -4.98]]))  # 2: better per fold
     2
+    >>> one_se_choice(np.array([[-5.0, -6.0], [-4.0, -5.0], [-3.99, -4.98]]), paired=False)
+    1
     """
     F = np.asarray(fold_loglik, dtype=np.float64)
     mean = F.mean(axis=1)
     best = int(np.argmax(mean))
     nf = F.shape[1]
-    diff = F[best][None, :] - F  # paired per fold, >= 0 on average for every candidate
-    se = diff.std(axis=1, ddof=1) / np.sqrt(nf) if nf > 1 else np.zeros(F.shape[0])
+    if nf < 2:
+        se = np.zeros(F.shape[0])
+    elif paired:
+        diff = F[best][None, :] - F  # paired per fold, >= 0 on average for every candidate
+        se = diff.std(axis=1, ddof=1) / np.sqrt(nf)
+    else:
+        se = np.full(F.shape[0], F[best].std(ddof=1) / np.sqrt(nf))
     ok = mean[best] - mean <= se
     return int(np.flatnonzero(ok)[0])
 
@@ -80,7 +117,7 @@ def _rows(X, idx):
 
 
 def cross_validated_loglik(estimator, X, ks, *, n_folds=3, sample_weight=None,
-                           random_state=None):
+                           random_state=None, keep_labels=False):
     """Held-out log-likelihood of ``estimator`` with each number of components in ``ks``.
 
     Parameters
@@ -94,6 +131,8 @@ def cross_validated_loglik(estimator, X, ks, *, n_folds=3, sample_weight=None,
     random_state : RandomState
         Draws the folds and the seeds of the fits (the same seed for every candidate of a
         fold).
+    keep_labels : bool, default=False
+        Keep every fold model's labels of all rows (``fold_labels``, for ``stability``).
 
     Returns
     -------
@@ -105,6 +144,7 @@ def cross_validated_loglik(estimator, X, ks, *, n_folds=3, sample_weight=None,
                        random_state=random_state.randint(2 ** 31 - 1)).split(np.arange(n)))
     seeds = random_state.randint(2 ** 31 - 1, size=n_folds)
     out = np.empty((len(ks), n_folds))
+    labels = np.empty((len(ks), n_folds, n), dtype=np.int64) if keep_labels else None
     for f, (tr, te) in enumerate(folds):
         for i, k in enumerate(ks):
             est = clone(estimator).set_params(n_components=int(k), criterion="bic",
@@ -112,4 +152,6 @@ def cross_validated_loglik(estimator, X, ks, *, n_folds=3, sample_weight=None,
                                               random_state=int(seeds[f]))
             est.fit(_rows(X, tr), sample_weight=w[tr])
             out[i, f] = est.score(_rows(X, te), sample_weight=w[te])
-    return CVSelection(np.asarray(ks, dtype=np.int64), out, one_se_choice(out))
+            if keep_labels:
+                labels[i, f] = est.predict(X)
+    return CVSelection(np.asarray(ks, dtype=np.int64), out, one_se_choice(out), labels)

@@ -848,10 +848,10 @@ BregmanKMeans, ndarray or dict, default="auto"
         How ``n_components`` is chosen among candidates. ``"cv"``: the held-out
         log-likelihood per row, 3-fold cross-validated, the smallest candidate within one
         paired standard error of the best (:mod:`bregclust._selection`; the candidates are
-        fitted once more per fold, in-memory data only). ``"auto"``: ``"cv"`` for the
-        multinomial family, whose BIC charges ``d - 1`` parameters per component and picks
-        two components on text corpora, ``"bic"`` otherwise. ``criterion_path_`` holds minus
-        the held-out log-likelihood per row for ``"cv"``.
+        fitted once more per fold, in-memory data only). ``"auto"``: ``"bic"`` for every
+        family (consistent for the number of mixture components; the held-out likelihood,
+        like AIC, keeps rising with ``K`` on text, see the user guide). ``criterion_path_``
+        holds minus the held-out log-likelihood per row for ``"cv"``.
     assignment : {"soft", "hard"}, default="soft"
         The E-step. ``"soft"``: EM (responsibilities). ``"hard"``: classification EM (Celeux &
         Govaert, 1992): every row is given wholly to its most probable component (the largest
@@ -1064,8 +1064,7 @@ BregmanKMeans, ndarray or dict, default="auto"
             best = self._fit_k(srcc, src, st, k, fixed_c, cond, rng, warm)
             results.append(self._criterion(srcc, st, best, k, cond, smoothing))
         pick = int(np.argmin([r.criterion for r in results]))
-        if len(ks) > 1 and (self.criterion == "cv" or (self.criterion == "auto"
-                                                       and fam.name == "multinomial")):
+        if len(ks) > 1 and self.criterion == "cv":
             if src.chunked:
                 raise ValueError("criterion='cv' refits every candidate on in-memory folds; "
                                  "for a dask array use criterion='bic' or 'aic'.")

@@ -851,6 +851,10 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         The class (index into ``classes_``) of each fitted target cluster: the source class
         whose mean is nearest to the cluster's centre in the shared subspace (an optimal
         assignment). The identity unless the fit drifted; a warning says when it is not.
+    source_agreement_ : float
+        Cohen's kappa between the target labels and a linear SVM trained on the source rows
+        (:func:`source_agreement`); below ``SOURCE_AGREEMENT_MIN`` = 0.2 ("slight" agreement,
+        Landis & Koch, 1977) the fit warns that the data do not support the transfer.
     components_ : ndarray of shape (n_components_, n_features)
     n_components_ : int
         The dimension of the shared subspace (``n_components`` with ``"auto"`` resolved).
@@ -1009,6 +1013,20 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
                 "not tie the target's clusters to the source classes on these data: check "
                 "transduction_ against a source-trained classifier.",
                 UserWarning, stacklevel=2)
+        # Does the source support the transfer? A label-free check: the target labels against
+        # a linear classifier trained on the source rows alone (Cohen's kappa of the two
+        # labellings of the target). At or below "slight" agreement the shared subspace has
+        # carried the source classes to target clusters the source itself does not predict.
+        self.source_agreement_ = source_agreement(X_source, ysrc, X_target, perm[hard])
+        if self.source_agreement_ < SOURCE_AGREEMENT_MIN:
+            warnings.warn(
+                "LSSTTC: the target labels agree with a linear classifier trained on the "
+                f"source rows no better than slightly (Cohen's kappa "
+                f"{self.source_agreement_:.2f} < {SOURCE_AGREEMENT_MIN}, source_agreement_): "
+                "the target's clusters are not the source classes in this representation, so "
+                "the transfer is not supported by the data. Try L2-normalised (tf-idf) rows "
+                "for word counts, another lam, or a source-trained classifier.",
+                UserWarning, stacklevel=2)
         inv = np.argsort(perm)
         self.cluster_class_ = perm
         self.classes_ = classes
@@ -1083,6 +1101,49 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         j = _hard_labels(X, float(self.lam), self.target_centers_[perm], self.components_,
                          self.shared_centers_)
         return self.classes_[perm[j]]
+
+
+#: ``SharedSubspaceTransfer`` warns when its target labels agree with a source-trained linear
+#: classifier below this Cohen's kappa (the upper end of "slight" agreement, Landis & Koch 1977).
+SOURCE_AGREEMENT_MIN = 0.2
+
+
+def source_agreement(X_source, y_source, X_target, labels):
+    """Cohen's kappa between target labels and a linear SVM trained on the source rows.
+
+    A label-free check of a transfer (it uses no target label): scikit-learn's ``LinearSVC``
+    (``C=1``) fitted on the labelled source rows predicts the target rows, and
+    ``sklearn.metrics.cohen_kappa_score`` compares those predictions with ``labels``. 1 is
+    the same partition under the same names, 0 agreement at chance level, negative less
+    than chance (e.g. inverted class names).
+
+    Parameters
+    ----------
+    X_source : ndarray or sparse matrix of shape (n_source, n_features)
+    y_source : ndarray of shape (n_source,)
+    X_target : ndarray or sparse matrix of shape (n_target, n_features)
+    labels : ndarray of shape (n_target,)
+        The transferred labels of the target rows (values of ``y_source``).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Xs = np.array([[0.0], [1.0], [9.0], [10.0]]); ys = np.array([0, 0, 1, 1])
+    >>> Xt = np.array([[0.5], [9.5]])
+    >>> source_agreement(Xs, ys, Xt, np.array([0, 1])), source_agreement(Xs, ys, Xt, np.array([1, 0]))
+    (1.0, -1.0)
+    """
+    from sklearn.metrics import cohen_kappa_score
+    from sklearn.svm import LinearSVC
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svm = LinearSVC(C=1.0).fit(X_source, y_source)
+    return float(cohen_kappa_score(svm.predict(X_target), labels))
 
 
 def match_clusters_to_classes(cluster_centres, class_centres, live=None):

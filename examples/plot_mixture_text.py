@@ -6,8 +6,9 @@ Soft clustering of text: a mixture of multinomials
 multinomials on raw term counts: every document gets a posterior probability for every
 component (``predict_proba``), not only a label. Most documents of four newsgroups are
 assigned with near certainty; the few the model hesitates over are worth reading. The left
-panel shows the criterion of 2 to 8 components (``criterion="auto"``: for the multinomial, minus
-the 3-fold held-out log-likelihood per document; the lower the better), the right one the posterior probability of the most likely of four
+panel shows the criterion of 2 to 8 components (``criterion="auto"``: BIC; the lower the better;
+``criterion="cv"`` would draw minus the 3-fold held-out log-likelihood per document), the right
+one the posterior probability of the most likely of four
 components for every document. This example reads the 20
 Newsgroups tarball from ``$BREGCLUST_DATA`` and is left out of the gallery when it is absent.
 """
@@ -29,7 +30,7 @@ X, y = data.X, data.y
 terms = np.asarray(data.feature_names)
 print(f"{X.shape[0]} documents, {X.shape[1]} terms")
 
-# the held-out log-likelihood over 2 to 8 components (the curve is drawn below)
+# BIC over 2 to 8 components (the curve is drawn below)
 path = BregmanMixture(range(2, 9), divergence="kl", random_state=0).fit(X)
 print(f"{path.criterion_} chooses {path.n_components_} components")
 

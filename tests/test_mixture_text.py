@@ -7,8 +7,13 @@ from naive_text_mixture import loglik, multinomial_em
 from sklearn.feature_extraction.text import TfidfTransformer
 
 from bregclust import BregmanMixture
-from bregclust._mixture_init import MULTINOMIAL_PSEUDO_PER_TERM, one_hot, tfidf_rows
-from bregclust._selection import one_se_choice
+from bregclust._mixture_init import (
+    MULTINOMIAL_PSEUDO_PER_TERM,
+    one_hot,
+    spherical_kmeans,
+    tfidf_rows,
+)
+from bregclust._selection import CVSelection, cross_validated_loglik, one_se_choice
 from bregclust._smoothing import auto_smoothing
 from bregclust.metrics import nmi
 
@@ -40,6 +45,33 @@ def test_tfidf_rows_weight_two_is_a_repeated_row():
     rep = sp.vstack([X, X[:5]]).tocsr()
     np.testing.assert_allclose(tfidf_rows(X, w).toarray(), tfidf_rows(rep).toarray()[:X.shape[0]],
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_spherical_kmeans_stops_at_a_fixed_point_of_the_cosine_lloyd_step(sparse):
+    """At convergence every row is with its most similar normalised cluster mean (the fixed
+    point of spherical k-means, checked by a dense numpy recomputation)."""
+    X, y = topic_corpus(k=4, per=30, seed=2)
+    T = tfidf_rows(X)
+    T = T if sparse else T.toarray()
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=X.shape[0])
+    lab = spherical_kmeans(T, 4, np.random.RandomState(0), max_iter=500, sample_weight=w)
+    D = T.toarray() if sparse else T
+    C = np.array([(w[lab == h, None] * D[lab == h]).sum(axis=0) for h in range(4)])
+    C /= np.linalg.norm(C, axis=1, keepdims=True)
+    np.testing.assert_array_equal((D @ C.T).argmax(axis=1), lab)
+    assert nmi(y, lab) > 0.9
+
+
+def test_spherical_kmeans_agrees_with_scikit_learn_on_separated_topics():
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score
+
+    X, y = topic_corpus(k=3, per=30, seed=4)
+    T = tfidf_rows(X)
+    ours = spherical_kmeans(T, 3, np.random.RandomState(1))
+    theirs = KMeans(3, n_init=10, random_state=0).fit_predict(T)
+    assert adjusted_rand_score(ours, theirs) == 1.0
 
 
 def test_one_hot_rows_sum_to_one_and_keep_every_component_alive():
@@ -125,14 +157,53 @@ def test_one_se_choice_takes_the_smallest_candidate_within_a_paired_standard_err
     assert one_se_choice(F + np.array([[100.0, -300.0]])) == 1
 
 
+def test_textbook_one_se_rule_uses_the_spread_of_the_best_candidate():
+    # best = candidate 2, fold values -3.99 and -4.97: sd 0.693, standard error 0.49; the
+    # means are -5.5, -4.5, -4.48: candidate 1 is within, candidate 0 is not
+    F = np.array([[-5.0, -6.0], [-4.00, -5.00], [-3.99, -4.97]])
+    assert one_se_choice(F, paired=False) == 1
+    assert one_se_choice(F) == 2  # the paired rule sees candidate 2 better in every fold
+
+
+def test_stability_is_the_mean_pairwise_ari_of_the_fold_models():
+    from sklearn.metrics import adjusted_rand_score
+
+    a, b, c = np.array([0, 0, 1, 1]), np.array([1, 1, 0, 0]), np.array([0, 1, 0, 1])
+    sel = CVSelection(np.array([2, 3]), np.zeros((2, 3)), 0,
+                      np.array([[a, b, a], [a, b, c]]))
+    want = np.mean([adjusted_rand_score(a, b), adjusted_rand_score(a, c),
+                    adjusted_rand_score(b, c)])
+    np.testing.assert_allclose(sel.stability(), [1.0, want])
+    with pytest.raises(ValueError, match="keep_labels=True"):
+        CVSelection(np.array([2]), np.zeros((1, 3)), 0).stability()
+
+
+def test_cross_validation_keeps_the_fold_models_labels_on_request():
+    X, y = topic_corpus(k=3, per=20, seed=5)
+    sel = cross_validated_loglik(BregmanMixture(divergence="kl"), X, [2, 3],
+                                 random_state=np.random.RandomState(0), keep_labels=True)
+    assert sel.fold_labels.shape == (2, 3, X.shape[0])
+    assert sel.stability()[1] > 0.9  # three topics: the fold models agree
+
+
 @pytest.mark.parametrize("k", [3, 5])
-def test_auto_criterion_picks_the_number_of_topics(k):
+def test_cv_criterion_picks_the_number_of_topics(k):
     X, _ = topic_corpus(k=k, per=40, seed=k)
-    gm = BregmanMixture(range(1, k + 3), divergence="kl", random_state=0).fit(X)
+    gm = BregmanMixture(range(1, k + 3), divergence="kl", criterion="cv",
+                        random_state=0).fit(X)
     assert gm.n_components_ == k, gm.criterion_path_
     assert gm.criterion_ == "cv"
     # the path is minus the held-out log-likelihood per row: one component is worst
     assert gm.criterion_path_.argmax() == 0
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_auto_criterion_is_bic_for_the_multinomial_and_picks_the_number_of_topics(k):
+    X, _ = topic_corpus(k=k, per=40, seed=k)
+    gm = BregmanMixture(range(1, k + 3), divergence="kl", random_state=0).fit(X)
+    assert gm.criterion_ == "bic"
+    assert gm.n_components_ == k, gm.criterion_path_
+    assert gm.criterion_path_[k - 1] == pytest.approx(gm.bic(X), rel=1e-12)
 
 
 def test_bic_stays_available_for_the_multinomial_and_picks_the_true_k():

@@ -54,3 +54,51 @@ def test_target_clusters_started_under_the_wrong_names_are_renamed_with_a_warnin
     d = ((clf.target_centers_[:, None, :] - means[None]) ** 2).sum(axis=2)
     assert d.argmin(axis=1).tolist() == [0, 1]
 
+
+
+def orthogonal_target(seed=0):
+    """Source classes split along feature 0 vs 1; the target's strongest split is feature 2."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[8.0, 1.0, 0.0], [1.0, 8.0, 0.0]])
+    Xs = np.repeat(centres, 15, axis=0) + 0.3 * rng.normal(size=(30, 3))
+    blobs = np.array([[8.0, 1.0, 15.0], [1.0, 8.0, 15.0], [8.0, 1.0, -15.0], [1.0, 8.0, -15.0]])
+    Xt = np.repeat(blobs, 10, axis=0) + 0.3 * rng.normal(size=(40, 3))
+    y = np.concatenate([np.repeat(["a", "b"], 15), np.full(40, "-1")])
+    split = np.repeat(["a", "b"], 20)  # by the sign of feature 2
+    return np.vstack([Xs, Xt]), y, split
+
+
+def test_source_agreement_is_cohens_kappa_against_a_source_trained_svm():
+    from sklearn.metrics import cohen_kappa_score
+    from sklearn.svm import LinearSVC
+
+    from bregclust.shared_subspace import source_agreement
+
+    X, y, _ = two_domains()
+    Xs, ys, Xt = X[:30], y[:30], X[30:]
+    pred = LinearSVC(C=1.0).fit(Xs, ys).predict(Xt)
+    rng = np.random.default_rng(1)
+    labels = np.where(rng.random(20) < 0.3, np.where(pred == "a", "b", "a"), pred)
+    assert source_agreement(Xs, ys, Xt, labels) == pytest.approx(cohen_kappa_score(pred, labels))
+    assert source_agreement(Xs, ys, Xt, pred) == 1.0
+    assert source_agreement(Xs, ys, Xt, np.where(pred == "a", "b", "a")) == -1.0
+
+
+def test_a_fit_that_follows_the_source_classes_does_not_warn():
+    X, y, yt = two_domains()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        clf = SharedSubspaceTransfer(n_components=2).fit(X, y)
+    assert clf.source_agreement_ == 1.0
+
+
+@pytest.mark.filterwarnings("ignore:LSSTTC. after the fit")
+def test_target_clusters_unrelated_to_the_source_classes_raise_a_warning():
+    # lam=1: the target is clustered on its own (its feature-2 split, the k-means optimum);
+    # half of each cluster is each source class, so the labels agree with a source-trained
+    # classifier at chance level - the warning says the data do not support the transfer
+    X, y, split = orthogonal_target()
+    with pytest.warns(UserWarning, match="transfer is not supported by the data"):
+        clf = SharedSubspaceTransfer(n_components=3, lam=1.0, init=split).fit(X, y)
+    assert abs(clf.source_agreement_) < 0.2
+    assert sorted(np.unique(clf.transduction_[30:50]).tolist()) in (["a"], ["b"])
