@@ -381,16 +381,31 @@ KERNEL_ORACLES = {
         "test_the_engine_and_the_forms_call_down_only":
             "the layering itself: the forms' method signatures take no divergence record",
     },
+    "test_mbc.py": {
+        "test_geodesic_is_exact_for_symmetric":
+            "the geodesic centroid step against its closed form for a symmetric generator",
+        "test_transport_plan_matches_cvxpy_lp": "the transport step against a cvxpy LP",
+        "test_transport_result_code_gives_convergence_warning":
+            "POT's result code mapped to a ConvergenceWarning (POT patched to fail)",
+    },
+    "test_spectral_mtc.py": {
+        "test_cross_knn_both_is_two_neighbour_searches":
+            "the one-pass cross-task graphs against one neighbour search per direction",
+    },
+    "naive_agglomerative.py": {
+        "plain_generic_linkage":
+            "the plain generic algorithm (the oracle) evaluating costs with the engine's kernels",
+    },
 }
 #: Test files written before the rule, still to migrate (each owned by another piece of work
 #: when the rule was added; the rule applies to every other test file). Remove a file from
 #: here once its tests follow the rule.
 NOT_YET_MIGRATED = frozenset({
-    "naive_agglomerative.py", "test_cli.py", "test_conditioning.py", "test_dask.py",
+    "test_cli.py", "test_conditioning.py", "test_dask.py",
     "test_datasets.py", "test_divergences.py", "test_hostile.py", "test_kernel_mtc.py",
-    "test_kernels.py", "test_kmeans.py", "test_mbc.py", "test_minibatch.py", "test_mixture.py",
+    "test_kernels.py", "test_kmeans.py", "test_minibatch.py", "test_mixture.py",
     "test_mixture_text.py", "test_multitask_contract.py", "test_pruned.py",
-    "test_callbacks.py", "test_spectral_mtc.py",
+    "test_callbacks.py",
     "test_shared_subspace.py", "test_sources.py", "test_vmf.py",
 })
 

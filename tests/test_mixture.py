@@ -277,6 +277,28 @@ def test_predict_proba_rows_sum_to_one_and_predict_is_their_argmax():
     np.testing.assert_array_equal(gm.fit_predict(X), gm.predict(X))
 
 
+@pytest.mark.parametrize("kw", [dict(divergence="sqeuclidean"), dict(divergence="kl"),
+                                dict(divergence="kl", assignment="hard"),
+                                dict(divergence="cosine", assignment="hard"),
+                                dict(divergence="kl", n_components=[2, 3, 4]),
+                                dict(divergence="kl", n_components=[2, 3], criterion="cv")])
+def test_fit_predict_is_the_last_e_step_and_equals_predict(kw):
+    """``fit_predict`` returns the labels of the final E-step (no second read of X); they are
+    ``predict(X)`` of the fitted mixture, with zero sample weights too, and X is untouched."""
+    X = count_data()[0]
+    X0 = X.copy()
+    w = np.ones(X.shape[0])
+    w[::7] = 0.0
+    kw = {"n_components": 3, **kw}
+    for sw in (None, w):
+        gm = BregmanMixture(random_state=0, **kw)
+        labels = gm.fit_predict(X, sample_weight=sw)
+        np.testing.assert_array_equal(labels, gm.predict(X))
+        fitted = BregmanMixture(random_state=0, **kw).fit(X, sample_weight=sw)
+        np.testing.assert_array_equal(labels, fitted.predict(X))  # the same fit as fit()
+    np.testing.assert_array_equal(X, X0)
+
+
 @pytest.mark.nojit
 def test_rows_of_zero_probability_get_the_least_violating_component():
     X = np.array([[5.0, 0, 0, 0], [4, 1, 0, 0], [0, 0, 5, 1], [0, 0, 4, 2]])
