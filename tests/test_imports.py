@@ -412,7 +412,7 @@ NOT_YET_MIGRATED = frozenset({
     "test_cli.py", "test_conditioning.py", "test_dask.py",
     "test_datasets.py", "test_divergences.py", "test_hostile.py", "test_kernel_mtc.py",
     "test_kernels.py", "test_kmeans.py", "test_minibatch.py", "test_mixture.py",
-    "test_mixture_text.py", "test_multitask_contract.py", "test_pruned.py",
+    "test_mixture_text.py", "test_pruned.py",
     "test_callbacks.py",
     "test_shared_subspace.py", "test_sources.py",
 })

@@ -5,7 +5,6 @@ graph of the kernel methods separates them too) keep the whole file to a few sec
 """
 
 import copy
-import numbers
 import pickle
 import warnings
 
@@ -23,7 +22,6 @@ from bregclust import (
     ModelRelationClustering,
     MultitaskBregmanClustering,
 )
-from bregclust._multitask import Interval, Options, check_params, per_task
 
 #: estimator class and small-problem parameters
 ESTIMATORS = {
@@ -279,35 +277,30 @@ def test_constraint_table(name):
         _fit(_make(name, tol=np.inf), Xs)
 
 
-def test_check_params_helper():
-    class Est:
-        a = 0.5
-        mode = "auto"
-        flag = None
-
-    table = {"a": [Interval(numbers.Real, 0.0, 1.0)],
-             "mode": [Options("auto"), Interval(numbers.Integral, 1)],
-             "flag": [None, dict]}
-    check_params(Est(), table)
-    est = Est()
-    est.mode = "fast"
-    with pytest.raises(ValueError, match="mode must be 'auto' or an integer >= 1, got 'fast'"):
-        check_params(est, table)
-    est.mode, est.a = 3, 1.5
-    with pytest.raises(ValueError, match="a must be <= 1.0, got 1.5"):
-        check_params(est, table)
-    est.a, est.flag = 0.5, []
-    with pytest.raises(TypeError, match="flag must be a dict or None"):
-        check_params(est, table)
+def test_parameter_tables_give_one_sentence_errors():
+    """The shared parameter check, through the estimators: an option-or-interval, a closed upper
+    bound, a dict-or-None, each message naming the parameter, what it must be and the value."""
+    Xs, _ = _tasks()
+    _fit(_make("mbc", n_init=3), Xs)  # the interval branch of "'auto' or >= 1" accepts 3
+    with pytest.raises(ValueError, match="n_init must be 'auto' or an integer >= 1, got 'fast'"):
+        _make("mbc", n_init="fast").fit(Xs)
+    _fit(_make("lssmtc", lam=1.0), Xs)  # the closed upper bound itself is allowed
+    with pytest.raises(ValueError, match="lam must be <= 1.0, got 1.5"):
+        _make("lssmtc", lam=1.5).fit(Xs)
+    _fit(_make("mtcmrl", similarity_params=None), Xs)
+    with pytest.raises(TypeError, match="similarity_params must be a dict or None"):
+        _make("mtcmrl", similarity_params=[]).fit(Xs)
 
 
-def test_per_task_helper():
-    assert per_task(3, 2, name="k") == [3, 3]
-    assert per_task([1, 2], 2, name="k") == [1, 2]
-    with pytest.raises(ValueError, match="k has 1 entries but there are 2 tasks"):
-        per_task([1], 2, name="k")
-    with pytest.raises(TypeError, match="k must be an int or a sequence of 2 ints"):
-        per_task({"a": 1}, 2, name="k")
+def test_per_task_cluster_counts():
+    """``n_clusters``: one int for every task, or one per task; a wrong length or type refused."""
+    Xs, _ = _tasks()
+    assert _fit(_make("mbc", k=2), Xs).n_clusters_ == [2, 2]
+    assert _fit(_make("mbc", k=[1, 2]), Xs).n_clusters_ == [1, 2]
+    with pytest.raises(ValueError, match="n_clusters has 1 entries but there are 2 tasks"):
+        _make("mbc", k=[1]).fit(Xs)
+    with pytest.raises(TypeError, match="n_clusters must be an int or a sequence of 2 ints"):
+        _make("mbc", k={"a": 1}).fit(Xs)
 
 
 # ------------------------------------------------------------------------- score, model selection
