@@ -396,6 +396,16 @@ KERNEL_ORACLES = {
         "plain_generic_linkage":
             "the plain generic algorithm (the oracle) evaluating costs with the engine's kernels",
     },
+    "test_shared_subspace.py": {
+        "_run": "the LSSMTC sweeps from given memberships, a fixed count, no conditioning: for "
+                "the naive dense LSSMTC/LSSTTC and the per-step objective checks",
+        "test_w_step_equals_d_by_d_eigenproblem":
+            "the span-restricted W step against the full d x d eigenproblem",
+        "test_w_step_sparse_gram_paths_match_dense":
+            "the sparse Gram routes of the W step (d <= n, d > n) against the dense one",
+        "test_repeated_rows_factorised_once_same_basis_and_w_step":
+            "the factorisation of repeated rows against the dense SVD of the stacked rows",
+    },
     "test_vmf.py": {
         "test_log_density_matches_scipy":
             "the vMF log-normaliser against scipy's vonmises_fisher and the power series",
@@ -414,7 +424,7 @@ NOT_YET_MIGRATED = frozenset({
     "test_kernels.py", "test_kmeans.py", "test_minibatch.py", "test_mixture.py",
     "test_mixture_text.py", "test_pruned.py",
     "test_callbacks.py",
-    "test_shared_subspace.py", "test_sources.py",
+    "test_sources.py",
 })
 
 

@@ -11,15 +11,7 @@ from conftest import require_data
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from bregclust.shared_subspace import (
-    SharedSubspaceClustering,
-    SharedSubspaceTransfer,
-    _lss_fit,
-    _SpanBasis,
-    _stack,
-    _unique_rows,
-    _w_step,
-)
+from bregclust.shared_subspace import SharedSubspaceClustering, SharedSubspaceTransfer
 
 NEVER_STOP = -np.inf  # tol for _lss_fit: run exactly max_iter sweeps
 
@@ -56,6 +48,8 @@ def _semi(X_source, y_source, X_target):
 
 
 def _run(Xs, P0, lam, l, n_iter, *, update=None, within=None, trace=False, solver="auto"):
+    from bregclust.shared_subspace import _lss_fit, _SpanBasis, _stack
+
     m = len(Xs)
     basis = _SpanBasis(_stack(Xs))
     out = _lss_fit(Xs, basis, P0, lam=lam, n_components=l, update=update or [True] * m,
@@ -83,6 +77,8 @@ def test_matches_naive_full_eigenproblem(lam):
 
 @pytest.mark.parametrize("solver", ["dense", "arpack"])
 def test_w_step_equals_d_by_d_eigenproblem(solver):
+    from bregclust.shared_subspace import _SpanBasis, _w_step
+
     rng = np.random.default_rng(3)
     X = rng.normal(size=(60, 12)) * np.linspace(0.2, 3.0, 12)
     P = rng.uniform(size=(60, 3))
@@ -96,6 +92,8 @@ def test_w_step_equals_d_by_d_eigenproblem(solver):
 
 
 def test_w_step_sparse_gram_paths_match_dense():
+    from bregclust.shared_subspace import _SpanBasis, _w_step
+
     rng = np.random.default_rng(4)
     P = rng.uniform(size=(40, 2))
     for d in (10, 90):  # d <= n: X^T X route; d > n: X X^T route with implicit V
@@ -111,6 +109,8 @@ def test_repeated_rows_factorised_once_same_basis_and_w_step():
     # Tasks sharing documents: the d > n Gram route factorises each distinct row once
     # (weighted by sqrt(multiplicity)); Y^T Y = diag(s^2), the row-space projector, Y = X V
     # and the W-step are those of the dense SVD of the stacked rows.
+    from bregclust.shared_subspace import _SpanBasis, _unique_rows, _w_step
+
     rng = np.random.default_rng(5)
     X = rng.poisson(0.4, size=(30, 120)).astype(float)
     X[7] = X[3]  # a repeat inside one task too
