@@ -7,15 +7,12 @@ import pytest
 import scipy.sparse as sp
 from numba import njit, types
 
-from bregclust import _kernels as K
-from bregclust._kernels import generators as KG
-
-NOFN = KG.placeholder()
-
 pytestmark = pytest.mark.nojit  # all of this module runs with NUMBA_DISABLE_JIT=1 too
 
 
 def test_fused_argmin_matches_numpy():
+    from bregclust import _kernels as K
+
     rng = np.random.default_rng(0)
     P = rng.normal(size=(37, 5))
     phi_x = rng.random(37) + 10
@@ -39,6 +36,8 @@ def test_fused_argmin_flags_non_finite_candidates_with_nan():
     """A NaN candidate anywhere in a row (an overflow in the GEMM form), or a non-finite
     minimum, makes ``mins`` NaN, so the caller evaluates that row by the definition; finite
     rows keep their exact minimum. The dense and CSR Lloyd passes share this argmin."""
+    from bregclust import _kernels as K
+
     inf, nan = np.inf, np.nan
     # rows: NaN after the minimum, NaN first, +inf and -inf candidates, -inf minimum, finite
     P = np.array([[3.0, nan, 1.0], [nan, 3.0, 1.0], [-inf, 1.0, inf], [1.0, inf, 2.0],
@@ -63,6 +62,8 @@ def test_fused_argmin_flags_non_finite_candidates_with_nan():
 def test_lloyd_passes_return_the_objective_of_their_minima(dtype):
     """Dense and CSR, serial and threaded: ``O`` adds up to ``sum_i w_i mins_i``, and the labels,
     minima and sums are those of the nearest centres."""
+    from bregclust import _kernels as K
+
     rng = np.random.default_rng(4)
     X = rng.random((203, 6)).astype(dtype)
     X[X < 0.4] = 0.0
@@ -92,6 +93,8 @@ def test_lloyd_passes_return_the_objective_of_their_minima(dtype):
 
 
 def test_fused_kernels_clamp_rounding_negatives():
+    from bregclust import _kernels as K
+
     P = np.array([[1.0 + 1e-15]])
     labels = np.empty(1, dtype=np.int64)
     mins = np.empty(1)
@@ -100,6 +103,11 @@ def test_fused_kernels_clamp_rounding_negatives():
 
 
 def test_rowsum_dense_and_csr():
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+
+    NOFN = KG.placeholder()
+
     rng = np.random.default_rng(1)
     X = rng.poisson(0.7, size=(20, 9)).astype(float)
     ref = np.array([sum(K.kl_phi(v) for v in row) for row in X])
@@ -123,6 +131,11 @@ def test_rowsum_dense_and_csr():
 def test_squared_euclidean_rowsum_adds_each_row_left_to_right(dtype):
     """The squared Euclidean row sums (several rows interleaved) equal the float64 sum of each
     row's squares added left to right, bit for bit, for every row count (tails of 1-3 rows)."""
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+
+    NOFN = KG.placeholder()
+
     rng = np.random.default_rng(2)
     for n, d in [(0, 3), (1, 5), (3, 7), (6, 1), (1030, 13), (5, 0)]:
         X = (rng.normal(size=(n, d)) * 7).astype(dtype)
@@ -137,6 +150,8 @@ def test_squared_euclidean_rowsum_adds_each_row_left_to_right(dtype):
 
 
 def test_column_sums_of_float32_rows_accumulate_in_float64():
+    from bregclust import _kernels as K
+
     rng = np.random.default_rng(3)
     X = (rng.normal(size=(301, 6)) * 1e3).astype(np.float32)
     w = rng.random(301)
@@ -148,9 +163,14 @@ def test_column_sums_of_float32_rows_accumulate_in_float64():
     assert np.array_equal(out, ref)
 
 
-@pytest.mark.parametrize("code", [KG.SQ, KG.KL, KG.IS])
-def test_custom_pointer_matches_builtin_code(code):
+@pytest.mark.parametrize("name", ["SQ", "KL", "IS"])
+def test_custom_pointer_matches_builtin_code(name):
     """A built-in generator passed as a custom function pointer gives the same numbers."""
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+
+    NOFN = KG.placeholder()
+    code = getattr(KG, name)
     phi, dphi, inv = {KG.SQ: (K.sq_phi, K.sq_dphi, K.sq_dphi_inv),
                       KG.KL: (K.kl_phi, K.kl_dphi, K.kl_dphi_inv),
                       KG.IS: (K.is_phi, K.is_dphi, K.is_dphi_inv)}[code]
@@ -171,12 +191,20 @@ def test_custom_pointer_matches_builtin_code(code):
 ])
 def test_numeric_inverse(code, f, inv, ts):
     from numba import njit
+
+    from bregclust import _kernels as K
+
     g = K.make_inverse(njit(f), code)
     for t in ts:
         assert g(t) == pytest.approx(inv(t), rel=1e-12, abs=1e-300)
 
 
 def test_generic_pairwise_boundary_conventions():
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+
+    NOFN = KG.placeholder()
+
     out = np.empty((2, 2))
     X = np.array([[0.0, 1.0], [1.0, 0.0]])
     U = np.array([[0.0, 1.0], [0.5, 0.5]])
@@ -186,6 +214,8 @@ def test_generic_pairwise_boundary_conventions():
 
 
 def test_l1_exact_kernel():
+    from bregclust import _kernels as K
+
     X = np.array([[1.0, -2.0, 0.0], [-1.0, 3.0, 2.0]])
     U = np.array([[1.0, 1.0, 1.0], [0.0, -1.0, -1.0]])
     out = np.empty((2, 2))
@@ -245,6 +275,8 @@ def test_an_exception_inside_a_kernel_called_through_a_pointer_is_raised_after_t
     that called the callback returns, and the hook is restored."""
     import sys
     import threading
+
+    from bregclust._kernels import generators as KG
 
     f = KG.compiled_pointer(_divide_by_zero_at, types.void(types.float64[::1], types.int64))
     assert KG.compiled_pointer(_divide_by_zero_at,
