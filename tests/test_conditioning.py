@@ -13,8 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from bregclust import BregmanKMeans, MultitaskBregmanClustering, get_divergence
-from bregclust import _blocks as B
-from bregclust import _conditioning as C
 from bregclust.metrics import ari
 from bregclust.model_relation import similarity_matrix
 
@@ -193,6 +191,9 @@ def test_tiny_weights_are_rescaled_too():
 
 # ----------------------------------------------------------------------------- the pieces
 def test_stats_of_blocks_merge_to_the_stats_of_the_whole():
+    from bregclust import _blocks as B
+    from bregclust import _conditioning as C
+
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(size=(20, 5)) * 1e200, rng.normal(size=(30, 5)) * 1e-200,
                    rng.normal(size=(25, 5))]) + 3.0
@@ -214,6 +215,9 @@ def test_stats_of_blocks_merge_to_the_stats_of_the_whole():
 
 
 def test_decide_scales_only_beyond_the_limit_and_by_capability():
+    from bregclust import _blocks as B
+    from bregclust import _conditioning as C
+
     rng = np.random.default_rng(1)
     X = rng.uniform(1.0, 2.0, size=(40, 3))
     for name, s, expect_scale in [("sqeuclidean", 0, 0), ("sqeuclidean", 99, 0),
@@ -239,6 +243,9 @@ def test_decide_scales_only_beyond_the_limit_and_by_capability():
 
 
 def test_apply_and_undo_are_inverse_and_never_modify_inputs():
+    from bregclust import _blocks as B
+    from bregclust import _conditioning as C
+
     rng = np.random.default_rng(2)
     X = rng.uniform(1.0, 2.0, size=(10, 3)) * 1e250 + 1e254
     div = get_divergence("sqeuclidean")
