@@ -215,12 +215,18 @@ def test_divergence_public_methods_hostile(X, U, div):
     Ua = np.asarray(U, dtype=object)
     if Xa.ndim != 2 or Ua.ndim != 2 or Xa.shape[1] != Ua.shape[1]:
         return
-    # The public methods take validated float64 input; validate here as a caller must.
-    from bregclust._validation import check_array
+    # Validated input, as a caller validates with public tools: scikit-learn's check_array
+    # (CSR, float64 or float32, finite), then the divergence's own domain check.
+    from sklearn.utils import check_array
+
+    def valid(A, side):
+        A = check_array(A, accept_sparse="csr", dtype=[np.float64, np.float32])
+        d.check_domain(A, name="X", side=side)
+        return A
 
     def run():
-        Xv = check_array(X, divergence=d)
-        Uv = check_array(U, divergence=d, side="right")
+        Xv = valid(X, "left")
+        Uv = valid(U, "right")
         return Xv, Uv, d.pairwise(Xv, Uv), d.assign(Xv, Uv)
 
     def ok(res, warned):
@@ -282,11 +288,18 @@ def test_divergence_public_methods_unvalidated_input(X, U, labels, k, div):
 @given(labels=st.lists(st.one_of(st.integers(-3, 5), st.floats(allow_nan=True)), min_size=1,
                        max_size=8), k=st.integers(1, 4))
 def test_label_checks_hostile(labels, k):
-    from bregclust._validation import check_label_array
+    """Hostile label arrays through the public method that validates them: a clear error, or
+    every label counted once in a cluster below ``k`` (a label let through out of range would
+    raise an IndexError or lose its row)."""
+    d = get_divergence("sqeuclidean")
+    X = np.arange(len(labels), dtype=float)[:, None]
 
-    def ok(a, warned):
-        assert a.dtype == np.int64 and a.min() >= 0 and a.max() < k
-    _check(lambda: check_label_array(np.array(labels), n_classes=k), ok)
+    def ok(res, warned):
+        S, W = res
+        assert S.shape == (k, 1) and W.shape == (k,)
+        assert W.sum() == len(labels) and np.all(W >= 0) and np.all(W == np.round(W))
+        assert S.sum() == pytest.approx(X.sum())
+    _check(lambda: d.weighted_sums(X, np.array(labels), k), ok)
 
 
 @pytest.mark.slow
