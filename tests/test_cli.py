@@ -360,10 +360,18 @@ def _user_error(capsys, argv):
     return lines[0]
 
 
+def _estimator_class(method):
+    """The public estimator class :data:`bregclust.cli.METHODS` names for ``method``."""
+    import bregclust
+    from bregclust.cli import METHODS
+
+    return getattr(bregclust, METHODS[method][0])
+
+
 @pytest.fixture
 def recorded_fits(monkeypatch):
     """Replace every CLI method's ``fit`` by one that records the estimator's parameters."""
-    from bregclust.cli import METHODS, _estimator_class
+    from bregclust.cli import METHODS
 
     calls = []
 
@@ -393,8 +401,6 @@ def _task_files(tmp_path, n=12, d=3, T=2):
                                     "agglomerative", "mbc", "mtcmrl", "lssmtc", "lskmtc",
                                     "lnkmtc"])
 def test_options_not_given_leave_the_estimator_defaults(tmp_path, recorded_fits, method):
-    from bregclust.cli import _estimator_class
-
     files = _task_files(tmp_path)
     assert main(["fit", *files, "--method", method, "--quiet",
                  "--output-dir", str(tmp_path / "out")]) == 0
@@ -463,7 +469,7 @@ def test_an_option_a_method_does_not_take_is_refused_naming_both(tmp_path, capsy
 
 
 def test_the_option_table_is_read_from_the_estimators():
-    from bregclust.cli import METHODS, OPTIONS, _estimator_class, method_options
+    from bregclust.cli import METHODS, OPTIONS, method_options
 
     for method in METHODS:
         params = _estimator_class(method)().get_params(deep=False)
