@@ -472,7 +472,6 @@ NOT_YET_MIGRATED = frozenset({
     "test_datasets.py",
     "test_minibatch.py",
     "test_mixture_text.py", "test_pruned.py",
-    "test_callbacks.py",
     "test_sources.py",
 })
 
