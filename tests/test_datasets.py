@@ -7,7 +7,17 @@ import scipy.sparse as sp
 from conftest import require_data
 
 from bregclust import datasets as ds
-from bregclust.datasets import _base, _tasks, _text
+
+# the papers' task splits as DATA.md states them ("The papers' task splits")
+MBC_CLUTO_SPLITS = {"reviews": ((1, 4), (2, 5)), "hitech": ((1, 5), (2, 6)),
+                    "ohscal": ((1, 8), (2, 9)), "tr11": ((1, 7), (3, 9)),
+                    "tr45": ((1, 7), (4, 10)), "tr23": ((1, 6), (1, 6))}
+MTCMRL_20NG = (
+    ("comp.graphics", "rec.autos", "sci.crypt"),
+    ("comp.os.ms-windows.misc", "rec.motorcycles", "sci.electronics", "talk.politics.mideast"),
+    ("comp.sys.ibm.pc.hardware", "rec.sport.baseball", "sci.med"),
+    ("comp.sys.mac.hardware", "rec.sport.hockey", "sci.space", "talk.religion.misc"),
+)
 
 # class sizes copied from the PROVENANCE.txt files
 CLUTO = {
@@ -38,6 +48,8 @@ def test_data_home_env_override(monkeypatch, tmp_path):
 
 
 def test_data_home_candidates(monkeypatch, tmp_path):
+    from bregclust.datasets import _base
+
     monkeypatch.delenv("BREGCLUST_DATA", raising=False)
     (tmp_path / "shared" / "data").mkdir(parents=True)
     (tmp_path / "proj").mkdir()
@@ -82,6 +94,8 @@ def test_missing_data_says_where_it_looked(monkeypatch, tmp_path, loader, relpat
 
 
 def test_missing_data_lists_candidates(monkeypatch, tmp_path):
+    from bregclust.datasets import _base
+
     monkeypatch.delenv("BREGCLUST_DATA", raising=False)
     monkeypatch.setattr(_base, "_candidate_homes", lambda: [tmp_path / "x", tmp_path / "y"])
     with pytest.raises(FileNotFoundError, match="data folders tried") as info:
@@ -250,7 +264,7 @@ def test_mbc_ng20_splits(ng20):
 @pytest.mark.slow
 def test_mtcmrl_20ng(ng20):
     d = ds.load_mtcmrl_tasks("20ng")
-    expected = [sum(NG_SIZES[g] for g in task) for task in _tasks._MTCMRL_20NG]
+    expected = [sum(NG_SIZES[g] for g in task) for task in MTCMRL_20NG]
     assert [X.shape[0] for X in d.Xs] == expected == [2954, 3905, 2966, 3577]
     assert d.target_names[0] == ["comp", "rec", "sci", "talk"]
     assert [sorted(np.unique(y).tolist()) for y in d.ys] == [[0, 1, 2], [0, 1, 2, 3], [0, 1, 2],
@@ -265,11 +279,11 @@ def test_mtcmrl_20ng_test_subset_matches_20newsgroups_loader(ng20):
     d = ds.load_mtcmrl_tasks("20ng", subset="test", max_features=3000)
     assert [X.shape[0] for X in d.Xs] == [1181, 1561, 1185, 1429]  # the paper's task sizes
     assert "test split" in d.description
-    cats = [c for task in _tasks._MTCMRL_20NG for c in task]
+    cats = [c for task in MTCMRL_20NG for c in task]
     ref = ds.load_20newsgroups(categories=cats, subset="test", vectorizer="tfidf",
                                max_features=3000)
     groups = np.asarray(ref.target_names)[ref.y]
-    for task, X, y in zip(_tasks._MTCMRL_20NG, d.Xs, d.ys):
+    for task, X, y in zip(MTCMRL_20NG, d.Xs, d.ys):
         idx = np.flatnonzero(np.isin(groups, task))
         assert abs(ref.X[idx] - X).max() == 0
         roots = [d.target_names[0].index(g.split(".")[0]) for g in groups[idx]]
@@ -288,7 +302,7 @@ def test_mtcmrl_20ng_test_subset_matches_20newsgroups_loader(ng20):
 def test_mbc_cluto_splits(name):
     require_data(f"cluto_docs/{name}.mat")
     sizes = CLUTO[name][1]
-    ranges = _tasks._MBC_CLUTO_SPLITS[name]
+    ranges = MBC_CLUTO_SPLITS[name]
     d = ds.load_mbc_tasks(name)
     expected = [sum(sizes[lo - 1:hi]) for lo, hi in ranges]
     if name == "tr23":
@@ -497,6 +511,8 @@ def test_20newsgroups_toy_tarball_and_disk_cache(monkeypatch, tmp_path):
 
 
 def test_20newsgroups_count_cache_on_disk(monkeypatch, tmp_path):
+    from bregclust.datasets import _base, _text
+
     _toy_20ng(tmp_path / "data")
     monkeypatch.setenv("BREGCLUST_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("BREGCLUST_CACHE", str(tmp_path / "envcache"))
