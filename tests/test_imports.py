@@ -464,6 +464,22 @@ KERNEL_ORACLES = {
         "test_20newsgroups_count_cache_on_disk":
             "the disk cache is read: in-memory copy forgotten, the vectoriser made to fail",
     },
+    "test_minibatch.py": {
+        "test_row_draws_are_numpy_choice":
+            "the batch sampler's kernel against RandomState.choice, draw for draw",
+        "test_phi_rows_closed_form_equals_the_scalar_kernels":
+            "the closed-form phi row sums against the scalar kernels (dense, float32, CSR)",
+        "test_segment_sums_add_each_row_left_to_right":
+            "the CSR row-sum kernel's order of additions against the sum written out",
+        "test_labels_only_csr_pass_equals_the_fused_lloyd_kernel":
+            "the labels-only CSR pass against the fused Lloyd kernel, bit for bit",
+        "test_labels_pass_without_sums_equals_the_lloyd_pass":
+            "the block pass without sums against the full pass and the definition",
+        "test_closed_form_count_update_equals_a_full_re_prepare_at_every_step":
+            "the in-place centre parts after every step against a re-prepare from scratch",
+        "test_fold_threads_its_state_through_the_blocks_in_order":
+            "the dask source's fold (state, order, early stop) on both schedulers",
+    },
     "test_vmf.py": {
         "test_log_density_matches_scipy":
             "the vMF log-normaliser against scipy's vonmises_fisher and the power series",
@@ -478,7 +494,6 @@ KERNEL_ORACLES = {
 #: here once its tests follow the rule.
 NOT_YET_MIGRATED = frozenset({
     "test_dask.py",
-    "test_minibatch.py",
     "test_mixture_text.py", "test_pruned.py",
     "test_sources.py",
 })

@@ -21,11 +21,6 @@ from bregclust import (
     register_divergence,
     unregister_divergence,
 )
-from bregclust import _blocks as B
-from bregclust import _execution as E
-from bregclust._kernels import lloyd as KL
-from bregclust._kernels import minibatch as KM
-from bregclust._smoothing import push_inside
 
 da = pytest.importorskip("dask.array")
 
@@ -142,6 +137,8 @@ def test_partial_fit_equals_sklearn_partial_fit():
 @pytest.mark.parametrize("kind", ["equal", "random", "zero tail", "spiky"])
 def test_row_draws_are_numpy_choice(kind):
     """The batch sampler draws the rows RandomState.choice(n, b, p=p) draws."""
+    from bregclust._kernels import minibatch as KM
+
     rng = np.random.default_rng(0)
     n = 5000
     p = {"equal": np.ones(n), "random": rng.random(n), "zero tail": np.r_[np.ones(n - 700),
@@ -181,7 +178,8 @@ def test_smoothing_pseudo_point_equals_the_slow_reference(name):
     ours = MiniBatchBregmanKMeans(3, divergence=name, init=C0, smoothing=5.0, batch_size=32,
                                   max_iter=2, random_state=0, max_no_improvement=None,
                                   reassignment_ratio=0.2).fit(X)
-    z = push_inside(X.mean(axis=0), get_divergence(name))
+    z = X.mean(axis=0)  # the blobs lie inside the domain: the mean needs no lift
+    assert get_divergence(name).right_domain != "positive" or (z > 0).all()
     ref = NM.fit_sampled(dist(name), X, C0, batch_size=32, n_steps=ours.n_steps_,
                          random_state=0, init_size=96, rho=5.0 / len(X), z=z, beta_seed=5.0,
                          reassignment_ratio=0.2)
@@ -284,6 +282,8 @@ def test_phi_rows_closed_form_equals_the_scalar_kernels(name):
     """``phi_rows(closed_form=True)`` gives the scalar kernels' row sums of phi on dense,
     float32 and CSR rows (empty rows and explicit zeros included); divergences without a
     closed form take the scalar kernels unchanged."""
+    from bregclust import _execution as E
+
     div = get_divergence(name, **({"A": SPD} if name == "mahalanobis" else {}))
     rng = np.random.default_rng(2)
     d = 3 if name == "mahalanobis" else 40
@@ -310,6 +310,8 @@ def test_phi_rows_closed_form_equals_the_scalar_kernels(name):
 
 def test_segment_sums_add_each_row_left_to_right():
     """The CSR row-sum kernel: each row's stored values added in order; empty rows give 0."""
+    from bregclust._kernels import lloyd as KL
+
     vals = np.array([1.0, 1e16, -1e16, 2.0, 3.0])
     indptr = np.array([0, 3, 3, 5, 5])
     out = np.full(4, np.nan)
@@ -321,13 +323,15 @@ def test_segment_sums_add_each_row_left_to_right():
 def test_labels_only_csr_pass_equals_the_fused_lloyd_kernel(threads):
     """The CSR labels pass (no per-cluster sums) gives the fused Lloyd kernel's labels and
     minima bit for bit, serial and split over threads."""
+    from bregclust._kernels import lloyd as KL
+
     rng = np.random.default_rng(4)
     X = sp.random(500, 60, density=0.1, random_state=4, format="csr")
     X.data = rng.gamma(2.0, 1.0, size=X.nnz)
     U = rng.gamma(2.0, 1.0, size=(7, 60))
     GT = np.ascontiguousarray(np.log(U).T)
     c = U.sum(axis=1)
-    phi = E.phi_rows(get_divergence("kl"), X)
+    phi = get_divergence("kl").phi_rows(X)
     labels, mins = np.empty(500, dtype=np.int64), np.empty(500)
     KL.lloyd_step_csr_serial(X.data, X.indices, X.indptr, phi, GT, c, np.ones(500), labels,
                              mins, np.zeros((1, 7, 60)), np.zeros((1, 7)), np.zeros(1))
@@ -347,6 +351,9 @@ def test_labels_pass_without_sums_equals_the_lloyd_pass(sparse):
     adds ``w_i mins_i`` inside its kernel, block by block; the labels pass takes one dot
     product), and no sums; a centre on the domain boundary (not finite GEMM parts) takes the
     definition in both."""
+    from bregclust import _blocks as B
+    from bregclust import _execution as E
+
     div = get_divergence("kl")
     rng = np.random.default_rng(5)
     X = rng.gamma(2.0, 1.0, size=(300, 20))
@@ -431,7 +438,8 @@ def test_closed_form_count_update_equals_the_slow_reference(monkeypatch):
                                   max_iter=2, random_state=0, max_no_improvement=None,
                                   reassignment_ratio=0.2).fit(X)
     assert ours._run.vector_parts(get_divergence("kl"))
-    z = push_inside(X.mean(axis=0), get_divergence("kl"))
+    z = X.mean(axis=0)  # positive blobs: the mean needs no lift into the domain
+    assert (z > 0).all()
     ref = NM.fit_sampled(dist("kl"), X, C0, batch_size=32, n_steps=ours.n_steps_,
                          random_state=0, init_size=96, rho=5.0 / len(X), z=z, beta_seed=5.0,
                          reassignment_ratio=0.2)
@@ -453,8 +461,9 @@ def test_dask_equals_the_slow_reference_of_its_chunk_plan(name):
               max_iter=2, random_state=5, max_no_improvement=None, reassignment_ratio=0.2)
     smoothing = 4.0 if name == "kl" else 0.0
     est = MiniBatchBregmanKMeans(3, smoothing=smoothing, **kw).fit(dX, sample_weight=w)
-    z = push_inside(np.average(X, axis=0, weights=w),
-                    get_divergence(name, **(params(name) or {})))
+    z = np.average(X, axis=0, weights=w)  # inside every domain here: no lift
+    assert get_divergence(name, **(params(name) or {})).right_domain != "positive" or (
+        z > 0).all()
     ref = NM.fit_chunks(dist(name), X, C0, chunks, batch_size=32, epochs=2, random_state=5,
                         init_size=96, w=w, rho=smoothing / w.sum(), z=z,
                         beta_seed=smoothing, reassignment_ratio=0.2)
