@@ -8,13 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from bregclust import _blocks as B
-from bregclust import _execution as E
-from bregclust._conditioning import decide
-from bregclust._seeding import seed_centres, seeding_method
-from bregclust._sources import DataSource, InMemorySource, as_source
 from bregclust.divergences import get_divergence
-from bregclust.mixture import _row_totals, _rows_l1
 
 da = pytest.importorskip("dask.array")
 
@@ -31,6 +25,8 @@ def _data(seed=0, n=60, d=5):
 
 
 def _source(kind, X, w, div, chunks=(20, -1)):
+    from bregclust._sources import as_source
+
     if kind == "dense":
         return as_source(X, w, div)
     if kind == "sparse":
@@ -63,6 +59,8 @@ def div(request):
 def test_every_source_implements_the_protocol_with_its_signatures(div):
     """Every source is a :class:`DataSource` and every method of the protocol has the same
     parameters on every source (extra keyword parameters with defaults allowed)."""
+    from bregclust._sources import DataSource
+
     X, w = _data()
     names = [m for m in dir(DataSource) if not m.startswith("_") and callable(
         getattr(DataSource, m))]
@@ -80,6 +78,12 @@ def test_every_source_implements_the_protocol_with_its_signatures(div):
 
 @pytest.mark.parametrize("kind", KINDS[1:])
 def test_every_pass_gives_the_numbers_of_the_dense_source(kind, div):
+    from bregclust import _blocks as B
+    from bregclust import _execution as E
+    from bregclust._conditioning import decide
+    from bregclust._sources import as_source
+    from bregclust.mixture import _row_totals, _rows_l1
+
     X, w = _data()
     ref = _source("dense", X, w, div)
     src = _source(kind, X, w, div)
@@ -167,6 +171,8 @@ def test_every_pass_gives_the_numbers_of_the_dense_source(kind, div):
 def test_k_means_parallel_sampling_is_the_same_on_one_block(kind, div):
     """The k-means|| passes draw the same rows from one block whatever holds it, so the seeds
     of :func:`seed_centres` agree (a chunked source draws one stream per block)."""
+    from bregclust._seeding import seed_centres
+
     X, w = _data(1)
     ref = _source("dense", X, w, div)
     src = _source(kind, X, w, div, chunks=(X.shape[0], -1))
@@ -184,6 +190,9 @@ def test_k_means_parallel_sampling_is_the_same_on_one_block(kind, div):
 
 
 def test_one_seeding_entry_point_picks_the_method_from_the_source():
+    from bregclust._seeding import seed_centres, seeding_method
+    from bregclust._sources import InMemorySource
+
     X, w = _data()
     div = get_divergence("sqeuclidean")
     mem = _source("dense", X, w, div)
