@@ -52,6 +52,8 @@ from ._multitask import (
     MultiTaskMixin,
     Options,
     check_n_clusters_per_task,
+    cluster_sums,
+    label_indicator,
     within_cluster_per_point,
 )
 from ._validation import check_tasks
@@ -287,10 +289,7 @@ def normalized_cut(W, labels):
     W = sp.csr_matrix(W, dtype=np.float64, copy=True)
     W.setdiag(0.0)  # self-loops do not count, as in the Laplacian scikit-learn embeds
     W.eliminate_zeros()
-    labels = np.asarray(labels, dtype=np.int64)
-    k = int(labels.max()) + 1
-    Z = sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
-                      shape=(labels.size, k))
+    Z = label_indicator(labels)
     within = np.asarray((Z.T @ W @ Z).diagonal()).ravel()
     vol = np.asarray(Z.T @ np.asarray(W.sum(axis=1)).ravel()).ravel()
     nz = vol > 0
@@ -351,18 +350,14 @@ def _kmeans_labels(maps, n_clusters, n_init, random_state):
     return km.labels_.astype(np.int64)
 
 
-def _indicator(labels):
-    labels = np.asarray(labels, dtype=np.int64)
-    k = int(labels.max()) + 1
-    return sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
-                         shape=(labels.size, k))
 
 
 def within_cluster_unit(Xn, labels):
     """k-means objective per point of a partition of unit-norm rows.
 
-    ``(1/n) sum_i ||x_i - m(label_i)||^2 = 1 - (1/n) sum_c ||S_c||^2 / n_c`` with ``S_c`` the
-    sum of cluster ``c``'s rows (all rows of unit norm).
+    ``(1/n) sum_i ||x_i - m(label_i)||^2 = (1/n) [sum_i ||x_i||^2 - sum_c ||S_c||^2 / n_c]``
+    (``= 1 - (1/n) sum_c ||S_c||^2 / n_c`` for rows of unit norm) with ``S_c`` the sum of
+    cluster ``c``'s rows: ``within_cluster_per_point([Xn], [labels], unit_rows=False)``.
 
     Parameters
     ----------
@@ -374,11 +369,8 @@ def within_cluster_unit(Xn, labels):
     -------
     float
     """
-    Z = _indicator(labels)
-    S = Z.T @ Xn
-    S = S.toarray() if sp.issparse(S) else np.asarray(S)
-    nk = np.maximum(np.asarray(Z.sum(axis=0)).ravel(), 1.0)
-    return float(1.0 - np.sum(np.sum(S * S, axis=1) / nk) / Z.shape[0])
+    return within_cluster_per_point([Xn], [np.asarray(labels, dtype=np.int64)],
+                                    unit_rows=False)
 
 
 def kl_objective(P, labels):
@@ -398,15 +390,13 @@ def kl_objective(P, labels):
     -------
     float
     """
-    Z = _indicator(labels)
-    S = Z.T @ P
-    S = S.toarray() if sp.issparse(S) else np.asarray(S)
-    nk = np.maximum(np.asarray(Z.sum(axis=0)).ravel(), 1.0)
+    S, nk = cluster_sums(P, labels)
+    nk = np.maximum(nk, 1.0)
     pos = S > 0
     cross = np.sum(S[pos] * np.log((S / nk[:, None])[pos]))
     data = P.data if sp.issparse(P) else np.asarray(P).ravel()
     data = data[data > 0]
-    return float((np.sum(data * np.log(data)) - cross) / Z.shape[0])
+    return float((np.sum(data * np.log(data)) - cross) / P.shape[0])
 
 
 def base_regret(objectives, chance):
