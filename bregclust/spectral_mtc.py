@@ -61,7 +61,7 @@ from .kmeans import BregmanKMeans
 
 __all__ = ["SpectralMTC", "task_graph", "transfer_graph", "cross_task_graph", "joint_graph", "normalized_cut",
            "spectral_labels", "ARPACK_MAX_N", "BASES", "base_regret", "within_cluster_unit",
-           "kl_objective"]
+           "kl_objective", "modularity"]
 
 #: ``eigen_solver="auto"`` uses ARPACK up to this many nodes and LOBPCG above (ARPACK in
 #: scikit-learn's shift-invert mode factorises the Laplacian, too slow on large kNN graphs);
@@ -350,6 +350,48 @@ def _kmeans_labels(maps, n_clusters, n_init, random_state):
     return km.labels_.astype(np.int64)
 
 
+def modularity(W, labels):
+    """Modularity of a partition of a graph: within-cluster weight beyond chance.
+
+    ``Q = sum_k [W(A_k, A_k) / vol(V) - (vol(A_k) / vol(V))^2]`` (Newman & Girvan): the
+    fraction of the edge weight inside the clusters minus the fraction a random graph with
+    the same degrees would put there given the same cluster volumes. Unlike the normalised
+    cut, whose chance value ``K - 1`` is the same for any cluster sizes, it does not reward a
+    partition for cutting off a few loosely attached rows as tiny clusters and lumping the
+    rest into one.
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n, n)
+        Symmetric non-negative weights; the diagonal (self-loops) is ignored, as in
+        :func:`normalized_cut`.
+    labels : ndarray of shape (n,)
+        Non-negative integer labels.
+
+    Returns
+    -------
+    float
+        In ``[-1/2, 1)``; 0 for a single cluster, 0 for a graph without edges.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> W = sp.csr_matrix(np.kron(np.eye(2), np.ones((3, 3))))  # two triangles (and loops)
+    >>> round(modularity(W, np.array([0, 0, 0, 1, 1, 1])), 6)
+    0.5
+    """
+    W = sp.csr_matrix(W, dtype=np.float64, copy=True)
+    W.setdiag(0.0)
+    W.eliminate_zeros()
+    total = float(W.sum())
+    if total <= 0:
+        return 0.0
+    Z = label_indicator(labels)
+    within = np.asarray((Z.T @ W @ Z).diagonal()).ravel()
+    vol = np.asarray(Z.T @ np.asarray(W.sum(axis=1)).ravel()).ravel()
+    return float(np.sum(within / total - (vol / total) ** 2))
+
+
 
 
 def within_cluster_unit(Xn, labels):
@@ -555,16 +597,18 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "n_init": [Interval(numbers.Integral, 1)],
         "min_agreement": [Interval(numbers.Real, -1.0, 1.0)],
         "base": [Options("auto", *BASES)],
+        "base_rule": [Options("modularity", "gain")],
         "guard": [Options("pareto", "agreement")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0)],
     }
 
-    def __init__(self, n_clusters=8, *, base="auto", coupling="auto",
+    def __init__(self, n_clusters=8, *, base="auto", base_rule="modularity", coupling="auto",
                  coupling_grid=(0.02, 0.05, 0.1), transfer="joint", guard="pareto",
                  min_agreement=0.5, n_neighbors=10, eigen_solver="auto", n_init=10,
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.base = base
+        self.base_rule = base_rule
         self.guard = guard
         self.coupling = coupling
         self.coupling_grid = coupling_grid
@@ -633,8 +677,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         single = [spectral_labels(Ws[t], ks[t], eigen_solver=self.eigen_solver,
                                   n_init=self.n_init, random_state=int(seeds[t]))
                   for t in range(T)]
-        bases, base_obj, base_chance, chosen, base_labels = self._choose_bases(Xs, Ws, ks,
-                                                                              seeds, single)
+        bases, base_obj, base_chance, chosen, base_labels, base_mod = self._choose_bases(
+            Xs, Ws, ks, seeds, single)
         spectral_tasks = [t for t in range(T) if chosen[t] == "spectral"]
         if not spectral_tasks:
             mus = mus[:1] if mus[0] == 0 else mus  # nothing to couple: no joint graph
@@ -706,6 +750,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.base_ = chosen
         self.base_objectives_ = base_obj
         self.base_chance_ = base_chance
+        self.base_modularity_ = base_mod
         self.base_regret_ = np.array([base_regret(o, c) for o, c in zip(base_obj, base_chance)])
         self.n_clusters_ = ks
         self.affinity_matrices_ = Ws
@@ -727,6 +772,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         else:
             bases = BASES if simplex else BASES[:2]
         chosen, labels, objs, chance = [], [], [], []
+        mods = [[np.nan] * len(bases) for _ in Xs]
         for t, X in enumerate(Xs):
             cand = {}
             for b in bases:
@@ -757,12 +803,16 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             o = np.array([[crit[c](cand[b]) for c in bases] for b in bases])
             objs.append(o)
             chance.append(np.array([ref[c] for c in bases]))
-            r = base_regret(o, chance[-1])
+            mods[t] = [modularity(Ws[t], cand[b]) for b in bases]
+            if self.base_rule == "gain":
+                r = base_regret(o, chance[-1])
+            else:  # the largest modularity on the task's own graph
+                r = -np.asarray(mods[t])
             # ties (two bases giving one partition) to the earlier base of BASES
             b = bases[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]
             chosen.append(b)
             labels.append(cand[b])
-        return bases, objs, chance, chosen, labels
+        return bases, objs, chance, chosen, labels, np.array(mods)
 
     def predict(self, X, task=None):
         """Cluster of new rows of task ``task``: the label of the most similar training row.

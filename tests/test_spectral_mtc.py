@@ -22,6 +22,7 @@ from bregclust.spectral_mtc import (
     cross_task_graph,
     joint_graph,
     kl_objective,
+    modularity,
     normalized_cut,
     task_graph,
     transfer_graph,
@@ -318,13 +319,31 @@ def _wide_tasks(seed):
     return Xs
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])  # 1 and 2 keep a k-means base on one task
-def test_auto_base_keeps_the_partition_of_smallest_regret(seed):
+def test_modularity_matches_dense_reference():
+    rng = np.random.default_rng(4)
+    for n, k in ((30, 3), (41, 5)):
+        X = rng.random((n, 6))
+        W = naive.task_graph(X, 4)
+        for lab in (rng.integers(0, k, n), np.zeros(n, dtype=np.int64), np.arange(n)):
+            ref = naive.modularity(W, lab)
+            assert modularity(sp.csr_matrix(W), lab) == pytest.approx(ref, rel=1e-10, abs=1e-14)
+    assert modularity(sp.csr_matrix((4, 4)), np.array([0, 0, 1, 1])) == 0.0
+    # the chance value is the same cluster volumes': one giant cluster and slivers scores low
+    # although its normalised cut is small
+    W = naive.task_graph(np.repeat(np.eye(3), 10, axis=0) + 0.1 * rng.random((30, 3)), 5)
+    good, sliver = np.repeat(np.arange(3), 10), np.r_[np.zeros(28, int), 1, 2]
+    assert modularity(sp.csr_matrix(W), good) > 0.5 > modularity(sp.csr_matrix(W), sliver)
+
+
+@pytest.mark.parametrize("base_rule", ["modularity", "gain"])
+@pytest.mark.parametrize("seed", [0, 2, 3, 4])
+def test_auto_base_keeps_the_partition_the_rule_prefers(seed, base_rule):
     Xs = _wide_tasks(seed)
-    est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2), Xs)
+    est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2, base_rule=base_rule), Xs)
     assert est.bases_ == ("spectral", "spherical", "kl")
     single = _fit(SpectralMTC(3, base="spectral", coupling=0.0, n_neighbors=5,
                               random_state=2), Xs).labels_
+    chosen = []
     for t, X in enumerate(Xs):
         cand = {"spectral": single[t],
                 "spherical": BregmanKMeans(3, random_state=2).fit(normalize(X)).labels_,
@@ -339,14 +358,19 @@ def test_auto_base_keeps_the_partition_of_smallest_regret(seed):
         one = np.zeros(len(X), dtype=np.int64)
         chance = [2.0, within_cluster_unit(U, one), kl_objective(P, one)]
         np.testing.assert_allclose(est.base_chance_[t], chance, rtol=1e-12)
-        r = base_regret(o, chance)
+        mod = [naive.modularity(W, cand[b]) for b in est.bases_]
+        np.testing.assert_allclose(est.base_modularity_[t], mod, rtol=1e-9)
+        r = base_regret(o, chance) if base_rule == "gain" else -np.array(mod)
         b = est.bases_[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]  # ties to the earlier
         assert est.base_[t] == b
+        chosen.append(b)
         if b == "spectral":
             assert any(np.array_equal(est.labels_[t], p[t]) for p in est.labels_per_coupling_)
         else:
             np.testing.assert_array_equal(est.labels_[t], cand[b])
             assert est.coupling_[t] == 0.0
+    if seed > 0:  # these draws keep a k-means base (kl at 2 and 3, spherical at 4) on a task
+        assert set(chosen) != {"spectral"}
     # a fixed base is that base's partition; kl only on non-negative rows
     for b in ("spherical", "kl"):
         fixed = _fit(SpectralMTC(3, base=b, n_neighbors=5, random_state=2), Xs)
