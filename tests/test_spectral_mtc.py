@@ -188,6 +188,29 @@ def test_two_and_three_tasks_per_task_k_recover_clusters(transfer):
     assert [adjusted_rand_score(y, lab) for y, lab in zip(ys[::2], est2.labels_)] == [1.0, 1.0]
 
 
+def test_three_tasks_per_task_k_modularity_base_choice_against_dense_reference():
+    """base="auto" with three tasks and per-task K: every task's modularities are the dense
+    reference's on the dense graph, and the kept base is their argmax."""
+    rng = np.random.default_rng(6)
+    Xs, _ = _tasks(seed=6, sizes=((15, 14), (12, 13, 11), (10, 12)))
+    Xs = [X + 6.0 * rng.random(X.shape) for X in Xs]  # task 0 keeps spherical k-means
+    est = _fit(SpectralMTC([2, 3, 2], n_neighbors=5, random_state=1), Xs)
+    single = _fit(SpectralMTC([2, 3, 2], base="spectral", coupling=0.0, n_neighbors=5,
+                              random_state=1), Xs).labels_
+    assert est.base_modularity_.shape == (3, 3)
+    for t, (X, k) in enumerate(zip(Xs, [2, 3, 2])):
+        W = naive.task_graph(X, 5)
+        cand = [single[t], BregmanKMeans(k, random_state=1).fit(normalize(X)).labels_,
+                BregmanKMeans(k, divergence="kl", random_state=1).fit(
+                    normalize(X, norm="l1")).labels_]
+        mod = [naive.modularity(W, lab) for lab in cand]
+        np.testing.assert_allclose(est.base_modularity_[t], mod, rtol=1e-9)
+        assert est.base_[t] == est.bases_[int(np.argmax(mod))]
+        if est.base_[t] != "spectral":
+            np.testing.assert_array_equal(est.labels_[t], cand[est.bases_.index(est.base_[t])])
+    assert est.base_ == ["spherical", "spectral", "spectral"]
+
+
 def test_coupling_changes_the_partition_of_a_task_that_needs_it():
     """A task whose own kNN graph is ambiguous (two thin strands); the other task fills the gap
     between the strands' ends: fixed couplings give partitions other than the single-task one
