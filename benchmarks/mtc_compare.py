@@ -112,6 +112,8 @@ MT_SETTINGS = {
     "SpecMTC-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(coupling=0.0), control=True),
     # session 15's base rule (smallest regret of the gains over chance of three objectives)
     "SpecMTC-gain": dict(rep="tfidf", est=SpectralMTC, kw=dict(base_rule="gain"), control=True),
+    "SpecMTC-gain-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(base_rule="gain", coupling=0.0),
+                             control=True),
     "SpecMTC-spectral": dict(rep="tfidf", est=SpectralMTC, kw=dict(base="spectral"),
                              control=True),
     "SpecMTC-spectral-mu0": dict(rep="tfidf", est=SpectralMTC,

@@ -220,12 +220,13 @@ def export(cells, path, gap_min):
         base = {names[b]: v for b, v in cell["baselines"].items()}
         best_b = max(base, key=base.get)
         pk = picks(cell, gap_min)
-        pk = pk.get("modularity", pk["gain"])
-        v = float(np.mean([cell["nmi"][b][s] for s, b in enumerate(pk)]))
+        mt = {name: float(np.mean([cell["nmi"][b][s] for s, b in enumerate(pk[c])]))
+              for name, c in (("SpecMTC-mu0", "modularity"), ("SpecMTC-gain-mu0", "gain"))
+              if c in pk}
         out.append(dict(data=cell["data"], task=cell["task"], best=base[best_b], best_b=best_b,
-                        baselines=base, mt={"SpecMTC-mu0": v}, marks={}))
+                        baselines=base, mt=mt, marks={}))
     with open(path, "w") as fh:
-        json.dump({"methods": ["SpecMTC-mu0"], "cells": out}, fh, indent=1)
+        json.dump({"methods": ["SpecMTC-mu0", "SpecMTC-gain-mu0"], "cells": out}, fh, indent=1)
 
 
 def main(argv=None):
@@ -241,9 +242,10 @@ def main(argv=None):
                         "them (loads the data sets)")
     p.add_argument("--export", metavar="FILE",
                    help="with --merge: write the cells in mtc_compare.py's --save format (its "
-                        "three baselines, and the modularity pick (the gain pick for cells saved without it) as SpecMTC-mu0: the base choice "
-                        "with the coupling off, the same seeds and partitions as SpectralMTC("
-                        "coupling=0)), to --merge with mtc_compare runs")
+                        "three baselines, the modularity pick as SpecMTC-mu0 and the gain pick "
+                        "as SpecMTC-gain-mu0: the base choice with the coupling off, the same "
+                        "seeds and partitions as SpectralMTC(coupling=0) with that base_rule), "
+                        "to --merge with mtc_compare runs")
     args = p.parse_args(argv)
     if args.merge:
         cells = []
