@@ -25,8 +25,10 @@ its single-task partition keeps it.
 
 ``base="auto"`` (the default) comes first: per task, spectral clustering competes with k-means
 on the unit rows and kl k-means on the rows scaled to sum one, and the task keeps the
-partition that gives up the least of the best gain over chance across the three bases'
-objectives (:func:`base_regret`); only tasks that keep the spectral base are coupled. The maths
+partition of largest modularity on its own cosine kNN graph (:func:`modularity`,
+``base_rule="modularity"``; ``base_rule="gain"``: the smallest regret over the three bases'
+objectives as gains over chance, :func:`base_regret`); only tasks that keep the spectral base
+are coupled. The maths
 is restated in the guide page ``docs/guide/spectral_mtc.rst``.
 """
 
@@ -481,8 +483,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     ``transfer`` at strength ``coupling``. ``base="auto"`` (the default) first chooses, per
     task and without labels, between that spectral clustering and two k-means
     (squared-Euclidean on the unit rows, kl on the rows scaled to sum one): the partition of
-    smallest regret over the three bases' own objectives (:func:`base_regret`); only tasks
-    that keep the spectral base are coupled. ``base="spectral", coupling=0`` is scikit-learn's
+    largest modularity on the task's own kNN graph (:func:`modularity`); only tasks that keep
+    the spectral base are coupled. ``base="spectral", coupling=0`` is scikit-learn's
     ``SpectralClustering(affinity="nearest_neighbors")`` on every task's unit-norm rows, with
     the same labels for the same ``random_state``.
 
@@ -495,10 +497,16 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         kNN graph), ``"spherical"`` (:class:`~bregclust.BregmanKMeans` on the unit-norm
         rows), ``"kl"`` (kl :class:`~bregclust.BregmanKMeans` on the rows scaled to sum one).
         ``"auto"``: all three (``"kl"`` only when every row is non-negative with a positive
-        sum), and per task the partition whose regret over the three objectives - normalised
-        cut on the task's graph, k-means sum of squares on unit rows, kl k-means objective -
-        is smallest (:func:`base_regret`; neither base's own objective decides alone). Only
-        tasks on the spectral base are coupled.
+        sum), and per task the partition ``base_rule`` prefers. Only tasks on the spectral
+        base are coupled.
+    base_rule : {"modularity", "gain"}, default="modularity"
+        How ``base="auto"`` chooses. ``"modularity"``: the partition of largest modularity on
+        the task's own cosine kNN graph (:func:`modularity`: within-cluster edge weight beyond
+        what chance gives for the same cluster volumes; every base judged on the same graph).
+        ``"gain"``: the partition whose regret over the three objectives - normalised cut on
+        the task's graph, k-means sum of squares on unit rows, kl k-means objective, each as a
+        gain over chance - is smallest (:func:`base_regret`). Neither matches the better base
+        on every task of ``benchmarks/mtc_compare.py`` (see the guide).
     coupling : float or "auto", default="auto"
         ``mu >= 0``, the weight of the transferred edges relative to a task's own graph (both
         scaled to the same total weight). ``"auto"``: fit every value of ``coupling_grid`` and
@@ -561,6 +569,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         normalised cut, the one-cluster value for the two k-means objectives.
     base_regret_ : ndarray of shape (n_tasks, n_bases)
         :func:`base_regret` of each base's partition per task.
+    base_modularity_ : ndarray of shape (n_tasks, n_bases)
+        :func:`modularity` of each base's partition on the task's own graph (NaN with a fixed
+        ``base``).
     agreement_ : ndarray of shape (n_candidates, n_tasks)
         Adjusted Rand index of every candidate partition with the task's single-task one
         (with ``coupling="auto"``; for a fixed coupling the one candidate, so all ones).
@@ -760,7 +771,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         return self
 
     def _choose_bases(self, Xs, Ws, ks, seeds, single):
-        """Per task, the single-task base of the smallest regret (:func:`base_regret`)."""
+        """Per task, the single-task base ``base_rule`` prefers (largest :func:`modularity`
+        or smallest :func:`base_regret`)."""
         # kl k-means needs non-negative rows with a positive sum (counts, tf-idf, pixels)
         simplex = all((X.data if sp.issparse(X) else np.asarray(X)).min(initial=0.0) >= 0
                       and np.all(np.asarray(abs(X).sum(axis=1)).ravel() > 0) for X in Xs)
