@@ -100,7 +100,7 @@ MT_SETTINGS = {
                    kw=dict(lam=4.0, alpha=4.0, mu=0.5, beta=0.5), max_n=4000),
     # the recommended entry point (issue 38): per task, a label-free choice of base (spectral
     # clustering on the cosine 10-NN graph = the NCut baseline, or k-means sq on unit rows, or
-    # kl k-means on sum-one rows: the smallest regret over the three objectives); tasks on the
+    # kl k-means on sum-one rows: the largest modularity on the task's graph); tasks on the
     # spectral base joined by cross-task kNN edges, the coupling chosen per task by the
     # normalised cut on the task's own graph under the pareto guard (0 included)
     "SpecMTC": dict(rep="tfidf", est=SpectralMTC, kw=dict()),
@@ -110,6 +110,10 @@ MT_SETTINGS = {
     # instance transfer only at fixed couplings on the spectral base, the instance transfer
     # chosen "auto", and on the spectral base the previous guard (agreement only) and none
     "SpecMTC-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(coupling=0.0), control=True),
+    # session 15's base rule (smallest regret of the gains over chance of three objectives)
+    "SpecMTC-gain": dict(rep="tfidf", est=SpectralMTC, kw=dict(base_rule="gain"), control=True),
+    "SpecMTC-gain-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(base_rule="gain", coupling=0.0),
+                             control=True),
     "SpecMTC-spectral": dict(rep="tfidf", est=SpectralMTC, kw=dict(base="spectral"),
                              control=True),
     "SpecMTC-spectral-mu0": dict(rep="tfidf", est=SpectralMTC,

@@ -31,6 +31,11 @@ Criteria (none is the normalised cut or the k-means objective alone, which favou
 * ``silhouette`` - cosine silhouette of the partition (at most 2,000 sampled rows);
 * ``stability`` - mean ARI between the base's partitions over the seeds (task level, not per
   seed: a fit would have to run each base several times);
+* ``modularity`` - the base whose partition has the largest modularity on the task's cosine
+  kNN graph (:func:`bregclust.spectral_mtc.modularity`: within-cluster edge weight beyond what
+  chance gives for the same cluster volumes; what ``SpectralMTC(base="auto")`` uses since
+  session 16). Rule fixed before any cell was scored by it: both bases' partitions on the same
+  graph, against chance for their own cluster sizes, ties to the earlier base;
 * ``eigengap`` - spectral clustering when the normalised graph's relative eigengap at K,
   ``(mu_K - mu_{K+1}) / (1 - mu_{K+1})``, is at least ``--gap`` (default 0.05, fixed before
   the run), else the better of the two k-means by ``regret``.
@@ -59,6 +64,7 @@ from bregclust.metrics import nmi
 from bregclust.spectral_mtc import (
     base_regret,
     kl_objective,
+    modularity,
     normalized_cut,
     spectral_labels,
     task_graph,
@@ -66,7 +72,7 @@ from bregclust.spectral_mtc import (
 from bregclust.spectral_mtc import within_cluster_unit as wcss_unit
 
 BASES = ("sc", "skm", "kl")
-CRITERIA = ("regret", "gain", "consensus", "silhouette", "stability", "eigengap")
+CRITERIA = ("regret", "gain", "consensus", "silhouette", "stability", "eigengap", "modularity")
 TIE = 0.01
 
 
@@ -88,7 +94,8 @@ def run_task(X, tf, y, k, runs):
     Xn = normalize(X)
     P = normalize(X, norm="l1")
     W = task_graph(X)
-    out = dict(nmi={b: [] for b in BASES + ("kl_tf",)}, obj=[], sil=[], labels={b: [] for b in BASES})
+    out = dict(nmi={b: [] for b in BASES + ("kl_tf",)}, obj=[], sil=[], mod=[],
+               labels={b: [] for b in BASES})
     for seed in range(runs):
         lab = {"sc": spectral_labels(W, k, random_state=seed),
                "skm": BregmanKMeans(k, random_state=seed).fit(Xn).labels_,
@@ -99,6 +106,7 @@ def run_task(X, tf, y, k, runs):
         out["nmi"]["kl_tf"].append(float(nmi(y, fit_baseline("k-means kl", tf, k, seed))))
         out["obj"].append({b: [normalized_cut(W, lab[b]), wcss_unit(Xn, lab[b]),
                                kl_objective(P, lab[b])] for b in BASES})
+        out["mod"].append({b: modularity(W, lab[b]) for b in BASES})
         ns = min(2000, X.shape[0])
         out["sil"].append({b: float(silhouette_score(Xn, lab[b], metric="cosine",
                                                      sample_size=ns, random_state=0))
@@ -142,6 +150,8 @@ def picks(cell, gap_min):
             r = np.mean(o / np.maximum(o.min(axis=0), 1e-12) - 1.0, axis=1)
             eg.append(("skm", "kl")[int(np.argmin(r))])
     res["eigengap"] = eg
+    if "mod" in cell:  # cells saved before the criterion existed have none
+        res["modularity"] = [max(BASES, key=lambda b: cell["mod"][s][b]) for s in range(runs)]
     return res
 
 
@@ -162,6 +172,9 @@ def report(cells, gap_min):
         pk = picks(cell, gap_min)
         pk["oracle"] = [oracle] * len(cell["obj"])
         for c in CRITERIA + ("oracle",):
+            if c not in pk:  # a cell saved before the criterion existed
+                row.append("-")
+                continue
             v = float(np.mean([cell["nmi"][b][s] for s, b in enumerate(pk[c])]))
             d = v - best
             summ[c]["hit"] += sum(b == oracle for b in pk[c])
@@ -206,12 +219,14 @@ def export(cells, path, gap_min):
     for cell in cells:
         base = {names[b]: v for b, v in cell["baselines"].items()}
         best_b = max(base, key=base.get)
-        pk = picks(cell, gap_min)["gain"]
-        v = float(np.mean([cell["nmi"][b][s] for s, b in enumerate(pk)]))
+        pk = picks(cell, gap_min)
+        mt = {name: float(np.mean([cell["nmi"][b][s] for s, b in enumerate(pk[c])]))
+              for name, c in (("SpecMTC-mu0", "modularity"), ("SpecMTC-gain-mu0", "gain"))
+              if c in pk}
         out.append(dict(data=cell["data"], task=cell["task"], best=base[best_b], best_b=best_b,
-                        baselines=base, mt={"SpecMTC-mu0": v}, marks={}))
+                        baselines=base, mt=mt, marks={}))
     with open(path, "w") as fh:
-        json.dump({"methods": ["SpecMTC-mu0"], "cells": out}, fh, indent=1)
+        json.dump({"methods": ["SpecMTC-mu0", "SpecMTC-gain-mu0"], "cells": out}, fh, indent=1)
 
 
 def main(argv=None):
@@ -227,9 +242,10 @@ def main(argv=None):
                         "them (loads the data sets)")
     p.add_argument("--export", metavar="FILE",
                    help="with --merge: write the cells in mtc_compare.py's --save format (its "
-                        "three baselines, and the gain pick as SpecMTC-mu0: the base choice "
-                        "with the coupling off, the same seeds and partitions as SpectralMTC("
-                        "coupling=0)), to --merge with mtc_compare runs")
+                        "three baselines, the modularity pick as SpecMTC-mu0 and the gain pick "
+                        "as SpecMTC-gain-mu0: the base choice with the coupling off, the same "
+                        "seeds and partitions as SpectralMTC(coupling=0) with that base_rule), "
+                        "to --merge with mtc_compare runs")
     args = p.parse_args(argv)
     if args.merge:
         cells = []

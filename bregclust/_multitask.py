@@ -32,6 +32,8 @@ __all__ = [
     "resolve_smoothing",
     "as_history",
     "within_cluster_per_point",
+    "label_indicator",
+    "cluster_sums",
     "MultiTaskMixin",
 ]
 
@@ -446,6 +448,62 @@ def check_task_magnitudes(maxabs, degree, method):
             "absolute value).")
 
 
+def label_indicator(labels, n_clusters=None):
+    """The 0/1 membership matrix of integer labels, sparse.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n,)
+        Non-negative integer labels.
+    n_clusters : int, optional
+        Number of columns (``labels.max() + 1`` when None; 0 for no labels).
+
+    Returns
+    -------
+    Z : scipy.sparse.csr_matrix of shape (n, n_clusters)
+        ``Z[i, labels[i]] = 1``, float64.
+
+    Examples
+    --------
+    >>> label_indicator(np.array([1, 0, 1])).toarray()
+    array([[0., 1.],
+           [1., 0.],
+           [0., 1.]])
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    k = (int(labels.max()) + 1 if labels.size else 0) if n_clusters is None else int(n_clusters)
+    return sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
+                         shape=(labels.size, k))
+
+
+def cluster_sums(X, labels):
+    """Per-cluster sums of the rows of ``X`` and the cluster sizes.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+    labels : ndarray of shape (n,)
+        Non-negative integer labels.
+
+    Returns
+    -------
+    sums : ndarray of shape (K, d)
+        ``sums[c] = sum_{i: labels[i] = c} x_i`` (dense), ``K = labels.max() + 1``.
+    counts : ndarray of shape (K,), float64
+
+    Examples
+    --------
+    >>> cluster_sums(np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]]), np.array([0, 1, 0]))
+    (array([[4., 1.],
+           [0., 2.]]), array([2., 1.]))
+    """
+    lab = np.asarray(labels, dtype=np.int64)
+    k = int(lab.max()) + 1 if lab.size else 0
+    counts = np.bincount(lab, minlength=k).astype(np.float64)
+    sums = sp.csr_matrix(label_indicator(lab, k).T) @ X
+    return (sums.toarray() if sp.issparse(sums) else np.asarray(sums)), counts
+
+
 def within_cluster_per_point(Xs, labels, *, unit_rows=True):
     """Sum over tasks of each task's k-means objective per point (label-free).
 
@@ -478,13 +536,8 @@ def within_cluster_per_point(Xs, labels, *, unit_rows=True):
                              f"row of task {t}.")
         if unit_rows:  # exact at any magnitude (scikit-learn's normalize leaves rows near
             X = _unit_rows(X)  # 1e-170 as given: their squared norm underflows to 0)
-        lab = lab.astype(np.int64)
-        k = int(lab.max()) + 1 if lab.size else 0
-        counts = np.bincount(lab, minlength=k).astype(np.float64)
-        ind = sp.csr_matrix((np.ones(lab.size), (lab, np.arange(lab.size))), shape=(k, lab.size))
-        sums = ind @ X  # per-cluster sums of the rows
+        sums, counts = cluster_sums(X, lab)
         if sp.issparse(X):
-            sums = sums.toarray()
             sq = float(X.multiply(X).sum())
         else:
             sq = float(np.einsum("ij,ij->", X, X))

@@ -25,8 +25,10 @@ its single-task partition keeps it.
 
 ``base="auto"`` (the default) comes first: per task, spectral clustering competes with k-means
 on the unit rows and kl k-means on the rows scaled to sum one, and the task keeps the
-partition that gives up the least of the best gain over chance across the three bases'
-objectives (:func:`base_regret`); only tasks that keep the spectral base are coupled. The maths
+partition of largest modularity on its own cosine kNN graph (:func:`modularity`,
+``base_rule="modularity"``; ``base_rule="gain"``: the smallest regret over the three bases'
+objectives as gains over chance, :func:`base_regret`); only tasks that keep the spectral base
+are coupled. The maths
 is restated in the guide page ``docs/guide/spectral_mtc.rst``.
 """
 
@@ -52,6 +54,8 @@ from ._multitask import (
     MultiTaskMixin,
     Options,
     check_n_clusters_per_task,
+    cluster_sums,
+    label_indicator,
     within_cluster_per_point,
 )
 from ._validation import check_tasks
@@ -59,7 +63,7 @@ from .kmeans import BregmanKMeans
 
 __all__ = ["SpectralMTC", "task_graph", "transfer_graph", "cross_task_graph", "joint_graph", "normalized_cut",
            "spectral_labels", "ARPACK_MAX_N", "BASES", "base_regret", "within_cluster_unit",
-           "kl_objective"]
+           "kl_objective", "modularity"]
 
 #: ``eigen_solver="auto"`` uses ARPACK up to this many nodes and LOBPCG above (ARPACK in
 #: scikit-learn's shift-invert mode factorises the Laplacian, too slow on large kNN graphs);
@@ -287,10 +291,7 @@ def normalized_cut(W, labels):
     W = sp.csr_matrix(W, dtype=np.float64, copy=True)
     W.setdiag(0.0)  # self-loops do not count, as in the Laplacian scikit-learn embeds
     W.eliminate_zeros()
-    labels = np.asarray(labels, dtype=np.int64)
-    k = int(labels.max()) + 1
-    Z = sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
-                      shape=(labels.size, k))
+    Z = label_indicator(labels)
     within = np.asarray((Z.T @ W @ Z).diagonal()).ravel()
     vol = np.asarray(Z.T @ np.asarray(W.sum(axis=1)).ravel()).ravel()
     nz = vol > 0
@@ -351,18 +352,56 @@ def _kmeans_labels(maps, n_clusters, n_init, random_state):
     return km.labels_.astype(np.int64)
 
 
-def _indicator(labels):
-    labels = np.asarray(labels, dtype=np.int64)
-    k = int(labels.max()) + 1
-    return sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
-                         shape=(labels.size, k))
+def modularity(W, labels):
+    """Modularity of a partition of a graph: within-cluster weight beyond chance.
+
+    ``Q = sum_k [W(A_k, A_k) / vol(V) - (vol(A_k) / vol(V))^2]`` (Newman & Girvan): the
+    fraction of the edge weight inside the clusters minus the fraction a random graph with
+    the same degrees would put there given the same cluster volumes. Unlike the normalised
+    cut, whose chance value ``K - 1`` is the same for any cluster sizes, it does not reward a
+    partition for cutting off a few loosely attached rows as tiny clusters and lumping the
+    rest into one.
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n, n)
+        Symmetric non-negative weights; the diagonal (self-loops) is ignored, as in
+        :func:`normalized_cut`.
+    labels : ndarray of shape (n,)
+        Non-negative integer labels.
+
+    Returns
+    -------
+    float
+        In ``[-1/2, 1)``; 0 for a single cluster, 0 for a graph without edges.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> W = sp.csr_matrix(np.kron(np.eye(2), np.ones((3, 3))))  # two triangles (and loops)
+    >>> round(modularity(W, np.array([0, 0, 0, 1, 1, 1])), 6)
+    0.5
+    """
+    W = sp.csr_matrix(W, dtype=np.float64, copy=True)
+    W.setdiag(0.0)
+    W.eliminate_zeros()
+    total = float(W.sum())
+    if total <= 0:
+        return 0.0
+    Z = label_indicator(labels)
+    within = np.asarray((Z.T @ W @ Z).diagonal()).ravel()
+    vol = np.asarray(Z.T @ np.asarray(W.sum(axis=1)).ravel()).ravel()
+    return float(np.sum(within / total - (vol / total) ** 2))
+
+
 
 
 def within_cluster_unit(Xn, labels):
     """k-means objective per point of a partition of unit-norm rows.
 
-    ``(1/n) sum_i ||x_i - m(label_i)||^2 = 1 - (1/n) sum_c ||S_c||^2 / n_c`` with ``S_c`` the
-    sum of cluster ``c``'s rows (all rows of unit norm).
+    ``(1/n) sum_i ||x_i - m(label_i)||^2 = (1/n) [sum_i ||x_i||^2 - sum_c ||S_c||^2 / n_c]``
+    (``= 1 - (1/n) sum_c ||S_c||^2 / n_c`` for rows of unit norm) with ``S_c`` the sum of
+    cluster ``c``'s rows: ``within_cluster_per_point([Xn], [labels], unit_rows=False)``.
 
     Parameters
     ----------
@@ -374,11 +413,8 @@ def within_cluster_unit(Xn, labels):
     -------
     float
     """
-    Z = _indicator(labels)
-    S = Z.T @ Xn
-    S = S.toarray() if sp.issparse(S) else np.asarray(S)
-    nk = np.maximum(np.asarray(Z.sum(axis=0)).ravel(), 1.0)
-    return float(1.0 - np.sum(np.sum(S * S, axis=1) / nk) / Z.shape[0])
+    return within_cluster_per_point([Xn], [np.asarray(labels, dtype=np.int64)],
+                                    unit_rows=False)
 
 
 def kl_objective(P, labels):
@@ -398,15 +434,13 @@ def kl_objective(P, labels):
     -------
     float
     """
-    Z = _indicator(labels)
-    S = Z.T @ P
-    S = S.toarray() if sp.issparse(S) else np.asarray(S)
-    nk = np.maximum(np.asarray(Z.sum(axis=0)).ravel(), 1.0)
+    S, nk = cluster_sums(P, labels)
+    nk = np.maximum(nk, 1.0)
     pos = S > 0
     cross = np.sum(S[pos] * np.log((S / nk[:, None])[pos]))
     data = P.data if sp.issparse(P) else np.asarray(P).ravel()
     data = data[data > 0]
-    return float((np.sum(data * np.log(data)) - cross) / Z.shape[0])
+    return float((np.sum(data * np.log(data)) - cross) / P.shape[0])
 
 
 def base_regret(objectives, chance):
@@ -449,8 +483,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     ``transfer`` at strength ``coupling``. ``base="auto"`` (the default) first chooses, per
     task and without labels, between that spectral clustering and two k-means
     (squared-Euclidean on the unit rows, kl on the rows scaled to sum one): the partition of
-    smallest regret over the three bases' own objectives (:func:`base_regret`); only tasks
-    that keep the spectral base are coupled. ``base="spectral", coupling=0`` is scikit-learn's
+    largest modularity on the task's own kNN graph (:func:`modularity`); only tasks that keep
+    the spectral base are coupled. ``base="spectral", coupling=0`` is scikit-learn's
     ``SpectralClustering(affinity="nearest_neighbors")`` on every task's unit-norm rows, with
     the same labels for the same ``random_state``.
 
@@ -463,10 +497,16 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         kNN graph), ``"spherical"`` (:class:`~bregclust.BregmanKMeans` on the unit-norm
         rows), ``"kl"`` (kl :class:`~bregclust.BregmanKMeans` on the rows scaled to sum one).
         ``"auto"``: all three (``"kl"`` only when every row is non-negative with a positive
-        sum), and per task the partition whose regret over the three objectives - normalised
-        cut on the task's graph, k-means sum of squares on unit rows, kl k-means objective -
-        is smallest (:func:`base_regret`; neither base's own objective decides alone). Only
-        tasks on the spectral base are coupled.
+        sum), and per task the partition ``base_rule`` prefers. Only tasks on the spectral
+        base are coupled.
+    base_rule : {"modularity", "gain"}, default="modularity"
+        How ``base="auto"`` chooses. ``"modularity"``: the partition of largest modularity on
+        the task's own cosine kNN graph (:func:`modularity`: within-cluster edge weight beyond
+        what chance gives for the same cluster volumes; every base judged on the same graph).
+        ``"gain"``: the partition whose regret over the three objectives - normalised cut on
+        the task's graph, k-means sum of squares on unit rows, kl k-means objective, each as a
+        gain over chance - is smallest (:func:`base_regret`). Neither matches the better base
+        on every task of ``benchmarks/mtc_compare.py`` (see the guide).
     coupling : float or "auto", default="auto"
         ``mu >= 0``, the weight of the transferred edges relative to a task's own graph (both
         scaled to the same total weight). ``"auto"``: fit every value of ``coupling_grid`` and
@@ -529,6 +569,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         normalised cut, the one-cluster value for the two k-means objectives.
     base_regret_ : ndarray of shape (n_tasks, n_bases)
         :func:`base_regret` of each base's partition per task.
+    base_modularity_ : ndarray of shape (n_tasks, n_bases)
+        :func:`modularity` of each base's partition on the task's own graph (NaN with a fixed
+        ``base``).
     agreement_ : ndarray of shape (n_candidates, n_tasks)
         Adjusted Rand index of every candidate partition with the task's single-task one
         (with ``coupling="auto"``; for a fixed coupling the one candidate, so all ones).
@@ -565,16 +608,18 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "n_init": [Interval(numbers.Integral, 1)],
         "min_agreement": [Interval(numbers.Real, -1.0, 1.0)],
         "base": [Options("auto", *BASES)],
+        "base_rule": [Options("modularity", "gain")],
         "guard": [Options("pareto", "agreement")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0)],
     }
 
-    def __init__(self, n_clusters=8, *, base="auto", coupling="auto",
+    def __init__(self, n_clusters=8, *, base="auto", base_rule="modularity", coupling="auto",
                  coupling_grid=(0.02, 0.05, 0.1), transfer="joint", guard="pareto",
                  min_agreement=0.5, n_neighbors=10, eigen_solver="auto", n_init=10,
                  random_state=None, verbose=False):
         self.n_clusters = n_clusters
         self.base = base
+        self.base_rule = base_rule
         self.guard = guard
         self.coupling = coupling
         self.coupling_grid = coupling_grid
@@ -643,8 +688,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         single = [spectral_labels(Ws[t], ks[t], eigen_solver=self.eigen_solver,
                                   n_init=self.n_init, random_state=int(seeds[t]))
                   for t in range(T)]
-        bases, base_obj, base_chance, chosen, base_labels = self._choose_bases(Xs, Ws, ks,
-                                                                              seeds, single)
+        bases, base_obj, base_chance, chosen, base_labels, base_mod = self._choose_bases(
+            Xs, Ws, ks, seeds, single)
         spectral_tasks = [t for t in range(T) if chosen[t] == "spectral"]
         if not spectral_tasks:
             mus = mus[:1] if mus[0] == 0 else mus  # nothing to couple: no joint graph
@@ -716,6 +761,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.base_ = chosen
         self.base_objectives_ = base_obj
         self.base_chance_ = base_chance
+        self.base_modularity_ = base_mod
         self.base_regret_ = np.array([base_regret(o, c) for o, c in zip(base_obj, base_chance)])
         self.n_clusters_ = ks
         self.affinity_matrices_ = Ws
@@ -725,7 +771,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         return self
 
     def _choose_bases(self, Xs, Ws, ks, seeds, single):
-        """Per task, the single-task base of the smallest regret (:func:`base_regret`)."""
+        """Per task, the single-task base ``base_rule`` prefers (largest :func:`modularity`
+        or smallest :func:`base_regret`)."""
         # kl k-means needs non-negative rows with a positive sum (counts, tf-idf, pixels)
         simplex = all((X.data if sp.issparse(X) else np.asarray(X)).min(initial=0.0) >= 0
                       and np.all(np.asarray(abs(X).sum(axis=1)).ravel() > 0) for X in Xs)
@@ -737,6 +784,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         else:
             bases = BASES if simplex else BASES[:2]
         chosen, labels, objs, chance = [], [], [], []
+        mods = [[np.nan] * len(bases) for _ in Xs]
         for t, X in enumerate(Xs):
             cand = {}
             for b in bases:
@@ -767,12 +815,16 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             o = np.array([[crit[c](cand[b]) for c in bases] for b in bases])
             objs.append(o)
             chance.append(np.array([ref[c] for c in bases]))
-            r = base_regret(o, chance[-1])
+            mods[t] = [modularity(Ws[t], cand[b]) for b in bases]
+            if self.base_rule == "gain":
+                r = base_regret(o, chance[-1])
+            else:  # the largest modularity on the task's own graph
+                r = -np.asarray(mods[t])
             # ties (two bases giving one partition) to the earlier base of BASES
             b = bases[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]
             chosen.append(b)
             labels.append(cand[b])
-        return bases, objs, chance, chosen, labels
+        return bases, objs, chance, chosen, labels, np.array(mods)
 
     def predict(self, X, task=None):
         """Cluster of new rows of task ``task``: the label of the most similar training row.

@@ -84,3 +84,17 @@ def normalized_cut(W, labels):
         if vol > 0:
             total += W[m][:, ~m].sum() / vol
     return total
+
+
+def modularity(W, labels):
+    """Newman-Girvan modularity by the definition, pair by pair: ``(1 / 2m) sum_ij [W_ij -
+    d_i d_j / 2m] [c_i = c_j]`` with self-loops removed (``2m`` the total weight)."""
+    W = W - np.diag(np.diag(W))
+    d = W.sum(axis=1)
+    two_m = W.sum()
+    q = 0.0
+    for i in range(len(W)):
+        for j in range(len(W)):
+            if labels[i] == labels[j]:
+                q += W[i, j] - d[i] * d[j] / two_m
+    return q / two_m

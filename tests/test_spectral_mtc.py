@@ -22,6 +22,7 @@ from bregclust.spectral_mtc import (
     cross_task_graph,
     joint_graph,
     kl_objective,
+    modularity,
     normalized_cut,
     task_graph,
     transfer_graph,
@@ -187,6 +188,29 @@ def test_two_and_three_tasks_per_task_k_recover_clusters(transfer):
     assert [adjusted_rand_score(y, lab) for y, lab in zip(ys[::2], est2.labels_)] == [1.0, 1.0]
 
 
+def test_three_tasks_per_task_k_modularity_base_choice_against_dense_reference():
+    """base="auto" with three tasks and per-task K: every task's modularities are the dense
+    reference's on the dense graph, and the kept base is their argmax."""
+    rng = np.random.default_rng(6)
+    Xs, _ = _tasks(seed=6, sizes=((15, 14), (12, 13, 11), (10, 12)))
+    Xs = [X + 6.0 * rng.random(X.shape) for X in Xs]  # task 0 keeps spherical k-means
+    est = _fit(SpectralMTC([2, 3, 2], n_neighbors=5, random_state=1), Xs)
+    single = _fit(SpectralMTC([2, 3, 2], base="spectral", coupling=0.0, n_neighbors=5,
+                              random_state=1), Xs).labels_
+    assert est.base_modularity_.shape == (3, 3)
+    for t, (X, k) in enumerate(zip(Xs, [2, 3, 2])):
+        W = naive.task_graph(X, 5)
+        cand = [single[t], BregmanKMeans(k, random_state=1).fit(normalize(X)).labels_,
+                BregmanKMeans(k, divergence="kl", random_state=1).fit(
+                    normalize(X, norm="l1")).labels_]
+        mod = [naive.modularity(W, lab) for lab in cand]
+        np.testing.assert_allclose(est.base_modularity_[t], mod, rtol=1e-9)
+        assert est.base_[t] == est.bases_[int(np.argmax(mod))]
+        if est.base_[t] != "spectral":
+            np.testing.assert_array_equal(est.labels_[t], cand[est.bases_.index(est.base_[t])])
+    assert est.base_ == ["spherical", "spectral", "spectral"]
+
+
 def test_coupling_changes_the_partition_of_a_task_that_needs_it():
     """A task whose own kNN graph is ambiguous (two thin strands); the other task fills the gap
     between the strands' ends: fixed couplings give partitions other than the single-task one
@@ -318,13 +342,31 @@ def _wide_tasks(seed):
     return Xs
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])  # 1 and 2 keep a k-means base on one task
-def test_auto_base_keeps_the_partition_of_smallest_regret(seed):
+def test_modularity_matches_dense_reference():
+    rng = np.random.default_rng(4)
+    for n, k in ((30, 3), (41, 5)):
+        X = rng.random((n, 6))
+        W = naive.task_graph(X, 4)
+        for lab in (rng.integers(0, k, n), np.zeros(n, dtype=np.int64), np.arange(n)):
+            ref = naive.modularity(W, lab)
+            assert modularity(sp.csr_matrix(W), lab) == pytest.approx(ref, rel=1e-10, abs=1e-14)
+    assert modularity(sp.csr_matrix((4, 4)), np.array([0, 0, 1, 1])) == 0.0
+    # the chance value is the same cluster volumes': one giant cluster and slivers scores low
+    # although its normalised cut is small
+    W = naive.task_graph(np.repeat(np.eye(3), 10, axis=0) + 0.1 * rng.random((30, 3)), 5)
+    good, sliver = np.repeat(np.arange(3), 10), np.r_[np.zeros(28, int), 1, 2]
+    assert modularity(sp.csr_matrix(W), good) > 0.5 > modularity(sp.csr_matrix(W), sliver)
+
+
+@pytest.mark.parametrize("base_rule", ["modularity", "gain"])
+@pytest.mark.parametrize("seed", [0, 2, 3, 4])
+def test_auto_base_keeps_the_partition_the_rule_prefers(seed, base_rule):
     Xs = _wide_tasks(seed)
-    est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2), Xs)
+    est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2, base_rule=base_rule), Xs)
     assert est.bases_ == ("spectral", "spherical", "kl")
     single = _fit(SpectralMTC(3, base="spectral", coupling=0.0, n_neighbors=5,
                               random_state=2), Xs).labels_
+    chosen = []
     for t, X in enumerate(Xs):
         cand = {"spectral": single[t],
                 "spherical": BregmanKMeans(3, random_state=2).fit(normalize(X)).labels_,
@@ -339,14 +381,19 @@ def test_auto_base_keeps_the_partition_of_smallest_regret(seed):
         one = np.zeros(len(X), dtype=np.int64)
         chance = [2.0, within_cluster_unit(U, one), kl_objective(P, one)]
         np.testing.assert_allclose(est.base_chance_[t], chance, rtol=1e-12)
-        r = base_regret(o, chance)
+        mod = [naive.modularity(W, cand[b]) for b in est.bases_]
+        np.testing.assert_allclose(est.base_modularity_[t], mod, rtol=1e-9)
+        r = base_regret(o, chance) if base_rule == "gain" else -np.array(mod)
         b = est.bases_[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]  # ties to the earlier
         assert est.base_[t] == b
+        chosen.append(b)
         if b == "spectral":
             assert any(np.array_equal(est.labels_[t], p[t]) for p in est.labels_per_coupling_)
         else:
             np.testing.assert_array_equal(est.labels_[t], cand[b])
             assert est.coupling_[t] == 0.0
+    if seed > 0:  # these draws keep a k-means base (kl at 2 and 3, spherical at 4) on a task
+        assert set(chosen) != {"spectral"}
     # a fixed base is that base's partition; kl only on non-negative rows
     for b in ("spherical", "kl"):
         fixed = _fit(SpectralMTC(3, base=b, n_neighbors=5, random_state=2), Xs)
