@@ -28,7 +28,13 @@ K (``random_state=0``): BIC, ICL (BIC plus twice the entropy of the responsibili
 QBIC (the log-likelihood divided by Pearson's dispersion estimate of the largest model,
 Burnham & Anderson's overdispersion correction).
 
-Run: python benchmarks/mixture_text.py [--part starts k] [--seeds 3] [--ref-seeds 5]
+Part ``spread``: is the best likelihood the best partition? ``--seeds`` (default 3; 20 in
+RESULTS) runs of the reference plain EM and of the default mixture, each scored by the same
+likelihood formula and NMI: the range of both, Spearman's rank correlation of likelihood and
+NMI over the runs, and the reference's "best of 5" (by likelihood) of consecutive blocks of five
+seeds - the target of part ``starts`` is one such block (seeds 0-4).
+
+Run: python benchmarks/mixture_text.py [--part starts k spread] [--seeds 3] [--ref-seeds 5]
          [--datasets tr11 ... 20ng] [--configs former default kmeans++-light tfidf-heavy tfidf-0.1d
          tfidf-1d]
 """
@@ -107,6 +113,35 @@ def starts(datasets, seeds, ref_seeds, which=tuple(CONFIGS)):
            "wins vs reference", "s per fit (median)", "time / former default"], rows)
 
 
+def spread(datasets, seeds):
+    from scipy.stats import spearmanr
+
+    print(f"\n## likelihood against NMI over {seeds} seeds (plain EM reference and default)")
+    rows = []
+    for name in datasets:
+        X, y = load(name)
+        k = len(np.unique(y))
+        runs = {"plain EM (reference)": [], "default mixture": []}
+        for s in range(seeds):
+            r = multinomial_em(X, k, random_state=s)
+            runs["plain EM (reference)"].append((r["loglik"], nmi(y, r["labels"])))
+            gm = BregmanMixture(k, divergence="kl", random_state=s).fit(X)
+            runs["default mixture"].append((loglik(X, gm.weights_, gm.means_),
+                                            nmi(y, gm.predict(X))))
+        for what, v in runs.items():
+            v = np.array(v)
+            rho = spearmanr(v[:, 0], v[:, 1])[0] if seeds > 2 else float("nan")
+            blocks = [v[i:i + 5][np.argmax(v[i:i + 5, 0])] for i in range(0, seeds - 4, 5)]
+            rows.append((name, k, what, f"{v[:, 0].min():.5e} .. {v[:, 0].max():.5e}",
+                         f"{v[:, 0].mean():.5e}", f"{v[:, 1].min():.3f} .. {v[:, 1].max():.3f}",
+                         f"{v[:, 1].mean():.3f}", f"{rho:+.2f}",
+                         " ".join(f"{a:.4e}/{b:.3f}" for a, b in blocks)))
+            print("  " + " | ".join(str(c) for c in rows[-1]), flush=True)
+    table(["data", "K", "runs", "log-likelihood range", "mean", "NMI range", "mean NMI",
+           "Spearman (loglik, NMI)", "best of 5 by loglik per block of 5 seeds (loglik/NMI)"],
+          rows)
+
+
 def pearson_dispersion(X, gm):
     """Pearson's chi-squared of the counts under the fitted mixture over its degrees of freedom.
 
@@ -175,7 +210,8 @@ def choose_k(datasets):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", nargs="+", choices=["starts", "k"], default=["starts", "k"])
+    ap.add_argument("--part", nargs="+", choices=["starts", "k", "spread"],
+                    default=["starts", "k"])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--ref-seeds", type=int, default=5)
     ap.add_argument("--datasets", nargs="+", default=list(CLUTO_NAMES) + ["20ng"])
@@ -187,6 +223,8 @@ def main():
     warnings.simplefilter("ignore", EmptyClusterWarning)
     if "starts" in a.part:
         starts(a.datasets, a.seeds, a.ref_seeds, a.configs)
+    if "spread" in a.part:
+        spread(a.datasets, a.seeds)
     if "k" in a.part:
         choose_k([d for d in a.datasets if d != "20ng"])
 

@@ -88,6 +88,8 @@ CASES = [
      "K on text: every criterion"),
     ("lssttc_malsar.py --problems rec.vs.talk --representation tfidf", "mtc_newsgroups_malsar",
      "kappa vs source SVM"),
+    ("mixture_text.py --part spread --seeds 5 --datasets tr23", "cluto_docs/tr23.mat",
+     "Spearman (loglik, NMI)"),
     ("mbc_mtcmrl.py --datasets reuters --runs 1 --variants tfidf-sq --skip-grid --skip-snmf",
      "reuters21578", "as run [tfidf-sq] MBC lam=auto guard=task"),
     ("mbc_golden.py write {tmp}/golden.npz", None, "wrote 312 arrays"),

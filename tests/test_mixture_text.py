@@ -7,14 +7,7 @@ from naive_text_mixture import loglik, multinomial_em
 from sklearn.feature_extraction.text import TfidfTransformer
 
 from bregclust import BregmanMixture
-from bregclust._mixture_init import (
-    MULTINOMIAL_PSEUDO_PER_TERM,
-    one_hot,
-    spherical_kmeans,
-    tfidf_rows,
-)
-from bregclust._selection import CVSelection, cross_validated_loglik, one_se_choice
-from bregclust._smoothing import auto_smoothing
+from bregclust.kmeans import auto_smoothing
 from bregclust.metrics import nmi
 
 
@@ -29,6 +22,8 @@ def topic_corpus(k=4, per=40, d=80, seed=0):
 
 
 def test_tfidf_rows_equal_scikit_learn_tfidf_transformer():
+    from bregclust._mixture_init import tfidf_rows
+
     X, _ = topic_corpus()
     X = X.tolil()
     X[:, 3] = 0  # a term no document uses
@@ -39,6 +34,8 @@ def test_tfidf_rows_equal_scikit_learn_tfidf_transformer():
 
 
 def test_tfidf_rows_weight_two_is_a_repeated_row():
+    from bregclust._mixture_init import tfidf_rows
+
     X, _ = topic_corpus(per=10)
     w = np.ones(X.shape[0])
     w[:5] = 2.0
@@ -51,6 +48,8 @@ def test_tfidf_rows_weight_two_is_a_repeated_row():
 def test_spherical_kmeans_stops_at_a_fixed_point_of_the_cosine_lloyd_step(sparse):
     """At convergence every row is with its most similar normalised cluster mean (the fixed
     point of spherical k-means, checked by a dense numpy recomputation)."""
+    from bregclust._mixture_init import spherical_kmeans, tfidf_rows
+
     X, y = topic_corpus(k=4, per=30, seed=2)
     T = tfidf_rows(X)
     T = T if sparse else T.toarray()
@@ -67,6 +66,8 @@ def test_spherical_kmeans_agrees_with_scikit_learn_on_separated_topics():
     from sklearn.cluster import KMeans
     from sklearn.metrics import adjusted_rand_score
 
+    from bregclust._mixture_init import spherical_kmeans, tfidf_rows
+
     X, y = topic_corpus(k=3, per=30, seed=4)
     T = tfidf_rows(X)
     ours = spherical_kmeans(T, 3, np.random.RandomState(1))
@@ -75,6 +76,8 @@ def test_spherical_kmeans_agrees_with_scikit_learn_on_separated_topics():
 
 
 def test_one_hot_rows_sum_to_one_and_keep_every_component_alive():
+    from bregclust._mixture_init import one_hot
+
     R = one_hot(np.array([0, 0, 2]), 4)
     np.testing.assert_allclose(R.sum(axis=1), 1.0)
     assert (R > 0).all()
@@ -101,7 +104,7 @@ def test_unsmoothed_em_from_a_partition_reaches_the_plain_em_optimum():
 def test_default_smoothing_is_a_tenth_of_a_pseudo_word_per_term():
     X, _ = topic_corpus()
     gm = BregmanMixture(4, divergence="kl", random_state=0).fit(X)
-    assert gm.smoothing_ == pytest.approx(MULTINOMIAL_PSEUDO_PER_TERM * X.shape[1])
+    assert gm.smoothing_ == pytest.approx(0.1 * X.shape[1])  # as documented: 0.1 d
     # every word keeps a positive probability, and components are not the corpus distribution
     assert (gm.means_ > 0).all()
     corpus = np.asarray(X.sum(axis=0)).ravel() / X.sum()
@@ -146,6 +149,8 @@ def test_old_default_stays_selectable():
 
 # ----------------------------------------------------------------------------- choosing K
 def test_one_se_choice_takes_the_smallest_candidate_within_a_paired_standard_error():
+    from bregclust._selection import one_se_choice
+
     # candidate 2 is best; candidate 1 trails it by 0.01 and 0.03 per fold: paired mean 0.02,
     # standard error 0.01, outside; candidate 0 trails by about 1
     F = np.array([[-5.0, -6.0], [-4.00, -5.00], [-3.99, -4.97]])
@@ -158,6 +163,8 @@ def test_one_se_choice_takes_the_smallest_candidate_within_a_paired_standard_err
 
 
 def test_textbook_one_se_rule_uses_the_spread_of_the_best_candidate():
+    from bregclust._selection import one_se_choice
+
     # best = candidate 2, fold values -3.99 and -4.97: sd 0.693, standard error 0.49; the
     # means are -5.5, -4.5, -4.48: candidate 1 is within, candidate 0 is not
     F = np.array([[-5.0, -6.0], [-4.00, -5.00], [-3.99, -4.97]])
@@ -167,6 +174,8 @@ def test_textbook_one_se_rule_uses_the_spread_of_the_best_candidate():
 
 def test_stability_is_the_mean_pairwise_ari_of_the_fold_models():
     from sklearn.metrics import adjusted_rand_score
+
+    from bregclust._selection import CVSelection
 
     a, b, c = np.array([0, 0, 1, 1]), np.array([1, 1, 0, 0]), np.array([0, 1, 0, 1])
     sel = CVSelection(np.array([2, 3]), np.zeros((2, 3)), 0,
@@ -179,6 +188,8 @@ def test_stability_is_the_mean_pairwise_ari_of_the_fold_models():
 
 
 def test_cross_validation_keeps_the_fold_models_labels_on_request():
+    from bregclust._selection import cross_validated_loglik
+
     X, y = topic_corpus(k=3, per=20, seed=5)
     sel = cross_validated_loglik(BregmanMixture(divergence="kl"), X, [2, 3],
                                  random_state=np.random.RandomState(0), keep_labels=True)
