@@ -261,6 +261,11 @@ def _pinv_hermitian(A):
     moved into ``V``, cut-off ``1e-15 * max``, ``V diag(1/s) U^T``) without its wrappers for
     stacked and complex input, which cost half of the time on the small ``c x c`` matrices the
     alternating minimisation inverts thousands of times per fit.
+
+    >>> P = np.array([[1.0, 0.0, 1.0], [2.0, 0.0, 2.0], [0.0, 3.0, 0.0]])  # rank 2
+    >>> A = P.T @ P
+    >>> bool(np.array_equal(_pinv_hermitian(A), np.linalg.pinv(A, hermitian=True)))
+    True
     """
     s, u = np.linalg.eigh(A)
     sgn = np.copysign(1.0, s)
