@@ -38,7 +38,10 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from . import _conditioning, _pruned
+from . import _execution as E
 from ._callbacks import fit_callbacks
+from ._centroid import lloyd, reported_objective
 from ._conditioning import exponent, for_assignment, unit_rows
 from ._multitask import (
     BOOLEAN,
@@ -51,9 +54,12 @@ from ._multitask import (
     within_cluster_per_point,
 )
 from ._progress import progress
+from ._smoothing import resolve_smoothing
+from ._sources import as_source
 from ._validation import (
     DomainError,
     EmptyClusterWarning,
+    check_array,
     check_finite,
     check_n_clusters,
     check_scalar,
@@ -832,17 +838,55 @@ def factor_kernel_kmeans(factor, n_clusters, *, init="random-partition", normali
         return est.labels_.astype(np.int64), float(est.inertia_)
     rng = check_random_state(random_state)
     best = (None, np.inf)
-    for _ in range(n_init):
-        centres = _random_partition_centres(Y, k, rng)
-        with warnings.catch_warnings():
-            # the means of a random partition all lie near the grand mean, so the first
-            # assignment often empties a cluster; re-seeding it is part of this start
-            warnings.simplefilter("ignore", EmptyClusterWarning)
-            est = BregmanKMeans(k, divergence="sqeuclidean", init=centres, n_init=1,
-                                max_iter=max_iter, tol=tol).fit(Y)
-        if est.inertia_ < best[1]:
-            best = (est.labels_.astype(np.int64), float(est.inertia_))
+    with warnings.catch_warnings(), E.blas_one_thread():
+        # the means of a random partition all lie near the grand mean, so the first
+        # assignment often empties a cluster; re-seeding it is part of this start
+        warnings.simplefilter("ignore", EmptyClusterWarning)
+        runs = _PartitionRuns(Y, k, max_iter, tol)
+        for _ in range(n_init):
+            labels, inertia = runs.fit(_random_partition_centres(Y, k, rng))
+            if best[0] is None or inertia < best[1]:  # (an overflowed inf still has labels)
+                best = (labels, inertia)
     return best
+
+
+class _PartitionRuns:
+    """``BregmanKMeans(k, divergence="sqeuclidean", init=centres, n_init=1, max_iter=max_iter,
+    tol=tol).fit(Y)`` for many ``centres`` on the same ``Y``: the same steps, with the input
+    checked and its statistics computed once instead of once per start.
+
+    :func:`factor_kernel_kmeans` runs ``n_init`` small fits per call (hundreds in a
+    :class:`NonparametricKernelMTC` fit with ``C="auto"``), where checking the input,
+    collecting its statistics and deciding the conditioning cost as much as the Lloyd
+    iterations. A start whose conditioning is not the identity (or data for which
+    ``algorithm="auto"`` or ``smoothing="auto"`` choose anything but plain Lloyd passes without
+    smoothing) is fitted by the estimator itself. ``fit(centres)`` returns the estimator's
+    ``(labels_, inertia_)``, bit for bit (``tests/test_kernel_mtc.py`` compares them).
+    """
+
+    def __init__(self, Y, k, max_iter, tol):
+        self.Y, self.k, self.max_iter, self.tol = Y, k, max_iter, tol
+        self.div = get_divergence("sqeuclidean")
+        self.src = as_source(Y, None, self.div, validate=check_array)  # the estimator's check
+        self.stats = self.src.stats(self.div)
+        smoothing = resolve_smoothing("auto", self.div, self.stats.counts(), k)
+        algorithm = _pruned.resolve_algorithm("auto", self.div, self.src, k)
+        self.direct = smoothing == 0 and algorithm == "lloyd" and not self.src.chunked
+
+    def fit(self, centres):
+        cond = _conditioning.decide(self.div, self.stats, centres=centres) if self.direct else None
+        if cond is None or not cond.identity:
+            est = BregmanKMeans(self.k, divergence="sqeuclidean", init=centres, n_init=1,
+                                max_iter=self.max_iter, tol=self.tol).fit(self.Y)
+            return est.labels_.astype(np.int64), float(est.inertia_)
+        src, div = self.src, self.div
+        res = lloyd(src, div, cond.apply_centres(centres), 0.0, None, self.max_iter, self.tol,
+                    0, stacklevel=4)
+        inertia = reported_objective("BregmanKMeans", div, cond,
+                                     src.final_objective(div, res.part, res.centres),
+                                     stacklevel=4)
+        labels = src.labels(div, E.prepare_centres(div, res.centres), res.part)
+        return np.asarray(labels).astype(np.int64), float(inertia)
 
 
 # ----------------------------------------------------------------------------- estimators
