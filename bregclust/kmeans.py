@@ -322,7 +322,8 @@ default="auto"
             best = None
             for run in range(n_init):
                 C0 = self._seed(src, div, k, rng, beta, z, init)
-                passes = _pruned.make_passes(src, div, algorithm, debug=_pruned.DEBUG)
+                passes = _pruned.make_passes(src, div, algorithm, debug=_pruned.DEBUG,
+                                             adaptive=self.algorithm == "auto")
                 if bounds is not None:
                     res = constrained_lloyd(src, div, C0, beta, z, self.max_iter, self.tol,
                                             run, bounds.scaled(cond.weight_scale),

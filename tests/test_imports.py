@@ -392,6 +392,22 @@ KERNEL_ORACLES = {
         "test_cross_knn_both_is_two_neighbour_searches":
             "the one-pass cross-task graphs against one neighbour search per direction",
     },
+    "test_pruned.py": {
+        "debug_bounds": "switches on the pruned passes' debug check (bounds and Lloyd's pass) for "
+                        "every fit of the file",
+        "test_debug_mode_catches_a_broken_bound": "the debug check against bounds raised on purpose",
+        "test_cached_debug_mode_catches_a_stale_cache":
+            "the cached passes' debug check against a stale cache made on purpose",
+        "test_smoothing_term_from_prepared_centres_is_pairwise":
+            "the Lloyd loop's smoothing term against pairwise, bit for bit",
+        "test_auto_equals_lloyd_across_switches":
+            "the adaptive passes under forced switching schedules against algorithm='lloyd'",
+        "test_debug_mode_through_switches":
+            "the debug check after switches against bounds raised on purpose",
+        "test_start_pass_is_lloyds_pass_with_exact_bounds":
+            "the starting pass' kernel against Lloyd's kernel bit for bit, bounds against scores",
+        "test_adaptive_rule_weighs_the_passes_left": "the adaptive rule's choices on given measurements",
+    },
     "naive_agglomerative.py": {
         "plain_generic_linkage":
             "the plain generic algorithm (the oracle) evaluating costs with the engine's kernels",
@@ -404,7 +420,7 @@ NOT_YET_MIGRATED = frozenset({
     "test_cli.py", "test_conditioning.py", "test_dask.py",
     "test_datasets.py", "test_divergences.py", "test_hostile.py", "test_kernel_mtc.py",
     "test_kernels.py", "test_kmeans.py", "test_minibatch.py", "test_mixture.py",
-    "test_mixture_text.py", "test_multitask_contract.py", "test_pruned.py",
+    "test_mixture_text.py", "test_multitask_contract.py",
     "test_callbacks.py",
     "test_shared_subspace.py", "test_sources.py", "test_vmf.py",
 })
