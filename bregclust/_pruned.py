@@ -291,22 +291,10 @@ class PrunedPasses:
         self.skipped = []
         self.total = 0
         Xg = self.Xg
-        # row norms, rounded up
-        if self.sparse:
-            sq = np.zeros(n)
-            ab = np.zeros(n)
-            data = np.abs(Xg.data.astype(np.float64))
-            rows = np.repeat(np.arange(n), np.diff(Xg.indptr))
-            np.add.at(sq, rows, data * data)
-            np.add.at(ab, rows, data)
-            L = int(np.diff(Xg.indptr).max()) if n else 1
-        else:
-            sq = np.einsum("ij,ij->i", Xg, Xg, dtype=np.float64)
-            ab = np.abs(Xg).sum(axis=1, dtype=np.float64)
-            L = d
+        L = (int(np.diff(Xg.indptr).max()) if n else 1) if self.sparse else d
+        self.L = L
         g = _gamma(L, _U) + 4 * _U
-        self.xn = np.sqrt(sq) * (1 + g)
-        self.x1 = ab * (1 + g)
+        self._norms = None  # (xn, x1), computed on first use (an O(n d) read of the rows)
         self.gam = g
         # the rounding of a score as Lloyd's kernel computes it (product in the data's type,
         # float32 G^T for float32 dense rows) and as the own-score loop does (float64)
@@ -315,6 +303,40 @@ class PrunedPasses:
         self.rho = 2.0 * (_gamma(L, u_dt) + u_dt + _gamma(L, _U) + 4 * _U)
         self.lim = 1e36 if (not self.sparse and Xg.dtype == np.float32) else 1e300
         self.T = self._threads()
+
+    @property
+    def xn(self):
+        """``||x_i||_2`` per row, rounded up."""
+        return self.norms()[0]
+
+    @property
+    def x1(self):
+        """``||x_i||_1`` per row, rounded up."""
+        return self.norms()[1]
+
+    def norms(self, rows=None):
+        """``(||x_i||_2, ||x_i||_1)`` rounded up, of every row (kept) or of ``rows`` only."""
+        if rows is None and self._norms is not None:
+            return self._norms
+        Xg, g = self.Xg, self.gam
+        if self.sparse:
+            Xr = Xg if rows is None else Xg[rows]
+            m = Xr.shape[0]
+            sq = np.zeros(m)
+            ab = np.zeros(m)
+            data = np.abs(Xr.data.astype(np.float64))
+            ids = np.repeat(np.arange(m), np.diff(Xr.indptr))
+            np.add.at(sq, ids, data * data)
+            np.add.at(ab, ids, data)
+        else:
+            Xr = Xg if rows is None else Xg[rows]
+            sq = np.empty(Xr.shape[0])
+            ab = np.empty(Xr.shape[0])
+            KA.row_norms_dense(Xr, sq, ab)  # any order of the sums: g bounds each
+        out = (np.sqrt(sq) * (1 + g), ab * (1 + g))
+        if rows is None:
+            self._norms = out
+        return out
 
     def _threads(self):
         """The thread blocks of :func:`bregclust._execution.fused_pass` (the sums are added
@@ -479,7 +501,8 @@ class PrunedPasses:
         assert np.array_equal(ref.S, part.S), "pruned cluster sums differ from Lloyd's"
 
 
-#: Rows of the sample on which :class:`AdaptivePasses` measures what pruning would skip.
+#: Rows of the sample on which :class:`AdaptivePasses` measures what pruning would skip (at
+#: most ``n / 16`` from 1,024 rows on).
 SAMPLE_ROWS = 1024
 
 #: The cost model of :class:`AdaptivePasses`, in units of a Lloyd pass: a pruned pass that
@@ -544,9 +567,10 @@ class AdaptivePasses:
         self.div = div
         self.pruned = PrunedPasses(src, div, algorithm, debug=debug)
         n = self.pruned.n
-        m = min(n, SAMPLE_ROWS)
+        m = min(n, SAMPLE_ROWS, max(n // 16, 64))  # at most 1/16 of a pass (n >= 1024)
         self.rows = (np.arange(m, dtype=np.int64) * n) // max(m, 1)
         self.Xs = np.ascontiguousarray(self.pruned.Xg[self.rows], dtype=np.float64)
+        self.xs_n, self.xs_1 = self.pruned.norms(self.rows)
         self.left = None  # passes left in the fit (set by budget)
         self.mode = "lloyd"
         self.state = None  # (pc, labels, bounds) of the sample at the last pass
@@ -588,7 +612,7 @@ class AdaptivePasses:
             return None
         shift_m, shift_2, shift_inf, U0, use_ref = P._shifts(old, pc)
         Da = D[np.arange(a.shape[0]), a]
-        xn = P.xn[self.rows]
+        xn = self.xs_n
         with np.errstate(invalid="ignore", over="ignore"):
             if use_ref:
                 diff = self.Xs - U0[a]
@@ -596,7 +620,7 @@ class AdaptivePasses:
                 move = shift_m[a] - r2[:, None] * shift_2[None, :]
             else:
                 move = shift_m[np.zeros_like(a)] - np.minimum(
-                    xn[:, None] * shift_2[None, :], P.x1[self.rows][:, None] * shift_inf[None, :])
+                    xn[:, None] * shift_2[None, :], self.xs_1[:, None] * shift_inf[None, :])
             low = np.nan_to_num(lb + move, nan=-np.inf).min(axis=1)
             TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + P.gam)
             Ei = P.rho * (xn * TN + float(np.abs(pc.c).max()))

@@ -128,7 +128,8 @@ default="auto"
         only): keeps the ``n x k`` products of the centres that did not move and recomputes
         the others (``8 n k`` bytes), also Lloyd's results bit for bit. ``"auto"``:
         ``"yinyang"`` from 64 clusters on for dense in-memory data and divergences with the
-        fused GEMM form, ``"cached"`` from 128 clusters on for sparse rows (when the cache
+        fused GEMM form (adaptively: Lloyd's passes while a measured sample says pruning
+        would not pay, see :doc:`/guide/kmeans`), ``"cached"`` from 128 clusters on for sparse rows (when the cache
         takes at most 1 GiB), ``"lloyd"`` otherwise (and for dask arrays).
 
     Attributes

@@ -137,3 +137,20 @@ def start_step_dense_serial(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN,
     O[0] = _start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk, labels,
                         mins, lb, S[0], W[0], 0, X.shape[0],
                         np.empty((chunk, GT.shape[1]), X.dtype))
+
+
+@njit(**JIT)
+def row_norms_dense(X, sq, ab):
+    """OUT ``sq[i] = sum_l X[i, l]^2`` and ``ab[i] = sum_l |X[i, l]|`` in float64 (one read of
+    the rows, no ``n x d`` temporary; the sums in any order, whose rounding the pruned passes
+    bound with ``gamma_d`` whatever the order)."""
+    n, d = X.shape
+    for i in range(n):
+        s2 = 0.0
+        s1 = 0.0
+        for l in range(d):
+            x = np.float64(X[i, l])
+            s2 += x * x
+            s1 += abs(x)
+        sq[i] = s2
+        ab[i] = s1
