@@ -22,6 +22,7 @@ Threads: ``--threads N`` for every library (OpenMP through threadpoolctl, numba'
 
 Run: python benchmarks/cosine_speed.py [--n 200000] [--ks 20 256] [--iters 10] [--threads 1]
 [--skip-20ng] [--skip-faiss] [--float32] [--clock wall|cpu]
+[--algorithms auto lloyd yinyang hamerly cached]
 """
 
 import argparse
@@ -53,7 +54,7 @@ def _best(fn, repeat):
     return best, out
 
 
-def compare(X, k, iters, label, rows, ratios, repeat, use_faiss):
+def compare(X, k, iters, label, rows, ratios, repeat, use_faiss, algorithms=("auto",)):
     C0, _ = kmeans_plusplus(X, k, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -62,6 +63,13 @@ def compare(X, k, iters, label, rows, ratios, repeat, use_faiss):
                                         max_iter=iters, tol=0.0).fit(X), repeat)
         t_us, us = _best(lambda: BregmanKMeans(k, divergence="cosine", init=C0,
                                                max_iter=iters, tol=0.0).fit(X), repeat)
+        others = []  # --algorithms: the other passes, same start, same run
+        for alg in algorithms:
+            if alg == "auto" or (alg == "cached") != hasattr(X, "tocsr"):
+                continue
+            t_alg, fit = _best(lambda: BregmanKMeans(k, divergence="cosine", init=C0, max_iter=iters,
+                                                     tol=0.0, algorithm=alg).fit(X), repeat)
+            others.append((alg, t_alg / (fit.n_iter_ + 1), fit))
     # passes over the data: scikit-learn's Lloyd loop makes one per iteration and, unless the
     # labels stopped changing (n_iter_ < max_iter with tol=0), one more for the final labels;
     # ours makes n_iter_ centre updates and n_iter_ + 1 assignment passes
@@ -95,6 +103,14 @@ def compare(X, k, iters, label, rows, ratios, repeat, use_faiss):
     ratios.append((label, k, per_us / per_sk, per_us / per_fa if len(row) > 6 and row[6] != "-"
                    else None))
     print("| " + " | ".join(str(v) for v in row) + " |", flush=True)  # partial results
+    for alg, per, fit in others:
+        same = "same labels as auto" if (fit.labels_ == us.labels_).all() else "LABELS DIFFER"
+        skipped = fit.n_skipped_.sum() / (fit.n_iter_ + 1) / (X.shape[0] * k)
+        print(f"ALG {label}, k={k}, {alg}: {per * 1e3:.1f} ms per pass, / sklearn "
+              f"{per / per_sk:.2f}, / auto {per / per_us:.2f}, {skipped:.0%} of the scores "
+              f"skipped; {same}", flush=True)
+    print(f"ALG {label}, k={k}, auto ({us.algorithm_}): skipped per pass "
+          f"{np.round(us.n_skipped_ / (X.shape[0] * k), 2).tolist()}", flush=True)
 
 
 def main():
@@ -108,6 +124,9 @@ def main():
     ap.add_argument("--skip-20ng", action="store_true")
     ap.add_argument("--skip-faiss", action="store_true")
     ap.add_argument("--float32", action="store_true", help="dense rows in float32 for everyone")
+    ap.add_argument("--algorithms", nargs="+", default=["auto"],
+                    choices=["auto", "lloyd", "yinyang", "hamerly", "cached"],
+                    help="our passes to time beside 'auto' (ALG lines; 'cached' on CSR only)")
     ap.add_argument("--clock", choices=sorted(CLOCK), default="wall",
                     help="wall time, or this process' CPU time (for a loaded machine)")
     a = ap.parse_args()
@@ -134,13 +153,13 @@ def main():
         X = X.astype(np.float32)
     for k in a.ks:
         compare(X, k, a.iters, f"dense unit rows {a.n:,} x {a.d} {X.dtype}", rows, ratios, a.repeat,
-                not a.skip_faiss)
+                not a.skip_faiss, a.algorithms)
     if not a.skip_20ng:
         from bregclust.datasets import load_20newsgroups
         ng = load_20newsgroups(vectorizer="tfidf")
         for k in a.ks:
             compare(ng.X, k, a.iters, f"20NG tf-idf {ng.X.shape[0]}x{ng.X.shape[1]} CSR", rows,
-                    ratios, a.repeat, False)
+                    ratios, a.repeat, False, a.algorithms)
     print("\n## spherical k-means: ms per Lloyd iteration")
     table(["data", "k", "iterations sk / ours", "sklearn KMeans", "bregclust cosine",
            "ratio ours / sklearn (target <= 1.0)", "faiss spherical", "ratio ours / faiss",

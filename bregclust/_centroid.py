@@ -195,6 +195,8 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
     """
     run_pass = src.lloyd if passes is None else passes
     prepare = getattr(passes, "prepare", E.prepare_centres)  # the cached passes: changed rows
+    if hasattr(passes, "budget"):  # the adaptive passes weigh a switch against the passes left
+        passes.budget(max_iter)
     pc = prepare(div, centres)
     part = first if first is not None else run_pass(div, pc)
     history = [smoothed_objective(part.objective, centres, div, beta, z, pc)]

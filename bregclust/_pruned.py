@@ -30,10 +30,11 @@ import scipy.sparse as sp
 
 from . import _blocks as B
 from . import _execution as E
+from ._kernels import adaptive as KA
 from ._kernels import pruned as KP
 
-__all__ = ["PrunedPasses", "CachedPasses", "make_passes", "ALGORITHMS", "AUTO_MIN_CLUSTERS",
-           "resolve_algorithm"]
+__all__ = ["PrunedPasses", "CachedPasses", "AdaptivePasses", "make_passes", "ALGORITHMS",
+           "AUTO_MIN_CLUSTERS", "resolve_algorithm"]
 
 ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang", "cached")
 
@@ -92,13 +93,17 @@ def resolve_algorithm(algorithm, div, src, k):
     return algorithm
 
 
-def make_passes(src, div, algorithm, debug=False):
+def make_passes(src, div, algorithm, debug=False, adaptive=False):
     """The ``passes=`` object of :func:`bregclust._centroid.lloyd` for a resolved
-    ``algorithm`` (None for ``"lloyd"``: the source's own pass)."""
+    ``algorithm`` (None for ``"lloyd"``: the source's own pass). ``adaptive`` (the user asked
+    for ``"auto"``): dense rows take :class:`AdaptivePasses`, which run Lloyd's passes until
+    the bounds of ``algorithm`` would pay."""
     if algorithm == "lloyd":
         return None
     if algorithm == "cached":
         return CachedPasses(src, div, debug=debug)
+    if adaptive and not src.sparse:
+        return AdaptivePasses(src, div, algorithm, debug=debug)
     return PrunedPasses(src, div, algorithm, debug=debug)
 
 
@@ -286,22 +291,10 @@ class PrunedPasses:
         self.skipped = []
         self.total = 0
         Xg = self.Xg
-        # row norms, rounded up
-        if self.sparse:
-            sq = np.zeros(n)
-            ab = np.zeros(n)
-            data = np.abs(Xg.data.astype(np.float64))
-            rows = np.repeat(np.arange(n), np.diff(Xg.indptr))
-            np.add.at(sq, rows, data * data)
-            np.add.at(ab, rows, data)
-            L = int(np.diff(Xg.indptr).max()) if n else 1
-        else:
-            sq = np.einsum("ij,ij->i", Xg, Xg, dtype=np.float64)
-            ab = np.abs(Xg).sum(axis=1, dtype=np.float64)
-            L = d
+        L = (int(np.diff(Xg.indptr).max()) if n else 1) if self.sparse else d
+        self.L = L
         g = _gamma(L, _U) + 4 * _U
-        self.xn = np.sqrt(sq) * (1 + g)
-        self.x1 = ab * (1 + g)
+        self._norms = None  # (xn, x1), computed on first use (an O(n d) read of the rows)
         self.gam = g
         # the rounding of a score as Lloyd's kernel computes it (product in the data's type,
         # float32 G^T for float32 dense rows) and as the own-score loop does (float64)
@@ -310,6 +303,40 @@ class PrunedPasses:
         self.rho = 2.0 * (_gamma(L, u_dt) + u_dt + _gamma(L, _U) + 4 * _U)
         self.lim = 1e36 if (not self.sparse and Xg.dtype == np.float32) else 1e300
         self.T = self._threads()
+
+    @property
+    def xn(self):
+        """``||x_i||_2`` per row, rounded up."""
+        return self.norms()[0]
+
+    @property
+    def x1(self):
+        """``||x_i||_1`` per row, rounded up."""
+        return self.norms()[1]
+
+    def norms(self, rows=None):
+        """``(||x_i||_2, ||x_i||_1)`` rounded up, of every row (kept) or of ``rows`` only."""
+        if rows is None and self._norms is not None:
+            return self._norms
+        Xg, g = self.Xg, self.gam
+        if self.sparse:
+            Xr = Xg if rows is None else Xg[rows]
+            m = Xr.shape[0]
+            sq = np.zeros(m)
+            ab = np.zeros(m)
+            data = np.abs(Xr.data.astype(np.float64))
+            ids = np.repeat(np.arange(m), np.diff(Xr.indptr))
+            np.add.at(sq, ids, data * data)
+            np.add.at(ab, ids, data)
+        else:
+            Xr = Xg if rows is None else Xg[rows]
+            sq = np.empty(Xr.shape[0])
+            ab = np.empty(Xr.shape[0])
+            KA.row_norms_dense(Xr, sq, ab)  # any order of the sums: g bounds each
+        out = (np.sqrt(sq) * (1 + g), ab * (1 + g))
+        if rows is None:
+            self._norms = out
+        return out
 
     def _threads(self):
         """The thread blocks of :func:`bregclust._execution.fused_pass` (the sums are added
@@ -473,6 +500,224 @@ class PrunedPasses:
         assert np.array_equal(ref.W, part.W), "pruned cluster weights differ from Lloyd's"
         assert np.array_equal(ref.S, part.S), "pruned cluster sums differ from Lloyd's"
 
+
+#: Rows of the sample on which :class:`AdaptivePasses` measures what pruning would skip (at
+#: most ``n / 16`` from 1,024 rows on).
+SAMPLE_ROWS = 1024
+
+#: The cost model of :class:`AdaptivePasses`, in units of a Lloyd pass: a pruned pass that
+#: skips the fraction ``s`` of the rows costs ``PRUNED_FIXED + PRUNED_ROW (1 - s)``; the Lloyd
+#: pass that also starts the bounds (:func:`bregclust._kernels.adaptive.start_step_dense`)
+#: costs ``START``. Measured pass by pass on 200k x 128 unit rows (cosine), k = 256, one
+#: thread (benchmarks/RESULTS.md): a pruned pass took 0.76 of a Lloyd pass skipping 47% of the
+#: rows, 0.49 skipping 72%, 1.04 skipping 21%; a starting pass 1.4 (its group minima read the
+#: scores of each group through the grouping's permutation, about 1.3 ns per score).
+PRUNED_FIXED = 0.19
+PRUNED_ROW = 1.08
+START = 1.4
+
+
+class AdaptivePasses:
+    """``algorithm="auto"`` on dense rows: Lloyd's passes while pruning would not pay, the
+    pruned passes of :class:`PrunedPasses` once it would, and back.
+
+    Every pass is exact whichever it is (Lloyd's pass; the Lloyd pass that also starts the
+    bounds, :func:`bregclust._kernels.adaptive.start_step_dense`, with Lloyd's arithmetic bit
+    for bit; or a pruned pass, with Lloyd's labels and sums), so the choice changes the time
+    of a fit, never its result. The choice is measured. On a fixed sample of
+    :data:`SAMPLE_ROWS` rows every pass evaluates all scores (about ``SAMPLE_ROWS / n`` of a
+    pass), keeps the exact bounds they give, and moves them to the next centres with the
+    pruned pass' own shifts: the fraction of sample rows whose bound test passes, ``s_f``, is
+    what a pruned pass would skip one pass after the bounds were started. The last pruned
+    pass gives the fraction ``s_r`` its aged bounds skip. With the cost model
+    (:data:`PRUNED_FIXED`, :data:`PRUNED_ROW`, :data:`START`; a Lloyd pass costs 1) the passes
+    take, over this pass and the next, the cheapest of: Lloyd's pass, a starting pass then a
+    pruned pass skipping ``s_f``, or (after a pruned pass) two more pruned passes skipping
+    ``s_r``; on the last pass of ``max_iter``, never a starting pass.
+
+    Parameters
+    ----------
+    src : InMemorySource
+        Dense rows.
+    div : Divergence
+    algorithm : {"hamerly", "yinyang"}
+        The pruned passes to switch to.
+    debug : bool, default=False
+        Passed to :class:`PrunedPasses`: the bounds and the pass are checked on every pruned
+        and starting pass.
+
+    Attributes
+    ----------
+    skipped : list of int
+        Per pass, the score evaluations skipped (0 on Lloyd's and starting passes).
+    total : int
+        ``n k``.
+    modes : list of str
+        Per pass, ``"lloyd"``, ``"start"`` or ``"pruned"``.
+    predicted : list of float
+        Per pass, ``s_f`` measured on the sample (NaN before the second pass).
+    """
+
+    #: tests: a callable ``pass number -> "lloyd" | "start" | "pruned"`` in place of the
+    #: measured rule ("pruned" right after a Lloyd pass starts the bounds in the pruned kernel)
+    schedule = None
+
+    def __init__(self, src, div, algorithm, debug=False):
+        self.src = src
+        self.div = div
+        self.pruned = PrunedPasses(src, div, algorithm, debug=debug)
+        n = self.pruned.n
+        m = min(n, SAMPLE_ROWS, max(n // 16, 64))  # at most 1/16 of a pass (n >= 1024)
+        self.rows = (np.arange(m, dtype=np.int64) * n) // max(m, 1)
+        self.Xs = np.ascontiguousarray(self.pruned.Xg[self.rows], dtype=np.float64)
+        self.xs_n, self.xs_1 = self.pruned.norms(self.rows)
+        self.left = None  # passes left in the fit (set by budget)
+        self.mode = "lloyd"
+        self.state = None  # (pc, labels, bounds) of the sample at the last pass
+        self.skipped = []
+        self.modes = []
+        self.predicted = []
+        self.total = 0
+
+    def budget(self, max_iter):
+        """The fit makes at most ``max_iter`` passes after the first (called by
+        :func:`bregclust._centroid.lloyd`)."""
+        self.left = int(max_iter) + 1
+
+    # ------------------------------------------------------------------ the sample
+    def _sample(self, pc, labels):
+        """Measure ``s_f`` at the centres ``pc`` and keep the sample's exact bounds for the
+        next pass (``labels``: the pass's labels of all rows). Returns ``s_f`` or None."""
+        P = self.pruned
+        if not pc.fused or self.Xs.shape[0] == 0:
+            self.state = None
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            D = pc.c[None, :] - self.Xs @ pc.G.T
+        s_f = self._predict(pc, D)
+        a = labels[self.rows]
+        lb = D.copy()
+        lb[np.arange(a.shape[0]), a] = np.inf
+        self.state = (pc, a, np.minimum.reduceat(lb[:, P.perm], P.starts, axis=1))
+        return s_f
+
+    def _predict(self, pc, D):
+        """The fraction of sample rows whose bounds, exact at the centres of the last pass and
+        moved to ``pc`` by :meth:`PrunedPasses._shifts`, prove their label (scores ``D``)."""
+        if self.state is None:
+            return None
+        old, a, lb = self.state
+        P = self.pruned
+        if not old.fused or old.U.shape != pc.U.shape:
+            return None
+        shift_m, shift_2, shift_inf, U0, use_ref = P._shifts(old, pc)
+        Da = D[np.arange(a.shape[0]), a]
+        xn = self.xs_n
+        with np.errstate(invalid="ignore", over="ignore"):
+            if use_ref:
+                diff = self.Xs - U0[a]
+                r2 = np.sqrt(np.einsum("ij,ij->i", diff, diff)) * (1 + P.gam)
+                move = shift_m[a] - r2[:, None] * shift_2[None, :]
+            else:
+                move = shift_m[np.zeros_like(a)] - np.minimum(
+                    xn[:, None] * shift_2[None, :], self.xs_1[:, None] * shift_inf[None, :])
+            low = np.nan_to_num(lb + move, nan=-np.inf).min(axis=1)
+            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + P.gam)
+            Ei = P.rho * (xn * TN + float(np.abs(pc.c).max()))
+            return float(np.mean(Da + 2.0 * Ei < low))
+
+    # ------------------------------------------------------------------ the rule
+    @staticmethod
+    def _cost(s):
+        """A pruned pass skipping the fraction ``s`` of the rows, in Lloyd passes."""
+        return PRUNED_FIXED + PRUNED_ROW * (1.0 - s)
+
+    def _choose(self):
+        """``"lloyd"``, ``"start"`` or ``"pruned"`` for the next pass (see the class)."""
+        s_f = self.predicted[-1] if self.predicted else np.nan
+        left = self.left if self.left is not None else 2
+        options = {"lloyd": 2.0}
+        if self.mode == "start":
+            options["pruned"] = 2.0 * self._cost(s_f) if s_f == s_f else 1.9
+        elif self.mode == "pruned":
+            s_r = self.skipped[-1] / max(self.total, 1)
+            options["pruned"] = 2.0 * self._cost(s_r)
+        if s_f == s_f and left >= 2:
+            options["start"] = START + self._cost(s_f)
+        if left < 2:  # the last pass: no next pass to share the cost with
+            options = {m: v / 2.0 for m, v in options.items() if m != "start"}
+        return min(options, key=lambda m: (options[m], m != "lloyd"))
+
+    # ------------------------------------------------------------------ the pass
+    def __call__(self, div, pc, extra=None, sums=True):
+        if extra is not None or not sums:  # not a pass of the loop: Lloyd's
+            return self.src.lloyd(div, pc, extra, sums)
+        P = self.pruned
+        k = pc.U.shape[0]
+        self.total = P.n * k
+        if pc.fused and (P.grp is None or P.grp.shape[0] != k):
+            P._group(pc.U)
+        if self.schedule is not None:
+            mode = self.schedule(len(self.skipped))
+        else:
+            mode = self._choose()
+        if self.left is not None:
+            self.left -= 1
+        part = None
+        if mode == "pruned" and pc.fused:
+            if self.mode == "lloyd":
+                P.prev = None  # the pruned kernel starts the bounds itself
+            P.skipped = []
+            part = P(div, pc, extra, sums)
+            self.skipped.append(P.skipped[-1])
+        elif mode == "start" and pc.fused:
+            part = self._start(div, pc)
+            if part is not None:
+                self.skipped.append(0)
+        if part is None:
+            mode = "lloyd"
+            P.prev = None
+            part = self.src.lloyd(div, pc, extra, sums)
+            self.skipped.append(0)
+        self.mode = mode
+        self.modes.append(mode)
+        s_f = self._sample(pc, part.labels) if self.schedule is None else None
+        self.predicted.append(np.nan if s_f is None else s_f)
+        return part
+
+    def _start(self, div, pc):
+        """Lloyd's pass that also starts the pruned passes' bounds (None after an overflow:
+        the caller runs Lloyd's pass, which evaluates those rows by the definition)."""
+        P = self.pruned
+        n, d, k, T = P.n, P.d, pc.U.shape[0], P.T
+        if n == 0:
+            return None
+        labels = np.empty(n, dtype=np.int64)
+        mins = np.empty(n)
+        lb = np.empty((n, P.starts.shape[0]))
+        S = np.zeros((T, k, d))
+        W = np.zeros((T, k))
+        O = np.zeros(T)
+        with np.errstate(over="ignore", invalid="ignore"):
+            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + P.gam)
+            CN = float(np.abs(pc.c).max())
+        GT = pc.gt(P.Xg.dtype)
+        kern = KA.start_step_dense if T > 1 else KA.start_step_dense_serial
+        with E.blas_one_thread():
+            kern(P.Xg, P.phi_x, GT, pc.c, P.perm, P.gstart, P.grp, P.xn, P.rho, TN, CN, P.w,
+                 E._LLOYD_CHUNK, labels, mins, lb, S, W, O)
+        obj = float(O[0])
+        for t in range(1, T):  # as fused_pass adds the threads' sums
+            S[0] += S[t]
+            obj += float(O[t])
+        if not np.isfinite(obj):
+            return None
+        P.labels, P.lb, P.prev, P.k, P.total = labels, lb, pc, k, n * k
+        part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels.copy(),
+                           mins=mins)
+        if P.debug:
+            P._check(pc, part)
+        return part
 
 #: Tests set this to check the bounds on every row at every pass (:meth:`PrunedPasses._check`).
 DEBUG = False

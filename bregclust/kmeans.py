@@ -128,7 +128,8 @@ default="auto"
         only): keeps the ``n x k`` products of the centres that did not move and recomputes
         the others (``8 n k`` bytes), also Lloyd's results bit for bit. ``"auto"``:
         ``"yinyang"`` from 64 clusters on for dense in-memory data and divergences with the
-        fused GEMM form, ``"cached"`` from 128 clusters on for sparse rows (when the cache
+        fused GEMM form (adaptively: Lloyd's passes while a measured sample says pruning
+        would not pay, see :doc:`/guide/kmeans`), ``"cached"`` from 128 clusters on for sparse rows (when the cache
         takes at most 1 GiB), ``"lloyd"`` otherwise (and for dask arrays).
 
     Attributes
@@ -322,7 +323,8 @@ default="auto"
             best = None
             for run in range(n_init):
                 C0 = self._seed(src, div, k, rng, beta, z, init)
-                passes = _pruned.make_passes(src, div, algorithm, debug=_pruned.DEBUG)
+                passes = _pruned.make_passes(src, div, algorithm, debug=_pruned.DEBUG,
+                                             adaptive=self.algorithm == "auto")
                 if bounds is not None:
                     res = constrained_lloyd(src, div, C0, beta, z, self.max_iter, self.tol,
                                             run, bounds.scaled(cond.weight_scale),

@@ -412,6 +412,22 @@ KERNEL_ORACLES = {
         "test_cross_knn_both_is_two_neighbour_searches":
             "the one-pass cross-task graphs against one neighbour search per direction",
     },
+    "test_pruned.py": {
+        "debug_bounds": "switches on the pruned passes' debug check (bounds and Lloyd's pass) for "
+                        "every fit of the file",
+        "test_debug_mode_catches_a_broken_bound": "the debug check against bounds raised on purpose",
+        "test_cached_debug_mode_catches_a_stale_cache":
+            "the cached passes' debug check against a stale cache made on purpose",
+        "test_smoothing_term_from_prepared_centres_is_pairwise":
+            "the Lloyd loop's smoothing term against pairwise, bit for bit",
+        "test_auto_equals_lloyd_across_switches":
+            "the adaptive passes under forced switching schedules against algorithm='lloyd'",
+        "test_debug_mode_through_switches":
+            "the debug check after switches against bounds raised on purpose",
+        "test_start_pass_is_lloyds_pass_with_exact_bounds":
+            "the starting pass' kernel against Lloyd's kernel bit for bit, bounds against scores",
+        "test_adaptive_rule_weighs_the_passes_left": "the adaptive rule's choices on given measurements",
+    },
     "naive_agglomerative.py": {
         "plain_generic_linkage":
             "the plain generic algorithm (the oracle) evaluating costs with the engine's kernels",
@@ -536,9 +552,7 @@ KERNEL_ORACLES = {
 #: Test files written before the rule, still to migrate (each owned by another piece of work
 #: when the rule was added; the rule applies to every other test file). Remove a file from
 #: here once its tests follow the rule.
-NOT_YET_MIGRATED = frozenset({
-    "test_pruned.py",
-})
+NOT_YET_MIGRATED = frozenset()
 
 
 def _private(dotted):

@@ -5,7 +5,12 @@ Every pruned fit here runs with the debug mode of :mod:`bregclust._pruned` on: a
 it checks that the lower bound of every row is below its true second score, and that labels and
 centre sums equal those of a full Lloyd pass from the same centres (the cached passes: labels,
 minima, sums and objective). The fits are then compared
-with ``algorithm="lloyd"``: labels, centres, iterations and inertia.
+with ``algorithm="lloyd"``: labels, centres, iterations and inertia. ``algorithm="auto"`` on
+dense rows switches between Lloyd's passes, the Lloyd pass that starts the bounds and the pruned
+passes; every switch is checked the same way (forced by the passes' test schedule, or by the
+measured rule).
+
+The private names read here are listed in ``tests/test_imports.py`` (``KERNEL_ORACLES``).
 """
 
 import math
@@ -18,7 +23,6 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bregclust._pruned as P
 from bregclust import BregmanKMeans, register_divergence, unregister_divergence
 
 CUSTOM = "test_pruned_cosh"
@@ -37,6 +41,8 @@ def custom_generator():
 
 @pytest.fixture(autouse=True)
 def debug_bounds(monkeypatch):
+    import bregclust._pruned as P
+
     monkeypatch.setattr(P, "DEBUG", True)
 
 
@@ -132,6 +138,8 @@ def test_pruned_equals_lloyd_many_clusters(div, form, alg):
 
 def test_debug_mode_catches_a_broken_bound(monkeypatch):
     """The debug check can fail: bounds raised by a constant are caught on the next pass."""
+    import bregclust._pruned as P
+
     real = P.PrunedPasses._shifts
 
     def broken(self, old, new):
@@ -146,17 +154,18 @@ def test_debug_mode_catches_a_broken_bound(monkeypatch):
 
 
 def test_auto_chooses_by_k_and_source():
+    """The documented thresholds: dense rows prune (adaptively) from 64 clusters on, sparse
+    rows keep the score columns from 128 on."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(700, 2))
     small = _fit("auto", X, 5, "sqeuclidean", random_state=0)
-    large = _fit("auto", X, P.AUTO_MIN_CLUSTERS, "sqeuclidean", random_state=0)
-    l1 = _fit("auto", X, P.AUTO_MIN_CLUSTERS, "l1_subgradient", random_state=0)
+    large = _fit("auto", X, 64, "sqeuclidean", random_state=0)
+    l1 = _fit("auto", X, 64, "l1_subgradient", random_state=0)
     assert (small.algorithm_, large.algorithm_, l1.algorithm_) == ("lloyd", "yinyang", "lloyd")
-    sparse = _fit("auto", sp.csr_matrix(X), P.AUTO_CACHED_MIN_CLUSTERS, "sqeuclidean",
-                  random_state=0)
+    assert _fit("auto", X, 63, "sqeuclidean", random_state=0).algorithm_ == "lloyd"
+    sparse = _fit("auto", sp.csr_matrix(X), 128, "sqeuclidean", random_state=0)
     assert sparse.algorithm_ == "cached"
-    few = _fit("auto", sp.csr_matrix(X), P.AUTO_CACHED_MIN_CLUSTERS - 1, "sqeuclidean",
-               random_state=0)
+    few = _fit("auto", sp.csr_matrix(X), 127, "sqeuclidean", random_state=0)
     assert few.algorithm_ == "lloyd"
     forced = _fit("hamerly", X, 5, "l1_subgradient", random_state=0)
     assert forced.algorithm_ == "lloyd"  # no GEMM form to bound: Lloyd's passes
@@ -268,6 +277,8 @@ def test_cached_skips_the_columns_of_centres_that_stay():
 def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
     """The debug check can fail: treating every centre as unmoved after the first pass (stale
     products) is caught."""
+    import bregclust._pruned as P
+
     real = P.KP.cached_step_csr_serial
 
     def stale(data, indices, indptr, phi_x, GTm, moved, *rest):
@@ -306,3 +317,178 @@ def test_smoothing_term_from_prepared_centres_is_pairwise(div):
     assert fast == ref
     if div in ("kl", "sqeuclidean", "itakura_saito", CUSTOM):
         assert _centroid._smoothing_terms(dv, z, U, pc) is not None  # the fast path ran
+
+
+# ------------------------------------------------------------------ adaptive "auto" (dense rows)
+MODES = ["lloyd", "start", "pruned"]
+
+
+def _adaptive_data(div, rng, n, d, grid):
+    if div == "cosine":  # no zero row (a direction needs a length)
+        Z = rng.normal(size=(n, d))
+        Z[np.abs(Z).sum(axis=1) == 0, 0] = 1.0
+        return np.round(Z) + 0.5 if grid else Z
+    return _data(div, rng, n, d, grid)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(div=st.sampled_from(DIVS + ["cosine"]), seed=st.integers(0, 2**31 - 1),
+       n=st.integers(2, 120), d=st.integers(1, 3), k=st.integers(1, 30), grid=st.booleans(),
+       weights=st.sampled_from(["none", "random", "zeros"]), smoothing=st.sampled_from([0.0, 0.5]),
+       float32=st.booleans(), n_init=st.sampled_from([1, 2]),
+       modes=st.lists(st.sampled_from(MODES), min_size=1, max_size=10))
+def test_auto_equals_lloyd_across_switches(div, seed, n, d, k, grid, weights, smoothing, float32,
+                                           n_init, modes):
+    """``algorithm="auto"`` with a forced schedule of Lloyd, starting and pruned passes (every
+    order of switches, both ways): Lloyd's fit, with the bounds checked on every pruned and
+    starting pass (debug mode)."""
+    import bregclust._pruned as P
+
+    rng = np.random.default_rng(seed)
+    d = max(d, 2) if div == "cosine" else d  # a direction needs two features
+    X = _adaptive_data(div, rng, n, d, grid)
+    if div == "kl" and smoothing == 0.0:
+        X = X + 0.1
+    if float32:
+        X = X.astype(np.float32)
+    k = min(k, n)
+    sw = None
+    if weights == "random":
+        sw = rng.uniform(0.1, 3.0, n)
+    elif weights == "zeros":
+        sw = rng.integers(0, 3, n).astype(float)
+        sw[0] = 1.0
+    if n_init == 1:
+        init = X[rng.choice(n, k, replace=False)].astype(np.float64)
+        if div == "kl":
+            init = init + 0.25
+        kw = dict(init=init, n_init=1)
+    else:
+        kw = dict(init="k-means++", n_init=2, random_state=int(seed % 1000))
+    kw.update(max_iter=40, tol=0.0, smoothing=0.0 if div == "cosine" else smoothing, sw=sw)
+    a = _fit("lloyd", X, k, div, **dict(kw))
+    calls = []
+
+    def schedule(i):
+        calls.append(i)
+        return modes[i % len(modes)]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(P, "AUTO_MIN_CLUSTERS", 1)  # the adaptive passes at any k
+        mp.setattr(P.AdaptivePasses, "schedule", staticmethod(schedule))
+        b = _fit("auto", X, k, div, **dict(kw))
+    _same(a, b, float32=float32)
+    assert b.n_skipped_.shape == (b.n_iter_ + 1,)
+    if b.algorithm_ != "lloyd":  # a divergence with the GEMM form: the schedule was followed
+        assert calls and calls[0] == 0
+
+
+def test_auto_switches_by_measurement_and_equals_lloyd():
+    """The measured rule on data where pruning pays late (many clusters, the centres settle):
+    the first passes are Lloyd's (nothing skipped), later passes skip most scores, and the fit
+    is Lloyd's. With a budget of two iterations no pass can repay the starting pass: Lloyd's
+    passes only."""
+    rng = np.random.default_rng(11)
+    centres = rng.normal(scale=6.0, size=(80, 4))
+    X = centres[rng.integers(0, 80, 4000)] + rng.normal(size=(4000, 4))
+    kw = dict(init=X[:64], max_iter=60, tol=0.0)
+    a, b = _fit("lloyd", X, 64, "sqeuclidean", **dict(kw)), _fit("auto", X, 64, "sqeuclidean",
+                                                                  **dict(kw))
+    _same(a, b)
+    frac = b.n_skipped_ / (4000 * 64)
+    assert frac[0] == 0 and frac[1] == 0
+    assert frac.max() > 0.5
+    short = _fit("auto", X, 64, "sqeuclidean", init=X[:64], max_iter=2, tol=0.0)
+    assert short.algorithm_ == "yinyang" and not short.n_skipped_.any()
+    assert np.array_equal(short.labels_, _fit("lloyd", X, 64, "sqeuclidean", init=X[:64],
+                                              max_iter=2, tol=0.0).labels_)
+
+
+@pytest.mark.parametrize("broken", ["shifts", "start"])
+def test_debug_mode_through_switches(monkeypatch, broken):
+    """The debug check runs on the passes after a switch: a bound raised by a constant in the
+    shifts of a pruned pass, or in the bounds a starting pass writes, is caught."""
+    import bregclust._pruned as P
+
+    if broken == "shifts":
+        real = P.PrunedPasses._shifts
+
+        def shifts(self, old, new):
+            m, s2, sinf, U0, ref = real(self, old, new)
+            return m + 1e3, s2, sinf, U0, ref
+
+        monkeypatch.setattr(P.PrunedPasses, "_shifts", shifts)
+    else:
+        real = P.KA.start_step_dense_serial
+
+        def start(*args):
+            real(*args)
+            args[15][:] += 1e3  # lb
+
+        monkeypatch.setattr(P.KA, "start_step_dense_serial", start)
+    plan = ["lloyd", "lloyd", "start", "pruned", "pruned", "lloyd", "start", "pruned"]
+    monkeypatch.setattr(P, "AUTO_MIN_CLUSTERS", 1)
+    monkeypatch.setattr(P.AdaptivePasses, "schedule",
+                        staticmethod(lambda i: plan[min(i, len(plan) - 1)]))
+    X = np.random.default_rng(0).normal(size=(300, 2))
+    with pytest.raises(AssertionError, match="bound"):
+        _fit("auto", X, 20, "sqeuclidean", init=X[:20], max_iter=20, tol=0.0)
+
+
+@pytest.mark.parametrize("n", [1025, 700])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_start_pass_is_lloyds_pass_with_exact_bounds(n, dtype):
+    """The starting pass against Lloyd's kernel: labels, minima, sums and objective bit for bit
+    (1,025 rows: a last chunk of one row, which Lloyd multiplies by gemv); its bounds lie
+    below every group's smallest score other than the label's, within the rounding margin."""
+    from bregclust._kernels import adaptive as KA
+    from bregclust._kernels import lloyd as KL
+
+    rng = np.random.default_rng(2)
+    X = (rng.normal(size=(n, 7)) + rng.integers(0, 4, size=(n, 1))).astype(dtype)
+    k = 37
+    G = rng.normal(size=(k, 7))
+    c = rng.normal(size=k)
+    phi_x = (X.astype(np.float64) ** 2).sum(axis=1)
+    w = rng.uniform(0.5, 2.0, n)
+    grp = np.arange(k) % 5
+    perm = np.argsort(grp, kind="stable")
+    gstart = np.r_[np.flatnonzero(np.r_[True, np.diff(grp[perm]) != 0]), k].astype(np.int64)
+    GT = np.ascontiguousarray(G.T, dtype=dtype)
+    xn = np.sqrt((X.astype(np.float64) ** 2).sum(axis=1)) * (1 + 1e-14)
+    TN, CN = float(np.sqrt((G ** 2).sum(axis=1)).max()), float(np.abs(c).max())
+    rho = 1e-12 if dtype == np.float64 else 1e-5  # beyond the rounding of a float32 product
+    out = [(np.empty(n, np.int64), np.empty(n), np.zeros((1, k, 7)), np.zeros((1, k)),
+            np.zeros(1)) for _ in range(2)]
+    KL.lloyd_step_dense_serial(X, phi_x, GT, c, w, 256, *out[0])
+    lb = np.empty((n, 5))
+    labels, mins, S, W, O = out[1]
+    KA.start_step_dense_serial(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, 256,
+                               labels, mins, lb, S, W, O)
+    for ref, got in zip(out[0], out[1]):
+        assert np.array_equal(ref, got)
+    D = c[None, :] - X.astype(np.float64) @ G.T
+    D[np.arange(n), labels] = np.inf
+    for g in range(5):
+        true = D[:, grp == g].min(axis=1)
+        margin = rho * (xn * TN + CN)
+        assert (lb[:, g] <= true).all()
+        finite = np.isfinite(true)
+        assert (lb[finite, g] >= true[finite] - 3 * margin[finite] - 1e-12).all()
+
+
+def test_adaptive_rule_weighs_the_passes_left():
+    """The rule's choices on given measurements: a starting pass once the predicted skipped
+    fraction repays it, never on the last pass; a pruned pass kept while it beats Lloyd's."""
+    import bregclust._pruned as P
+
+    a = P.AdaptivePasses.__new__(P.AdaptivePasses)
+    a.total, a.skipped = 100, [0]
+    for mode, s_f, s_r, left, want in [
+            ("lloyd", 0.0, 0, 10, "lloyd"), ("lloyd", 0.95, 0, 10, "start"),
+            ("lloyd", 0.95, 0, 1, "lloyd"), ("start", 0.95, 0, 5, "pruned"),
+            ("pruned", 0.2, 90, 5, "pruned"), ("pruned", 0.2, 5, 5, "lloyd"),
+            ("pruned", 0.99, 20, 5, "start"), ("pruned", np.nan, 90, 1, "pruned")]:
+        a.mode, a.predicted, a.left = mode, [s_f], left
+        a.skipped = [s_r]
+        assert a._choose() == want, (mode, s_f, s_r, left)
