@@ -27,9 +27,18 @@ class SeparableForm:
     """GEMM form and definition of a differentiable separable generator."""
 
     fused = True
+    #: The built-in generator codes (inline scalar functions; :meth:`grad` a numpy ufunc for
+    #: sqeuclidean and Itakura-Saito): their centre parts are computed over whole arrays here.
+    BUILTIN = (KG.SQ, KG.KL, KG.IS)
 
     def __init__(self, gen):
         self.gen = gen
+
+    @property
+    def closed_parts(self):
+        """Whether the generator is a built-in one (:attr:`BUILTIN`), whose centre parts
+        :meth:`centre_parts` computes without calling a user's scalar functions."""
+        return self.gen.code in self.BUILTIN
 
     def calls(self):
         """The context of a kernel call that may run a user's scalar functions: an exception
@@ -114,7 +123,8 @@ class SeparableForm:
     def centre_parts(self, U, parallel=False):
         """``(G, c, phi)`` of centres ``U``: ``grad phi(U)``, ``<u, g> - phi(u)`` and
         ``phi(U)`` (the one place the GEMM parts of centres are computed:
-        :func:`bregclust._execution.prepare_centres`)."""
+        :func:`bregclust._execution.prepare_centres`, and the mini-batch count update for the
+        centres that moved)."""
         G = self.grad(U, parallel)
         phi = self.phi_rows(U, parallel)
         with np.errstate(invalid="ignore"):
