@@ -76,11 +76,15 @@ class SeparableForm:
 
     def grad(self, U2, parallel=False):
         g = self.gen
-        # The built-in derivatives are one vectorised ufunc each (the same values as the
-        # scalar kernels: 2x, log x with log 0 = -inf, -1/x); centres of text data have
-        # hundreds of thousands of coordinates per cluster and are prepared every iteration.
+        # The built-in derivatives are one vectorised ufunc each (the scalar kernels' values,
+        # numpy's log within an ulp of numba's: 2x, log x with log 0 = -inf, -1/x); centres of
+        # text data have hundreds of thousands of coordinates per cluster and are prepared
+        # every iteration (the mini-batch count update too, for the centres that moved).
         if g.code == KG.SQ:
             return 2.0 * U2
+        if g.code == KG.KL:  # log in float64 as the scalar kernel, stored in U2's type
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.log(U2, dtype=np.float64).astype(U2.dtype, copy=False)
         if g.code == KG.IS:
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.where(U2 >= 0, -1.0 / U2, np.nan)
