@@ -12,6 +12,11 @@ with ``max_iter`` subtasks, and each iteration a leaf task whose end hook may st
 (a hook returning True). The k-means loop hands the centres of each iteration to the hooks
 that ask for ``fitted_estimator`` (a copy of the estimator that predicts with them).
 
+scikit-learn's ``ScoringMonitor`` calls its scorer only when ``fit`` got ``y`` (scikit-learn
+1.9 skips the score when ``y is None``): the hooks receive the ``y`` given to ``fit``, never an
+invented one. Without labels, a callback asking for ``fitted_estimator`` can record
+``fitted_estimator.score(X)`` (minus the objective) at every iteration.
+
 Without callbacks nothing here runs: no context, no copy, the same arithmetic. scikit-learn
 < 1.9 has no :mod:`sklearn.callback`: the fits then run as they are and ``set_callbacks``
 says what to upgrade.

@@ -21,7 +21,7 @@ from ._progress import progress
 from ._smoothing import smoothed_points
 from ._sources import as_source
 from ._spherical import unit_centres
-from ._validation import EmptyClusterWarning, check_array
+from ._validation import EmptyClusterWarning, check_array, user_stacklevel
 from .divergences import get_divergence
 
 __all__ = ["out_dtype", "in_dtype", "LloydResult", "smoothed_objective", "update_centres", "lloyd", "centres_state", "reported_objective",
@@ -133,7 +133,7 @@ def update_centres(S, W, candidates, div, beta, z, run, previous):
         warnings.warn(
             f"restart {run}: {empty.size} cluster(s) became empty; {len(moved)} re-seeded with "
             f"the points farthest from their centres{kept}.",
-            EmptyClusterWarning, stacklevel=5,
+            EmptyClusterWarning, stacklevel=user_stacklevel(),
         )
     with np.errstate(invalid="ignore", divide="ignore"):
         if beta > 0:
@@ -174,7 +174,8 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
     desc : str, default="BregmanKMeans"
         The estimator named in the progress bar and in the ConvergenceWarning.
     stacklevel : int, default=3
-        Of the ConvergenceWarning, as seen from the caller of this function.
+        Not used any more (kept for callers): the ConvergenceWarning points at the first frame
+        outside bregclust, the user's ``fit`` line, whatever the call depth.
     passes : callable, optional
         Runs the Lloyd pass in place of ``src.lloyd`` (same signature and result): the pruned
         passes of :class:`bregclust._pruned.PrunedPasses`, whose ``skipped`` list the bar
@@ -229,7 +230,7 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
     if not converged and not stop:
         warnings.warn(
             f"{desc} restart {run} reached max_iter={max_iter} before converging; "
-            "increase max_iter or tol.", ConvergenceWarning, stacklevel=stacklevel + 1)
+            "increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())
     return LloydResult(centres, part, n_iter, history, converged)
 
 

@@ -27,9 +27,18 @@ class SeparableForm:
     """GEMM form and definition of a differentiable separable generator."""
 
     fused = True
+    #: The built-in generator codes (inline scalar functions; :meth:`grad` a numpy ufunc for
+    #: sqeuclidean and Itakura-Saito): their centre parts are computed over whole arrays here.
+    BUILTIN = (KG.SQ, KG.KL, KG.IS)
 
     def __init__(self, gen):
         self.gen = gen
+
+    @property
+    def closed_parts(self):
+        """Whether the generator is a built-in one (:attr:`BUILTIN`), whose centre parts
+        :meth:`centre_parts` computes without calling a user's scalar functions."""
+        return self.gen.code in self.BUILTIN
 
     def calls(self):
         """The context of a kernel call that may run a user's scalar functions: an exception
@@ -67,11 +76,15 @@ class SeparableForm:
 
     def grad(self, U2, parallel=False):
         g = self.gen
-        # The built-in derivatives are one vectorised ufunc each (the same values as the
-        # scalar kernels: 2x, log x with log 0 = -inf, -1/x); centres of text data have
-        # hundreds of thousands of coordinates per cluster and are prepared every iteration.
+        # The built-in derivatives are one vectorised ufunc each (the scalar kernels' values,
+        # numpy's log within an ulp of numba's: 2x, log x with log 0 = -inf, -1/x); centres of
+        # text data have hundreds of thousands of coordinates per cluster and are prepared
+        # every iteration (the mini-batch count update too, for the centres that moved).
         if g.code == KG.SQ:
             return 2.0 * U2
+        if g.code == KG.KL:  # log in float64 as the scalar kernel, stored in U2's type
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.log(U2, dtype=np.float64).astype(U2.dtype, copy=False)
         if g.code == KG.IS:
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.where(U2 >= 0, -1.0 / U2, np.nan)
@@ -114,7 +127,8 @@ class SeparableForm:
     def centre_parts(self, U, parallel=False):
         """``(G, c, phi)`` of centres ``U``: ``grad phi(U)``, ``<u, g> - phi(u)`` and
         ``phi(U)`` (the one place the GEMM parts of centres are computed:
-        :func:`bregclust._execution.prepare_centres`)."""
+        :func:`bregclust._execution.prepare_centres`, and the mini-batch count update for the
+        centres that moved)."""
         G = self.grad(U, parallel)
         phi = self.phi_rows(U, parallel)
         with np.errstate(invalid="ignore"):

@@ -6,9 +6,12 @@ of the divergence in use).
 """
 
 import numbers
+import os
+import sys
 
 import numpy as np
 import scipy.sparse as sp
+import sklearn
 from sklearn.utils import check_array as _sk_check_array
 
 __all__ = [
@@ -32,7 +35,47 @@ __all__ = [
     "check_label_array",
     "check_class_labels",
     "check_not_string",
+    "user_stacklevel",
 ]
+
+#: Frames of files under these folders belong to the call of ``fit`` (see user_stacklevel):
+#: bregclust's own, and scikit-learn's callback machinery that wraps ``fit`` when callbacks
+#: are set.
+_OWN_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+             os.path.join(os.path.dirname(os.path.abspath(sklearn.__file__)), "callback") + os.sep)
+
+
+def user_stacklevel():
+    """The ``stacklevel`` that makes a warning raised by the caller point at the first frame
+    outside bregclust (and outside scikit-learn's callback wrapper of ``fit``): the user's
+    ``fit`` line (or scikit-learn's, when it calls ``fit``, e.g. in ``cross_val_score``).
+
+    A fixed ``stacklevel`` is right for one call depth only, and the same warning is raised
+    under several (``BregmanKMeans.fit``, bisecting, the mixture's starts, the callback
+    wrapper of ``fit``); pandas' ``find_stack_level`` does the same walk (Python 3.12's
+    ``warnings.warn(skip_file_prefixes=...)`` is not available on 3.9-3.11).
+
+    Returns
+    -------
+    int
+        1 is the function calling ``warnings.warn``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("here", UserWarning, stacklevel=user_stacklevel())
+    >>> caught[0].filename.endswith("_validation.py")
+    False
+    """
+    frame = sys._getframe(1)  # the function that will call warnings.warn: level 1
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            _OWN_DIRS):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 class DomainError(ValueError):

@@ -47,6 +47,7 @@ from ._validation import (
     check_n_clusters,
     check_scalar,
     check_smoothing,
+    user_stacklevel,
 )
 from .divergences import get_divergence
 
@@ -119,21 +120,15 @@ def _log_ratio(num, den):
 
 
 def _phi_array(div, a):
-    """``phi`` entrywise on a float array, from the registry's record: its numpy rules where it
-    has them (no kernel to compile for a small table), else its generator's kernel."""
+    """``phi`` entrywise on a float array, from the registry's record: its numpy rule where it
+    has one (kl, Itakura-Saito), else its form's row sums of one-coordinate rows (sqeuclidean
+    evaluates ``x^2`` there)."""
     a = np.ascontiguousarray(a, dtype=np.float64)
     if a.size == 0:
         return np.zeros(a.shape)
     if div.phi_rule is not None:
         return div.phi_rule(a)
-    if div.parts_rule is not None:
-        # each entry a one-coordinate point: phi(a) = a phi'(a) - (a phi'(a) - phi(a))
-        U = a.reshape(-1, 1)
-        G = np.empty((1, U.shape[0]))
-        c = div.parts_rule(U, G)
-        with np.errstate(invalid="ignore"):
-            return (U[:, 0] * G[0] - c).reshape(a.shape)
-    return div.phi_rows(a.reshape(-1, 1)).reshape(a.shape)
+    return div.form.phi_rows(a.reshape(-1, 1)).reshape(a.shape)
 
 
 def _dphi_array(div, a):
@@ -142,13 +137,8 @@ def _dphi_array(div, a):
     out = np.empty(a.shape)
     inside = a > 0 if div.domain != "real" else np.ones(a.shape, bool)
     out[~inside] = -np.inf
-    if inside.any():
-        if div.parts_rule is not None:
-            G = np.empty((1, int(inside.sum())))
-            div.parts_rule(a[inside].reshape(-1, 1), G)
-            out[inside] = G[0]
-        else:
-            out[inside] = div.grad(a[inside].reshape(1, -1)).ravel()
+    if inside.any():  # the form's gradient: numpy ufuncs for the built-in generators
+        out[inside] = div.form.grad(a[inside].reshape(1, -1)).ravel()
     return out
 
 
@@ -1057,7 +1047,7 @@ optional
                     warnings.warn(
                         f"BregmanCoclustering restart {run} reached max_iter={self.max_iter} "
                         "before converging; increase max_iter or tol.", ConvergenceWarning,
-                        stacklevel=2)
+                        stacklevel=user_stacklevel())
                 if best is None or res.objective < best.objective:
                     best = res
         self._set_fitted(best, div, basis, beta, k, l, Xc, W)
@@ -1070,7 +1060,7 @@ optional
             warnings.warn(
                 f"BregmanCoclustering: the best restart uses {used_r} of {k} row clusters and "
                 f"{used_c} of {l} column clusters; the others are empty.", EmptyClusterWarning,
-                stacklevel=3)
+                stacklevel=user_stacklevel())
         self.divergence_ = div
         self.basis_ = basis
         self.smoothing_ = float(beta)

@@ -157,20 +157,6 @@ def _kl_centroid(div, A, B, mL, mR):
     return u
 
 
-def _sq_parts(U, GT):
-    """sqeuclidean: ``grad phi(u) = 2 u``, ``<u, 2 u> - |u|^2 = |u|^2``."""
-    np.multiply(U.T, 2.0, out=GT)
-    return np.einsum("ij,ij->i", U, U)
-
-
-def _kl_parts(U, GT):
-    """kl: ``grad phi(u) = log u`` (``log 0 = -inf`` and NaN below 0, as the scalar kernel),
-    ``<u, log u> - sum (u log u - u) = sum u``: one vectorised logarithm per coordinate."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.log(U.T, out=GT)
-    return U.sum(axis=1)
-
-
 def _kl_phi(x):
     """kl: ``phi(x) = x log x - x`` elementwise, 0 at 0 and NaN below 0 (the scalar
     generator's values), with numpy's vector logarithm."""
@@ -190,14 +176,6 @@ def _is_phi(x):
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log(np.asarray(x, dtype=np.float64))
     return np.negative(out, out=out)
-
-
-def _is_parts(U, GT):
-    """Itakura-Saito: ``grad phi(u) = -1/u``, ``<u, -1/u> + sum log u = sum log u - d``
-    (``-inf`` at a zero coordinate, NaN below 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        np.divide(-1.0, U.T, out=GT)
-        return np.log(U).sum(axis=1) - U.shape[1]
 
 
 def _is_centroid(div, A, B, mL, mR):
@@ -277,11 +255,6 @@ class Divergence:
         is refused) and the centre of a cluster is the *normalised* weighted mean ``s /
         ||s||``, not the mean itself (cosine: spherical k-means, :mod:`bregclust._spherical`).
         Needs at least two features.
-    parts_rule : callable or None
-        ``parts_rule(U, GT) -> c``: the GEMM parts of centres ``U`` (k x d) in closed form,
-        ``grad phi(U)^T`` written into ``GT`` (d x k) and ``c = <u, grad phi(u)> - phi(u)``
-        returned, with numpy ufuncs (for kl ``c = sum u``: no ``phi`` to evaluate); ``None``
-        for user generators (see :attr:`has_closed_form_parts`).
     phi_rule : callable or None
         ``phi_rule(x) -> phi(x)`` elementwise on an array in closed form with numpy ufuncs
         (float64, the scalar generator's values at the domain's edge: kl gives 0 at 0);
@@ -304,7 +277,6 @@ class Divergence:
     generator: object = field(default=None, repr=False)
     form: object = field(default=None, repr=False)
     centroid_rule: object = field(default=None, repr=False)
-    parts_rule: object = field(default=None, repr=False)
     phi_rule: object = field(default=None, repr=False)
     ward: bool = False
     param_names: tuple = ()
@@ -873,9 +845,11 @@ class Divergence:
     @property
     def has_closed_form_parts(self):
         """Whether the GEMM parts of centres (``grad phi(u)`` and ``<u, grad phi(u)> - phi(u)``)
-        have a vectorised closed form (:attr:`parts_rule`: sqeuclidean, kl, Itakura-Saito);
-        otherwise they come from the scalar generator functions."""
-        return self.parts_rule is not None
+        come from a built-in generator's whole-array evaluation (sqeuclidean, kl,
+        Itakura-Saito) rather than a user's scalar functions. Either way :meth:`gemm_parts`
+        and every pass (the mini-batch count update included) take them from one place, the
+        record's form."""
+        return bool(getattr(self.form, "closed_parts", False))
 
     @property
     def has_closed_form_phi(self):
@@ -1443,7 +1417,7 @@ def register_divergence(name, *, phi, dphi, dphi_inv=None, domain="real", symmet
 def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=False,
              centroid=None, form=None, differentiable=True, ward=False, param_names=(),
              binder=None, translation_invariant=False, homogeneity=None,
-             coordinate_scale_invariant=False, parts=None, phi_values=None, spherical=False):
+             coordinate_scale_invariant=False, phi_values=None, spherical=False):
     gen = Generator(code, phi, dphi, inv, domain, name=name) if phi is not None else None
     if form is None and gen is not None:
         form = F.SeparableForm(gen)
@@ -1453,7 +1427,7 @@ def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=
         formula=formula, builtin=True, generator=gen, form=form(gen) if isinstance(form, type)
         else form, centroid_rule=centroid, ward=ward, param_names=param_names, binder=binder,
         translation_invariant=translation_invariant, homogeneity=homogeneity,
-        coordinate_scale_invariant=coordinate_scale_invariant, parts_rule=parts,
+        coordinate_scale_invariant=coordinate_scale_invariant,
         phi_rule=phi_values, spherical=spherical,
     )
     _add(div)
@@ -1461,18 +1435,17 @@ def _builtin(name, aliases, domain, code, phi, dphi, inv, formula, *, symmetric=
 
 _builtin("sqeuclidean", ("euclidean2", "squared_euclidean", "l2sq", "sq_euclidean"), "real",
          KG.SQ, K.sq_phi, K.sq_dphi, K.sq_dphi_inv, "sum (x - y)^2", symmetric=True,
-         centroid=_symmetric_centroid, ward=True, translation_invariant=True, homogeneity=2,
-         parts=_sq_parts)
+         centroid=_symmetric_centroid, ward=True, translation_invariant=True, homogeneity=2)
 _builtin("mahalanobis", ("mahal",), "real", None, None, None, None,
          "(x - y)^T A (x - y), A SPD", symmetric=True, centroid=_symmetric_centroid, ward=True,
          param_names=("A",), binder=_bind_mahalanobis, translation_invariant=True,
          homogeneity=2)
 _builtin("kl", ("gkl", "i_divergence", "kullback_leibler", "generalized_kl", "generalised_kl"),
          "nonnegative", KG.KL, K.kl_phi, K.kl_dphi, K.kl_dphi_inv, "sum x log(x/y) - x + y",
-         centroid=_kl_centroid, homogeneity=1, parts=_kl_parts, phi_values=_kl_phi)
+         centroid=_kl_centroid, homogeneity=1, phi_values=_kl_phi)
 _builtin("itakura_saito", ("is", "itakura"), "positive", KG.IS, K.is_phi, K.is_dphi,
          K.is_dphi_inv, "sum x/y - log(x/y) - 1", centroid=_is_centroid, homogeneity=0,
-         coordinate_scale_invariant=True, parts=_is_parts, phi_values=_is_phi)
+         coordinate_scale_invariant=True, phi_values=_is_phi)
 _builtin("l1_subgradient", ("l1", "l1_sub"), "real", KG.ABS, K.abs_phi, K.sign_dphi, None,
          "sum (0 if x y > 0 else 2 |x|)", form=F.L1Form, differentiable=False, homogeneity=1)
 _builtin("cosine", ("spherical", "cos"), "real", None, None, None, None,

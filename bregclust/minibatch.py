@@ -132,9 +132,11 @@ class MiniBatchRun:
         return div.generator is not None and div.has_gemm
 
     def vector_parts(self, div):
-        """Whether the fused count update takes the divergence's closed-form parts
-        (:attr:`~bregclust.divergences.Divergence.parts_rule`, numpy ufuncs over the whole
-        ``k x d`` centres) instead of the scalar generator functions of the fused kernel."""
+        """Whether the count update takes the parts of the centres that moved from the
+        engine's one path (the form's ``centre_parts``, as
+        :func:`bregclust._execution.prepare_centres`: the same numbers) instead of the fused
+        kernel's scalar generator functions: built-in generators
+        (:attr:`~bregclust.divergences.Divergence.has_closed_form_parts`) on large centres."""
         return div.has_closed_form_parts and self.U.size >= VECTOR_PARTS
 
     def prepared(self, div):
@@ -186,13 +188,10 @@ class MiniBatchRun:
             return
         if rows.size == 0:
             return
-        rows = _span(rows)
-        if isinstance(rows, slice):  # a range of centres: read and written in place
-            c[rows] = div.parts_rule(self.U[rows], GT[:, rows])
-        else:
-            Gr = np.empty((self.U.shape[1], rows.size))
-            c[rows] = div.parts_rule(self.U[rows], Gr)
-            GT[:, rows] = Gr
+        rows = _span(rows)  # a range of centres: a view of U, no copy
+        Ur = self.U[rows]
+        G, c[rows], _ = div.form.centre_parts(Ur, E.parallel(Ur.size))
+        GT[:, rows] = G.T
         self._product(rows)
 
     def _product(self, rows):

@@ -47,6 +47,7 @@ from ._validation import (
     check_finite,
     check_n_clusters,
     check_scalar,
+    user_stacklevel,
 )
 from ._vmf import VonMisesFisherFamily
 from .divergences import get_divergence
@@ -1147,12 +1148,13 @@ BregmanKMeans, ndarray or dict, default="auto"
                 f"{desc} restart {r}: component(s) {sorted(run.dead)} lost all responsibility "
                 "(total weight below 10 machine epsilons of a sample); they keep their previous "
                 "mean and dispersion with a mixing weight of about 0. Use fewer components or "
-                "another init.", EmptyClusterWarning, stacklevel=5)
+                "another init.", EmptyClusterWarning, stacklevel=user_stacklevel())
 
     def _warn_convergence(self, desc):
         warnings.warn(f"{desc}: the best restart did not converge within max_iter="
                       f"{self.max_iter}; increase max_iter or tol, try another init, or check "
-                      "for degenerate data.", ConvergenceWarning, stacklevel=5)
+                      "for degenerate data.", ConvergenceWarning,
+                      stacklevel=user_stacklevel())
 
     # ------------------------------------------------------------------ initialisation
     def _check_init(self, st, k, src):

@@ -302,3 +302,60 @@ def test_without_callbacks_fit_is_the_plain_method_and_adds_no_frame():
             call()
         where.append((record[0].filename, record[0].lineno))
     assert where[0] == where[1] and not where[0][0].endswith("bregclust/_callbacks.py")
+
+
+def test_with_callbacks_warnings_still_point_at_the_users_fit_line():
+    """The callback wrapper of ``fit`` (bregclust's and scikit-learn's frames) is skipped too:
+    the ConvergenceWarning names this file and the line calling ``fit``."""
+    import inspect
+
+    X = blobs(8)
+    for make in (lambda: BregmanKMeans(3, divergence="kl", random_state=0, max_iter=1, tol=0.0),
+                 lambda: BregmanMixture(2, max_iter=1, random_state=0)):
+        est = make().set_callbacks(Recorder())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = inspect.currentframe().f_lineno + 1
+            est.fit(X)
+        hits = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+        assert hits and (hits[0].filename, hits[0].lineno) == (__file__, line)
+
+
+class ObjectiveLog:
+    """A label-free monitor written against scikit-learn's FitCallback protocol: at the end of
+    every iteration, the score (minus the objective) of the estimator fitted so far on the
+    training data. scikit-learn's ScoringMonitor calls its scorer only when ``fit`` gets ``y``
+    (1.9: ``if X is not None and y is not None``), so without labels this is the route."""
+
+    def __init__(self):
+        self.scores = []
+
+    def setup(self, estimator, context):
+        pass
+
+    def teardown(self, estimator, context):
+        pass
+
+    def on_fit_task_begin(self, estimator, context):
+        pass
+
+    def on_fit_task_end(self, estimator, context, *, X=None, fitted_estimator=None, **kw):
+        if context.task_name == "iteration" and fitted_estimator is not None:
+            self.scores.append(fitted_estimator.score(X))
+        return False
+
+
+def test_a_label_free_monitor_scores_every_iteration_with_the_estimators_own_score():
+    """Without ``y``, ScoringMonitor logs no score; a callback asking for ``fitted_estimator``
+    gets the estimator of every iteration and its own ``score`` (minus the objective): non-
+    decreasing over the Lloyd iterations, the last equal to the fitted model's score."""
+    X = blobs(9)
+    monitor = ScoringMonitor(scoring="adjusted_rand_score")
+    BregmanKMeans(3, divergence="kl", random_state=0).set_callbacks(monitor).fit(X)
+    assert all(set(r) <= {"task_id_path", "parent_task_id_path", "estimator_name", "task_name",
+                          "task_id", "sequential_subtasks"} for r in monitor.get_logs().data)
+    log = ObjectiveLog()
+    est = BregmanKMeans(3, divergence="kl", n_init=1, random_state=0).set_callbacks(log).fit(X)
+    assert len(log.scores) == est.n_iter_ >= 2
+    assert np.all(np.diff(log.scores) >= -1e-9 * abs(log.scores[0]))
+    assert log.scores[-1] == pytest.approx(est.score(X), rel=1e-12)

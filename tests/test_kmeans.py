@@ -2,6 +2,7 @@
 
 import math
 import pickle
+import warnings
 
 import naive
 import numpy as np
@@ -496,3 +497,39 @@ def test_messages_say_an_integer():
         BregmanKMeans(2, max_iter=True).fit(uniform_points())
     with pytest.raises(TypeError, match="n_init must be an integer"):
         BregmanKMeans(2, n_init=2.5).fit(uniform_points())
+
+
+def _warned_here(fit, category):
+    """``(filename, lineno)`` of the first ``category`` warning ``fit()`` raises."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit()
+    hits = [w for w in caught if issubclass(w.category, category)]
+    assert hits, f"no {category.__name__}"
+    return hits[0].filename, hits[0].lineno
+
+
+def test_empty_cluster_and_convergence_warnings_point_at_the_users_fit_line():
+    """The warnings a fit raises name the line that called ``fit`` (here, the lambda's line
+    in this file), not a frame of bregclust nor the frame above the user's call."""
+    import inspect
+
+    from bregclust import BisectingBregmanKMeans, BregmanCoclustering, BregmanMixture
+
+    rng = np.random.default_rng(0)
+    X = np.abs(np.vstack([rng.normal(size=(60, 3)), rng.normal(size=(60, 3)) + 8])) + 0.1
+    C0 = np.array([[0.5] * 3, [8.5] * 3, [500.5] * 3])
+    here = inspect.currentframe().f_lineno
+    cases = [
+        (EmptyClusterWarning, here + 2, lambda: BregmanKMeans(3, init=C0, n_init=1).fit(X)),
+        (ConvergenceWarning, here + 4,
+         lambda: BregmanKMeans(6, max_iter=1, n_init=1, random_state=0).fit(X)),
+        (ConvergenceWarning, here + 6,
+         lambda: BregmanMixture(2, max_iter=1, random_state=0).fit(X)),
+        (ConvergenceWarning, here + 8,
+         lambda: BisectingBregmanKMeans(5, max_iter=1, random_state=0).fit(X)),
+        (EmptyClusterWarning, here + 10,
+         lambda: BregmanCoclustering(3, 2, max_iter=1, random_state=0, n_init=1).fit(X)),
+    ]
+    for category, line, fit in cases:
+        assert _warned_here(fit, category) == (__file__, line), (category.__name__, line)

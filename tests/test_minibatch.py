@@ -225,24 +225,28 @@ CLOSED_FORM = ["sqeuclidean", "kl", "itakura_saito"]
 
 
 @pytest.mark.parametrize("name", CLOSED_FORM)
-def test_closed_form_parts_equal_the_generic_gemm_parts(name):
-    """The record's vectorised ``parts_rule`` gives the GEMM parts of the scalar generator
-    functions, and flags a centre on the domain boundary (a zero coordinate) as not finite."""
+def test_builtin_centre_parts_equal_the_scalar_generator(name):
+    """The GEMM parts of centres (one path: the record's form, whole arrays for these three
+    built-ins) are the scalar generator functions' ``dphi(u)`` and ``sum u dphi(u) - phi(u)``,
+    and a centre on the domain boundary (a zero coordinate) gets parts that are not finite."""
     div = get_divergence(name)
     assert div.has_closed_form_parts
+    g = div.generator
     rng = np.random.default_rng(0)
     U = rng.gamma(2.0, 1.0, size=(4, 37))
     if name == "sqeuclidean":
         U -= 2.0
     G, c = div.gemm_parts(U)
-    GT = np.empty((37, 4))
-    np.testing.assert_allclose(div.parts_rule(U, GT), c, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(GT, G.T, rtol=1e-13)
+    G_ref = np.array([[g.dphi(float(v)) for v in row] for row in U])
+    c_ref = np.array([sum(float(v) * g.dphi(float(v)) - g.phi(float(v)) for v in row)
+                      for row in U])
+    np.testing.assert_allclose(G, G_ref, rtol=1e-13)
+    np.testing.assert_allclose(c, c_ref, rtol=1e-12, atol=1e-12)
     if name != "sqeuclidean":
         U[2, 5] = 0.0
-        c = div.parts_rule(U, GT)
-        assert not (np.isfinite(GT[:, 2]).all() and np.isfinite(c[2]))
-        assert np.isfinite(GT[:, [0, 1, 3]]).all() and np.isfinite(c[[0, 1, 3]]).all()
+        G, c = div.gemm_parts(U)
+        assert not (np.isfinite(G[2]).all() and np.isfinite(c[2]))
+        assert np.isfinite(G[[0, 1, 3]]).all() and np.isfinite(c[[0, 1, 3]]).all()
     assert not get_divergence(CUSTOM).has_closed_form_parts
 
 
@@ -385,7 +389,7 @@ def _sparse_counts(n=300, d=80, seed=0):
 def test_closed_form_count_update_equals_a_full_re_prepare_at_every_step(
         name, fmt, smoothing, monkeypatch):
     """The count update with the closed-form parts keeps, after every step, the GEMM parts
-    that preparing the centres from scratch gives; the fit is the fused kernel's to
+    that preparing the centres from scratch gives, bit for bit (one path); the fit is the fused kernel's to
     rounding (centres, labels, batch objectives, inertia). Without smoothing only the
     centres that received rows move (and re-seeded centres are re-prepared)."""
     from bregclust import _execution as E
@@ -420,9 +424,9 @@ def test_closed_form_count_update_equals_a_full_re_prepare_at_every_step(
         MB.step(run, div, Xb, div.prepare(Xb), np.ones(48), rng)
         GT, c, zg, fin = run.parts(div)
         assert fin.all()
-        ref = E.prepare_centres(div, run.U.copy())
-        np.testing.assert_allclose(GT, ref.GT, rtol=1e-10)
-        np.testing.assert_allclose(c, ref.c, rtol=1e-10, atol=1e-12 * np.abs(ref.c).max())
+        ref = E.prepare_centres(div, run.U.copy())  # the same path: the same numbers
+        np.testing.assert_array_equal(GT, ref.GT)
+        np.testing.assert_array_equal(c, ref.c)
         np.testing.assert_allclose(zg, ref.GT.T @ run._zvec(), rtol=1e-10,
                                    atol=1e-12 * np.abs(ref.GT).max())
 

@@ -9,9 +9,10 @@ The smoothing term of the objective needs ``<z, g>`` too, taken in the same loop
 
 Separable generators only (a generator code and function pointers, as the generic kernels of
 :mod:`bregclust._kernels.lloyd`); the caller falls back on the engine for the others. For a
-generator whose parts have a vectorised closed form (``Divergence.parts_rule``), the caller
-moves the centres with :func:`move_centres` and evaluates the parts with numpy's vector
-logarithm instead, several times faster than a scalar ``log`` per coordinate.
+generator whose parts have a vectorised closed form (``Divergence.has_closed_form_parts``),
+the caller moves the centres with :func:`move_centres` and takes the parts from the form's
+``centre_parts`` (the engine's one path: numpy's vector logarithm, several times faster than a
+scalar ``log`` per coordinate).
 """
 
 import numpy as np
