@@ -246,7 +246,8 @@ class PrunedPasses:
 
     Call it as ``passes(div, centres)`` where :func:`bregclust._centroid.lloyd` would call
     ``src.lloyd(div, centres)``. The bounds carry from one call to the next (the centres of
-    consecutive calls are consecutive iterations); a pass that cannot use them (centres
+    consecutive calls are consecutive iterations); on dense rows the first pass is Lloyd's
+    pass that also writes them (:meth:`start`). A pass that cannot use them (centres
     outside the fused GEMM form, an overflow, an empty cluster whose re-seeding reads the
     minima) runs the source's own Lloyd pass instead and restarts the bounds.
 
@@ -357,6 +358,10 @@ class PrunedPasses:
         if self.prev is None:
             if self.grp is None or self.grp.shape[0] != k:
                 self._group(pc.U)
+            part = self.start(pc)  # dense rows: a Lloyd pass that writes the bounds
+            if part is not None:
+                self.skipped.append(0)
+                return part
             G = self.starts.shape[0]
             self.labels = np.zeros(self.n, dtype=np.int64)
             self.lb = np.full((self.n, G), -np.inf)
@@ -377,6 +382,44 @@ class PrunedPasses:
         self.skipped.append(nskip)
         if self.debug:
             self._check(pc, part)
+        return part
+
+    def start(self, pc):
+        """Lloyd's pass on dense rows that also starts the bounds
+        (:func:`bregclust._kernels.adaptive.start_step_dense`: Lloyd's labels, minima, sums
+        and objective bit for bit); None after an overflow (the caller runs Lloyd's pass,
+        which evaluates those rows by the definition)."""
+        P = self
+        if P.sparse:
+            return None
+        n, d, k, T = P.n, P.d, pc.U.shape[0], P.T
+        if n == 0:
+            return None
+        labels = np.empty(n, dtype=np.int64)
+        mins = np.empty(n)
+        lb = np.empty((n, P.starts.shape[0]))
+        S = np.zeros((T, k, d))
+        W = np.zeros((T, k))
+        O = np.zeros(T)
+        with np.errstate(over="ignore", invalid="ignore"):
+            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + P.gam)
+            CN = float(np.abs(pc.c).max())
+        GT = pc.gt(P.Xg.dtype)
+        kern = KA.start_step_dense if T > 1 else KA.start_step_dense_serial
+        with E.blas_one_thread():
+            kern(P.Xg, P.phi_x, GT, pc.c, P.perm, P.gstart, P.grp, P.xn, P.rho, TN, CN, P.w,
+                 E._LLOYD_CHUNK, labels, mins, lb, S, W, O)
+        obj = float(O[0])
+        for t in range(1, T):  # as fused_pass adds the threads' sums
+            S[0] += S[t]
+            obj += float(O[t])
+        if not np.isfinite(obj):
+            return None
+        P.labels, P.lb, P.prev, P.k, P.total = labels, lb, pc, k, n * k
+        part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels.copy(),
+                           mins=mins)
+        if P.debug:
+            P._check(pc, part)
         return part
 
     def _group(self, U):
@@ -502,8 +545,8 @@ class PrunedPasses:
 
 
 #: Rows of the sample on which :class:`AdaptivePasses` measures what pruning would skip (at
-#: most ``n / 16`` from 1,024 rows on).
-SAMPLE_ROWS = 1024
+#: most ``n / 16`` of the rows, and at least 64).
+SAMPLE_ROWS = 512
 
 #: The cost model of :class:`AdaptivePasses`, in units of a Lloyd pass: a pruned pass that
 #: skips the fraction ``s`` of the rows costs ``PRUNED_FIXED + PRUNED_ROW (1 - s)``; the Lloyd
@@ -559,7 +602,7 @@ class AdaptivePasses:
     """
 
     #: tests: a callable ``pass number -> "lloyd" | "start" | "pruned"`` in place of the
-    #: measured rule ("pruned" right after a Lloyd pass starts the bounds in the pruned kernel)
+    #: measured rule ("pruned" right after a Lloyd pass starts the bounds, as "start" does)
     schedule = None
 
     def __init__(self, src, div, algorithm, debug=False):
@@ -567,7 +610,7 @@ class AdaptivePasses:
         self.div = div
         self.pruned = PrunedPasses(src, div, algorithm, debug=debug)
         n = self.pruned.n
-        m = min(n, SAMPLE_ROWS, max(n // 16, 64))  # at most 1/16 of a pass (n >= 1024)
+        m = min(n, SAMPLE_ROWS, max(n // 16, 64))  # 1/16 of the rows, at least 64
         self.rows = (np.arange(m, dtype=np.int64) * n) // max(m, 1)
         self.Xs = np.ascontiguousarray(self.pruned.Xg[self.rows], dtype=np.float64)
         self.xs_n, self.xs_1 = self.pruned.norms(self.rows)
@@ -671,7 +714,7 @@ class AdaptivePasses:
             part = P(div, pc, extra, sums)
             self.skipped.append(P.skipped[-1])
         elif mode == "start" and pc.fused:
-            part = self._start(div, pc)
+            part = P.start(pc)
             if part is not None:
                 self.skipped.append(0)
         if part is None:
@@ -685,39 +728,6 @@ class AdaptivePasses:
         self.predicted.append(np.nan if s_f is None else s_f)
         return part
 
-    def _start(self, div, pc):
-        """Lloyd's pass that also starts the pruned passes' bounds (None after an overflow:
-        the caller runs Lloyd's pass, which evaluates those rows by the definition)."""
-        P = self.pruned
-        n, d, k, T = P.n, P.d, pc.U.shape[0], P.T
-        if n == 0:
-            return None
-        labels = np.empty(n, dtype=np.int64)
-        mins = np.empty(n)
-        lb = np.empty((n, P.starts.shape[0]))
-        S = np.zeros((T, k, d))
-        W = np.zeros((T, k))
-        O = np.zeros(T)
-        with np.errstate(over="ignore", invalid="ignore"):
-            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + P.gam)
-            CN = float(np.abs(pc.c).max())
-        GT = pc.gt(P.Xg.dtype)
-        kern = KA.start_step_dense if T > 1 else KA.start_step_dense_serial
-        with E.blas_one_thread():
-            kern(P.Xg, P.phi_x, GT, pc.c, P.perm, P.gstart, P.grp, P.xn, P.rho, TN, CN, P.w,
-                 E._LLOYD_CHUNK, labels, mins, lb, S, W, O)
-        obj = float(O[0])
-        for t in range(1, T):  # as fused_pass adds the threads' sums
-            S[0] += S[t]
-            obj += float(O[t])
-        if not np.isfinite(obj):
-            return None
-        P.labels, P.lb, P.prev, P.k, P.total = labels, lb, pc, k, n * k
-        part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels.copy(),
-                           mins=mins)
-        if P.debug:
-            P._check(pc, part)
-        return part
 
 #: Tests set this to check the bounds on every row at every pass (:meth:`PrunedPasses._check`).
 DEBUG = False
