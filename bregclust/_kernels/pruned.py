@@ -322,9 +322,16 @@ def _cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, 
     m = moved.shape[0]
     obj = 0.0
     for r in range(r0, r1):
-        # Lloyd's own row product (lloyd._product_csr) on the moved columns only: each column
-        # is the same sum over the same stored entries in the same order, so the same value
-        _product_csr(data, indices, indptr, GTm, r, acc)
+        # the product of lloyd._product_csr for the moved columns only: each column is the
+        # same sum over the same stored entries in the same order, so the same value. Written
+        # out rather than called: calling _product_csr here measured slower on 20 Newsgroups
+        # (kl, k = 256, best cached fit 2.11-2.42 s against 1.80-1.85 s inline, one thread)
+        acc[:] = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            v = data[p]
+            g = GTm[indices[p]]
+            for q in range(m):
+                acc[q] += v * g[q]
         Pr = P[r]
         for q in range(m):
             Pr[moved[q]] = acc[q]
