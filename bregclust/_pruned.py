@@ -368,7 +368,7 @@ class PrunedPasses:
             shifts = (np.zeros((1, G)), np.zeros(G), np.zeros(G), np.zeros((0, self.d)), False)
         else:
             shifts = self._shifts(self.prev, pc)
-        part, nskip = self._run(pc, shifts)
+        part, nrec = self._run(pc, shifts)
         if part is None:
             return self._fallback(pc)
         self.prev = pc
@@ -379,7 +379,7 @@ class PrunedPasses:
             if self.debug:
                 assert np.array_equal(lloyd.labels, part.labels)
             part = lloyd
-        self.skipped.append(nskip)
+        self.skipped.append((self.n - nrec) * (k - 1))
         if self.debug:
             self._check(pc, part)
         return part
@@ -482,7 +482,7 @@ class PrunedPasses:
                 use_ref)
 
     def _run(self, pc, shifts):
-        """The kernel pass: ``(LloydPart, scores skipped)``, or ``(None, 0)`` after an
+        """The kernel pass: ``(LloydPart, rows recomputed)``, or ``(None, 0)`` after an
         overflow (the caller then runs Lloyd's pass, which evaluates those rows by the
         definition)."""
         shift_m, shift_2, shift_inf, U0, use_ref = shifts

@@ -411,10 +411,8 @@ KERNEL_ORACLES = {
     "test_pruned_kernels.py": {
         "debug_bounds": "the pruned passes' debug mode: every bound checked against the true "
                         "scores and every pass against Lloyd's after each pruned pass",
-        "test_debug_mode_catches_a_broken_local_bound":
+        "test_debug_mode_catches_a_broken_group_bound":
             "the debug check itself fails on bounds raised by a constant (shifts patched)",
-        "test_local_row_kernel_against_brute_force":
-            "Yinyang's local filter against the exact scores: labels, ties, bounds",
     },
     "test_spectral_mtc.py": {
         "test_cross_knn_both_is_two_neighbour_searches":

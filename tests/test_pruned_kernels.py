@@ -1,7 +1,6 @@
 """The pruning kernels (bregclust/_kernels/pruned.py) against Lloyd's passes, through the public
-estimator: Yinyang's local filter (rows failing the global test decided from the scores of the
-groups whose bound fails), the scores skipped it reports, the cached score columns that share
-Lloyd's row product, and what runs on dask.
+estimator: Yinyang and Hamerly bounds on many clusters (dense, float32, CSR), the scores skipped
+they report, the cached score columns that share Lloyd's row product, and what runs on dask.
 
 Every pruned fit here runs with the debug mode of the pruned passes on (the ``debug_bounds``
 fixture): after each pass the bound of every row and group is checked against the true scores,
@@ -86,11 +85,10 @@ def _same(a, b, float32=False):
                                rtol=1e-5 if float32 else 1e-12, atol=atol)
 
 
-def _local_rows_ran(m, k):
-    """Some pass skipped a number of scores that is not a multiple of ``k - 1``: a row was
-    decided by the local filter (a row whose bounds held skips ``k - 1``, a row evaluated in
-    full skips none)."""
-    return bool((m.n_skipped_ % (k - 1)).any())
+def _whole_rows(m, k):
+    """Every pass skipped a multiple of ``k - 1`` scores: a row is skipped whole (its own score
+    evaluated) or evaluated whole."""
+    return not (m.n_skipped_ % (k - 1)).any()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -98,11 +96,11 @@ def _local_rows_ran(m, k):
        d=st.integers(1, 4), k=st.integers(20, 90), grid=st.booleans(),
        weights=st.sampled_from(["none", "random", "zeros"]), dup_init=st.booleans(),
        smoothing=st.sampled_from([0.0, 0.5]), float32=st.booleans())
-def test_yinyang_local_filter_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init,
-                                           smoothing, float32):
+def test_yinyang_many_clusters_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init,
+                                            smoothing, float32):
     """Random blobs or a grid (ties, duplicate rows), weights (zero weights too), duplicate
     initial centres (ties between centres, empty clusters and their re-seeding), smoothing,
-    float32: yinyang with its local filter is Lloyd's fit."""
+    float32, 20 to 90 clusters (2 to 9 groups): yinyang is Lloyd's fit."""
     rng = np.random.default_rng(seed)
     X = _blobs(div, rng, n, d, k, grid)
     sw = None
@@ -127,9 +125,9 @@ def test_yinyang_local_filter_equals_lloyd(div, seed, n, d, k, grid, weights, du
 
 @pytest.mark.parametrize("div", DIVS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_local_filter_decides_rows_and_equals_lloyd(div, dtype):
-    """Many clusters on well separated blobs: rows failing the global test are decided by the
-    local filter (the skipped counts say so), and the fit is Lloyd's."""
+def test_separated_blobs_prune_and_equal_lloyd(div, dtype):
+    """Many clusters on well separated blobs: most scores are skipped once the centres settle,
+    whole rows at a time, and the fit is Lloyd's."""
     rng = np.random.default_rng(7)
     k, n = 120, 6000
     C = rng.normal(scale=10.0, size=(k, 3))
@@ -138,21 +136,21 @@ def test_local_filter_decides_rows_and_equals_lloyd(div, dtype):
     kw = dict(init=X[rng.choice(n, k, replace=False)], max_iter=30, tol=0.0)
     a, b = _fit("lloyd", X, k, div, **kw), _fit("yinyang", X, k, div, **kw)
     _same(a, b, dtype == np.float32)
-    assert _local_rows_ran(b, k)
+    assert _whole_rows(b, k) and b.n_skipped_[-1] > n * (k - 1) // 2
     assert b.n_skipped_[0] == 0 and (b.n_skipped_ <= n * (k - 1)).all()
     assert b.cluster_centers_.dtype == dtype
 
 
-def test_hamerly_and_sparse_rows_skip_whole_rows_only():
-    """One group (Hamerly) or CSR rows: no local filter; a row is skipped whole or evaluated
-    whole, and the fits are Lloyd's."""
+def test_hamerly_and_sparse_rows_equal_lloyd():
+    """One group (Hamerly) on dense rows, and every pruned algorithm on CSR rows: Lloyd's fits;
+    the bounds skip whole rows."""
     rng = np.random.default_rng(8)
     k, n = 60, 3000
     X = _blobs("sqeuclidean", rng, n, 3, k)
     kw = dict(init=X[:k], max_iter=30, tol=0.0)
     a, b = _fit("lloyd", X, k, "sqeuclidean", **kw), _fit("hamerly", X, k, "sqeuclidean", **kw)
     _same(a, b)
-    assert b.n_skipped_.any() and not _local_rows_ran(b, k)
+    assert b.n_skipped_.any() and _whole_rows(b, k)
     Z = np.abs(X)
     Z[rng.random(Z.shape) < 0.3] = 0.0
     Z[:, 0] += 0.2
@@ -163,7 +161,7 @@ def test_hamerly_and_sparse_rows_skip_whole_rows_only():
         b = _fit(alg, S, k, "kl", **kw)
         _same(a, b)
         if alg != "cached":
-            assert not _local_rows_ran(b, k)
+            assert _whole_rows(b, k)
 
 
 @pytest.mark.parametrize("div", ["sqeuclidean", "kl"])
@@ -183,9 +181,9 @@ def test_cached_columns_are_lloyds_row_product(div):
     assert (skipped > 0).any() and (skipped < 1).all()
 
 
-def test_debug_mode_catches_a_broken_local_bound(monkeypatch):
-    """The debug check can fail with the local filter on: group bounds raised by a constant
-    (so rows are skipped or decided wrongly) are caught."""
+def test_debug_mode_catches_a_broken_group_bound(monkeypatch):
+    """The debug check can fail on many clusters and groups: group bounds raised by a constant
+    (so rows are skipped wrongly) are caught."""
     import bregclust._pruned as P
     real = P.PrunedPasses._shifts
 
@@ -214,53 +212,3 @@ def test_dask_runs_lloyd_with_the_same_fit():
         assert np.array_equal(np.asarray(km.labels_), ref.labels_)
         np.testing.assert_allclose(km.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
 
-
-def test_local_row_kernel_against_brute_force():
-    """Kernel oracle for Yinyang's local filter: on random rows, centres and group bounds (some
-    of them exact ties with a lower-index centre in another group), whenever the filter
-    decides a row its label is the argmin of the exact scores with ties to the lower index,
-    every bound it writes lies below the true smallest other score of its group, and a tie or
-    a near tie (within the margin) is never decided."""
-    from bregclust._kernels.pruned import _local_row
-
-    rng = np.random.default_rng(12)
-    k, d, ng = 40, 5, 4
-    grp = np.repeat(np.arange(ng), k // ng)[rng.permutation(k)].astype(np.int64)
-    perm = np.argsort(grp, kind="stable")
-    gstart = np.r_[np.flatnonzero(np.r_[True, np.diff(grp[perm]) != 0]), k].astype(np.int64)
-    u = np.finfo(np.float64).eps / 2
-    decided = ties = 0
-    for trial in range(400):
-        G = rng.normal(size=(k, d))
-        c = rng.normal(size=k)
-        X = rng.normal(size=(1, d))
-        a = int(rng.integers(1, k))
-        tie = trial % 4 == 0
-        if tie:  # the label ties (or nearly) with a lower-index centre of another group, best
-            j = int(rng.choice(np.flatnonzero(grp != grp[a])))
-            lo, hi = min(j, a), max(j, a)
-            a = hi
-            c[hi] -= c[hi] - float(G[hi] @ X[0]) - (c - G @ X[0]).min() + 1.0
-            G[lo], c[lo] = G[hi], c[hi] - (0.0 if trial % 8 == 0 else 1e-13)
-        exact = c - (G @ X[0])
-        Da = float(exact[a])
-        Ei = 1e-12
-        lb = np.full((1, ng), -np.inf)
-        for g in range(ng):  # some groups proven far (valid bounds), the others open
-            others = exact[(grp == g) & (np.arange(k) != a)]
-            if rng.random() < 0.5 and others.min() > Da + 2 * Ei:
-                lb[0, g] = others.min() - 1e-9
-        Gp, cg = np.ascontiguousarray(G[perm]), c[perm].copy()
-        vals, cflag = np.empty(k + 1), np.empty(ng, np.bool_)
-        bj, cnt = _local_row(X, 0, Gp, cg, grp, perm, gstart, lb, a, Da, Ei, u, k, vals, cflag)
-        if bj < 0:
-            continue
-        decided += 1
-        ties += tie
-        assert bj == int(np.argmin(exact))  # np.argmin: the lower index among equal scores
-        for g in range(ng):
-            others = exact[(grp == g) & (np.arange(k) != bj)]
-            if others.size:
-                assert lb[0, g] <= others.min()
-        assert 0 <= cnt <= k - 1
-    assert decided > 100 and ties == 0
