@@ -827,7 +827,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         deterministic. ``"source-svm"``: the target labels predicted by scikit-learn's
         ``LinearSVC(C=1)`` trained on the source rows (the classifier of
         :func:`source_agreement`), then ``P_2 = onehot + init_offset``; on the transfer
-        benchmarks it ends at or above that SVM on 9 of 18 cells against 6 of 18 for
+        benchmarks it ends at or above that SVM on 12 of 32 cells against 9 of 32 for
         ``"source-means"`` (``benchmarks/RESULTS.md``, issue 43), but neither start wins
         everywhere and ``J`` does not tell which fit is more accurate. Or target labels (values in ``classes``, one per target row in the
         order of ``X``) or an ``(n_target, n_classes)`` non-negative matrix.
