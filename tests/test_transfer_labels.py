@@ -102,3 +102,30 @@ def test_target_clusters_unrelated_to_the_source_classes_raise_a_warning():
         clf = SharedSubspaceTransfer(n_components=3, lam=1.0, init=split).fit(X, y)
     assert abs(clf.source_agreement_) < 0.2
     assert sorted(np.unique(clf.transduction_[30:50]).tolist()) in (["a"], ["b"])
+
+
+def test_source_svm_start_is_the_source_trained_linear_svm_s_labels():
+    """Oracle: ``init="source-svm"`` is the fit from scikit-learn's LinearSVC(C=1), trained on
+    the source rows, predicting the target rows (passed as explicit labels)."""
+    from sklearn.svm import LinearSVC
+
+    X, y, yt = two_domains(seed=3)
+    X = X.copy()
+    X[30:] += [3.0, -3.0, 0.0]  # a target domain shifted further from the source
+    src = y != "-1"
+    labels = LinearSVC(C=1.0).fit(X[src], y[src]).predict(X[~src])
+    X0 = X.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        a = SharedSubspaceTransfer(n_components=2, init="source-svm").fit(X, y)
+        b = SharedSubspaceTransfer(n_components=2, init=labels).fit(X, y)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(a.transduction_, b.transduction_)
+    np.testing.assert_allclose(a.objective_history_, b.objective_history_, rtol=1e-12)
+    assert np.all(np.diff(a.objective_history_) <= 1e-9 * a.objective_history_[:-1])
+
+
+def test_unknown_init_name_is_refused_with_the_choices():
+    X, y, _ = two_domains()
+    with pytest.raises(ValueError, match="init must be 'source-means', 'source-svm'"):
+        SharedSubspaceTransfer(n_components=2, init="svm").fit(X, y)
