@@ -263,6 +263,7 @@ def test_sparse_and_float32_give_the_dense_labels():
     (dict(coupling_grid=(0.1, float("nan"))), ValueError, "coupling_grid"),
     (dict(eigen_solver="amg"), ValueError, "eigen_solver"),
     (dict(base="nmf"), ValueError, "base"),
+    (dict(base_rule="ncut"), ValueError, "base_rule"),
     (dict(guard="none"), ValueError, "guard"),
 ])
 def test_bad_parameters_are_named(kw, exc, match):
