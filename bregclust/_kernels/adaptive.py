@@ -18,13 +18,7 @@ from numba import njit, prange
 
 from .generators import JIT, PJIT
 from .lloyd import _nearest_rows
-
-
-@njit(**JIT)
-def _low(v, E, u):
-    """``v - E`` rounded down; ``-inf`` for NaN (the rounding of the pruned kernels)."""
-    b = v - E - 2.0 * u * abs(v)
-    return b if b == b else -np.inf
+from .pruned import _safe_low as _low  # the rounding of the pruned kernels
 
 
 @njit(**JIT)
