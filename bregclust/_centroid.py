@@ -273,7 +273,8 @@ def reported_objective(owner, div, cond, objective, stacklevel=3):
     objective : float
         The objective in the conditioned units.
     stacklevel : int, default=3
-        Passed to :func:`warnings.warn`, so the warning points at the user's call.
+        Not used (kept for callers): the warnings point at the first frame outside
+        bregclust, the user's call (``_validation.user_stacklevel``).
 
     Returns
     -------
@@ -286,7 +287,7 @@ def reported_objective(owner, div, cond, objective, stacklevel=3):
                "a divergence overflowed or a centre lies on the boundary of the domain; "
                "rescale the data or use smoothing > 0")
         warnings.warn(f"{owner}: the objective is {objective} ({why}).",
-                      RuntimeWarning, stacklevel=stacklevel)
+                      RuntimeWarning, stacklevel=user_stacklevel())
         return float(cond.undo_objective(objective))
     undone = float(cond.undo_objective(objective))
     if not np.isfinite(undone):
@@ -294,7 +295,7 @@ def reported_objective(owner, div, cond, objective, stacklevel=3):
             f"{owner}: inertia_ overflowed to inf (the objective is {objective:.6g} in "
             "units of 2^" f"{cond.degree * cond.scale + cond.weight_scale}, beyond float64); "
             "labels_ and cluster_centers_ are exact. Rescale the data to read the "
-            "objective.", RuntimeWarning, stacklevel=stacklevel)
+            "objective.", RuntimeWarning, stacklevel=user_stacklevel())
     return undone
 
 

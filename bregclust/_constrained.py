@@ -46,6 +46,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._centroid import lloyd
 from ._transport import assignment_plan, entropic_plan
+from ._validation import user_stacklevel
 
 __all__ = ["SizeBounds", "SIZE_METHODS", "check_size_bounds", "constrained_labels",
            "constrained_lloyd", "ConstrainedPasses"]
@@ -310,6 +311,8 @@ def constrained_labels(D, w, bounds, *, where="", stacklevel=4):
     where : str, default=""
         Appended to messages.
     stacklevel : int, default=4
+        Not used (kept for callers): the warnings point at the first frame outside
+        bregclust, the user's call (``_validation.user_stacklevel``).
 
     Returns
     -------
@@ -381,7 +384,8 @@ class ConstrainedPasses:
     run : int
         Restart number (messages).
     stacklevel : int
-        Of the solvers' warnings, as seen from this object's caller's caller.
+        Not used (kept for callers): the warnings point at the first frame outside
+        bregclust, the user's call (``_validation.user_stacklevel``).
     """
 
     candidates = False
@@ -440,6 +444,8 @@ def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *,
     verbose : int, default=0
     desc : str, default="BregmanKMeans"
     stacklevel : int, default=3
+        Not used (kept for callers): the warnings point at the first frame outside
+        bregclust, the user's call (``_validation.user_stacklevel``).
 
     Returns
     -------
@@ -459,7 +465,7 @@ def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *,
             f"within its bounds (cluster {worst} weighs {W[worst]:.6g} for bounds "
             f"[{bounds.lo[worst]:.6g}, {bounds.hi[worst]:.6g}], in the fit's weight units); "
             "with sample weights the bounds may be impossible to meet without splitting a "
-            "sample: loosen them.", ConvergenceWarning, stacklevel=stacklevel + 1)
+            "sample: loosen them.", ConvergenceWarning, stacklevel=user_stacklevel())
     return res
 
 

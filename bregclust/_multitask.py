@@ -17,7 +17,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._callbacks import CallbackSupportMixin
-from ._validation import check_array, check_n_clusters, check_scalar
+from ._validation import check_array, check_n_clusters, check_scalar, user_stacklevel
 
 __all__ = [
     "check_task_magnitudes",
@@ -233,7 +233,7 @@ def _canonical(value, t, aliases, strings=_INIT_STRINGS):
         new = aliases[value]
         warnings.warn(
             f"init={value!r} is deprecated; use init={new!r} (same behaviour). The old "
-            "spelling will be removed in a future release.", FutureWarning, stacklevel=4)
+            "spelling will be removed in a future release.", FutureWarning, stacklevel=user_stacklevel())
         return new
     where = "" if t is None else f" for task {t}"
     names = ", ".join(repr(v) for v in strings)
@@ -379,7 +379,7 @@ def resolve_n_init(n_init, parsed):
         return 10 if any(kind == "random" for kind, _ in parsed) else 1
     if all(value is not None for _, value in parsed) and n_init != 1:
         warnings.warn("init gives every task's centres or labels, so n_init is ignored "
-                      "(1 run).", RuntimeWarning, stacklevel=3)
+                      "(1 run).", RuntimeWarning, stacklevel=user_stacklevel())
         return 1
     return int(n_init)
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._validation import user_stacklevel
+
 __all__ = ["transport_plan", "assignment_plan", "entropic_plan", "AssignmentPlan"]
 
 
@@ -34,7 +36,8 @@ def transport_plan(a, b, M, *, where="", what="the transport plan may be subopti
     what : str
         Consequence named in the warning when POT stops before optimality.
     stacklevel : int, default=3
-        Passed to :func:`warnings.warn`.
+        Not used (kept for callers): the warnings point at the first frame outside
+        bregclust, the user's call (``_validation.user_stacklevel``).
     advice : str
         The fix named when ``M`` is not finite (the caller knows its own parameters).
 
@@ -75,7 +78,7 @@ def transport_plan(a, b, M, *, where="", what="the transport plan may be subopti
             f"ot.emd did not reach an optimal transport plan{where} (result code {code}: "
             f"{log.get('warning')}); {what}.",
             ConvergenceWarning,
-            stacklevel=stacklevel,
+            stacklevel=user_stacklevel(),
         )
     return np.asarray(G, dtype=np.float64)
 
@@ -130,7 +133,8 @@ def assignment_plan(a, b, M, *, where="", stacklevel=3,
     where : str, default=""
         Appended to the messages.
     stacklevel : int, default=3
-        Passed to :func:`warnings.warn`.
+        Not used (kept for callers): the warnings point at the first frame outside
+        bregclust, the user's call (``_validation.user_stacklevel``).
     advice : str
         The fix named when ``M`` is not finite.
 
@@ -156,7 +160,7 @@ def assignment_plan(a, b, M, *, where="", stacklevel=3,
         warnings.warn(
             f"ot.emd did not reach an optimal assignment{where} (result code {code}: "
             f"{log.get('warning')}); the cluster sizes may miss their bounds.",
-            ConvergenceWarning, stacklevel=stacklevel)
+            ConvergenceWarning, stacklevel=user_stacklevel())
     G = np.asarray(G, dtype=np.float64)
     return AssignmentPlan(G, float(log["cost"]))
 
@@ -179,6 +183,8 @@ def entropic_plan(a, b, M, reg, *, where="", stacklevel=3, max_iter=1000,
         Entropic regularisation, in the units of ``M``.
     where : str, default=""
     stacklevel : int, default=3
+        Not used (kept for callers): the warnings point at the first frame outside
+        bregclust, the user's call (``_validation.user_stacklevel``).
     max_iter : int, default=1000
     advice : str
 

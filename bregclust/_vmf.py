@@ -27,6 +27,8 @@ import warnings
 import numpy as np
 from scipy.special import gammaln, ive
 
+from ._validation import user_stacklevel
+
 __all__ = ["KAPPA_MAX", "KAPPA_MIN", "log_ive", "log_normaliser", "mean_resultant_length",
            "concentration", "VonMisesFisherFamily"]
 
@@ -245,7 +247,7 @@ class VonMisesFisherFamily:
                 f"vMF concentration capped at {KAPPA_MAX:g}: the rows of a component are "
                 "(near-)duplicates of one direction (mean resultant length 1 - "
                 f"{float(np.min(1.0 - rbar[big])):.3g}); remove duplicate rows or use fewer "
-                "components.", RuntimeWarning, stacklevel=4)
+                "components.", RuntimeWarning, stacklevel=user_stacklevel())
             kappa = np.minimum(kappa, KAPPA_MAX)
         kappa = np.maximum(kappa, KAPPA_MIN)
         with np.errstate(divide="ignore"):

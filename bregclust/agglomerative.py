@@ -71,6 +71,7 @@ from ._validation import (
     check_array,
     check_params_dict,
     check_scalar,
+    user_stacklevel,
 )
 from .divergences import Divergence, get_divergence, list_divergences
 from .kmeans import AUTO_SPARSE_CLUSTER_MASSES, AUTO_SPARSE_ZERO_FRACTION, smoothing_point
@@ -758,7 +759,7 @@ def _heights(plan, h, strict=True):
         if strict:
             raise ValueError(msg + ".")
         warnings.warn(msg + "; labels_ and children_ are exact, distances_ hold inf.",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning, stacklevel=user_stacklevel())
     return out
 
 

@@ -64,6 +64,7 @@ from ._validation import (
     check_n_clusters,
     check_scalar,
     check_tasks,
+    user_stacklevel,
 )
 from .divergences import Divergence, get_divergence
 from .kmeans import BregmanKMeans
@@ -517,7 +518,7 @@ def smallest_eigenpairs(W, k, *, C=0.0, task_sizes=None, eigen_solver="auto", to
                               maxiter=2000)
             except UserWarning as exc:  # lobpcg reports non-convergence as a UserWarning
                 warnings.warn(f"lobpcg did not converge: {exc}", ConvergenceWarning,
-                              stacklevel=2)
+                              stacklevel=user_stacklevel())
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)
                     w, V = lobpcg(op, X0, largest=False, tol=tol if tol > 0 else None,
@@ -669,7 +670,7 @@ def spectral_kernel_weights(eigenvalues, mmd_costs, C, b, *, tie_tol=1e-8):
     _lp_solve(prob)
     if prob.status != "optimal":
         warnings.warn(f"LSKMTC LP (15) solver status is {prob.status!r}, not 'optimal'.",
-                      ConvergenceWarning, stacklevel=2)
+                      ConvergenceWarning, stacklevel=user_stacklevel())
     if mu.value is None:
         raise RuntimeError(f"LSKMTC LP (15) failed with status {prob.status!r}.")
     out = np.clip(np.asarray(mu.value, dtype=np.float64), 0.0, 1.0)
@@ -1411,7 +1412,7 @@ task_sizes_, n_clusters_, n_tasks_, n_features_in_, joint_
                 "C=0 makes LSKMTC degenerate by construction: without the MMD term LP (15) "
                 "puts the kernel weight on the graph's null space (one indicator per connected "
                 "component times sqrt(degree)), which separates tasks and graph components, "
-                "not clusters; use C > 0 (e.g. C=100).", UserWarning, stacklevel=2)
+                "not clusters; use C > 0 (e.g. C=100).", UserWarning, stacklevel=user_stacklevel())
         n = int(sizes.sum())
         r = check_scalar(self.n_eigenvectors, "n_eigenvectors", kind=numbers.Integral, lo=1)
         if r > n:

@@ -57,6 +57,7 @@ from ._centroid import (  # noqa: F401  (re-exported for the estimators' users)
     smoothed_objective,
     update_centres,
 )
+from ._validation import user_stacklevel
 
 
 class BregmanKMeans(NearestCentreMixin, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
@@ -226,7 +227,7 @@ default="auto"
         check_scalar(n_init, "n_init", kind=numbers.Integral, lo=1)
         if init_is_array and n_init != 1:
             warnings.warn("init is an array of centres, so n_init is ignored (1 run).",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=user_stacklevel())
             return 1
         return int(n_init)
 

@@ -53,7 +53,7 @@ from ._smoothing import push_inside, resolve_smoothing
 from ._sources import as_source
 from ._spherical import unit_centres
 from ._transport import transport_plan
-from ._validation import check_task_list
+from ._validation import check_task_list, user_stacklevel
 from .divergences import get_divergence
 
 __all__ = [
@@ -772,7 +772,7 @@ def _mbc_run(div, tasks, U0, lam, mode, solver, max_iter, tol, verbose, run, tra
         warnings.warn(
             f"MultitaskBregmanClustering restart {run} reached max_iter={max_iter} before the "
             "objective stopped decreasing; increase max_iter or tol.",
-            ConvergenceWarning, stacklevel=3,
+            ConvergenceWarning, stacklevel=user_stacklevel(),
         )
     return _Run(labels=[tk.labels for tk in tasks], centers=[tk.U for tk in tasks], relations=W,
                 n_iter=n_iter, history=history, blocks=blocks, objective=history[-1])
@@ -1214,7 +1214,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             obj_ind, AUTO_LAM_GRID, AUTO_LAM_FRACTION)
         res, caught = runs[lam]
         for w in caught:
-            warnings.warn(w.message, w.category, stacklevel=3)
+            warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
         if self.verbose:
             print(f"MultitaskBregmanClustering lam='auto': d_M ratios {ratios}, single-task "
                   f"objectives {objectives}, lam_={lam:g}")
@@ -1245,7 +1245,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             _restore_state(div, tasks, res)
             return res, single
         for w in caught:  # IND's warnings only when a task takes its partition
-            warnings.warn(w.message, w.category, stacklevel=4)
+            warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
 
         def labels_of(r, t):
             return (r.labels[t] if r.labels is not None and r.labels[t] is not None
@@ -1415,7 +1415,7 @@ class MultitaskBregmanClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 f"{type(self).__name__}: objective_ overflowed to inf in the data's units (it is "
                 f"{best.objective:.6g} under the fit's scale); labels_ and cluster_centers_ "
                 "are exact. Rescale the tasks to read the objective.", RuntimeWarning,
-                stacklevel=3)
+                stacklevel=user_stacklevel())
         self.block_history_ = [(name, float(cond.undo_divergences(v)))
                                for name, v in best.blocks]
         self.relations_ = relations

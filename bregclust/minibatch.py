@@ -47,6 +47,7 @@ from ._validation import (
     check_finite,
     check_n_clusters,
     check_scalar,
+    user_stacklevel,
 )
 
 __all__ = ["MiniBatchBregmanKMeans"]
@@ -789,7 +790,7 @@ default="k-means++"
         check_scalar(n_init, "n_init", kind=numbers.Integral, lo=1)
         if is_array and n_init != 1:
             warnings.warn(f"init is an array of centres, so n_init={n_init} is ignored (1 run).",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=user_stacklevel())
             return 1
         return int(n_init)
 
@@ -803,7 +804,7 @@ default="k-means++"
                 s = 3 * self.n_clusters
         elif s < self.n_clusters:
             warnings.warn(f"init_size={s} should be larger than n_clusters={self.n_clusters}; "
-                          "using min(3 * n_clusters, n_samples).", RuntimeWarning, stacklevel=3)
+                          "using min(3 * n_clusters, n_samples).", RuntimeWarning, stacklevel=user_stacklevel())
             s = 3 * self.n_clusters
         return b, min(s, n)
 

@@ -1100,7 +1100,7 @@ BregmanKMeans, ndarray or dict, default="auto"
         n_init = self.n_init
         if deterministic and n_init != 1:
             warnings.warn("init fixes the initial parameters, so n_init is ignored (1 run).",
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=user_stacklevel())
             n_init = 1
         best = None
         for r in range(n_init):

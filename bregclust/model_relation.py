@@ -46,7 +46,7 @@ from ._multitask import (
     within_cluster_per_point,
 )
 from ._progress import progress
-from ._validation import check_array, check_n_clusters, check_scalar, check_tasks
+from ._validation import check_array, check_n_clusters, check_scalar, check_tasks, user_stacklevel
 from .kmeans import BregmanKMeans
 
 __all__ = [
@@ -941,7 +941,7 @@ class ModelRelationClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             warnings.warn(
                 f"MTCMRL did not converge in max_iter={self.max_iter} sweeps (last decrease of "
                 f"J above the stopping threshold); increase max_iter or tol.",
-                ConvergenceWarning, stacklevel=2,
+                ConvergenceWarning, stacklevel=user_stacklevel(),
             )
         self._store(res, Xs)
         return self
@@ -1116,7 +1116,7 @@ class SymmetricNMF(ClusterMixin, BaseEstimator):
         if not res["converged"]:
             warnings.warn(
                 f"SNMF did not converge in max_iter={self.max_iter} iterations; increase "
-                "max_iter or tol.", ConvergenceWarning, stacklevel=2,
+                "max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel(),
             )
         self.indicators_ = res["Ys"][0]
         self.labels_ = np.argmax(self.indicators_, axis=1).astype(np.int64)

@@ -45,7 +45,7 @@ from ._multitask import (
     within_cluster_per_point,
 )
 from ._progress import progress
-from ._validation import check_array, check_class_labels, check_scalar, check_tasks
+from ._validation import check_array, check_class_labels, check_scalar, check_tasks, user_stacklevel
 
 __all__ = ["SharedSubspaceClustering", "SharedSubspaceTransfer", "LSSMTC", "LSSTTC"]
 
@@ -738,7 +738,7 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
             warnings.warn(
                 f"LSSMTC stopped at max_iter={self.max_iter} before the objective settled "
                 f"(last relative decrease {(history[-2] - history[-1]) / history[-2]:.2e} > "
-                f"tol={self.tol}).", ConvergenceWarning, stacklevel=2)
+                f"tol={self.tol}).", ConvergenceWarning, stacklevel=user_stacklevel())
         W = basis.components(Z)
         self.membership_ = P_list
         self._set_fitted_tasks(Xs, [np.argmax(P, axis=1) for P in P_list],
@@ -1028,7 +1028,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
         if not converged:
             warnings.warn(
                 f"LSSTTC stopped at max_iter={self.max_iter} before the objective settled.",
-                ConvergenceWarning, stacklevel=2)
+                ConvergenceWarning, stacklevel=user_stacklevel())
         W = basis.components(Z)
         Mt = Mk_list[1] if Mk_list[1] is not None else _centers(X_target, P_list[1])
         # Which class each target cluster is: the source class whose rows lie nearest to the
@@ -1049,7 +1049,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
                 "labels follow that nearest class (cluster_class_). The shared subspace does "
                 "not tie the target's clusters to the source classes on these data: check "
                 "transduction_ against a source-trained classifier.",
-                UserWarning, stacklevel=2)
+                UserWarning, stacklevel=user_stacklevel())
         # Does the source support the transfer? A label-free check: the target labels against
         # a linear classifier trained on the source rows alone (Cohen's kappa of the two
         # labellings of the target). At or below "slight" agreement the shared subspace has
@@ -1063,7 +1063,7 @@ class SharedSubspaceTransfer(ClassifierMixin, BaseEstimator):
                 "the target's clusters are not the source classes in this representation, so "
                 "the transfer is not supported by the data. Try L2-normalised (tf-idf) rows "
                 "for word counts, another lam, or a source-trained classifier.",
-                UserWarning, stacklevel=2)
+                UserWarning, stacklevel=user_stacklevel())
         inv = np.argsort(perm)
         self.cluster_class_ = perm
         self.classes_ = classes

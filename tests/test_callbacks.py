@@ -321,6 +321,32 @@ def test_with_callbacks_warnings_still_point_at_the_users_fit_line():
         assert hits and (hits[0].filename, hits[0].lineno) == (__file__, line)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: MultitaskBregmanClustering(3, divergence="kl", lam=0.5, random_state=0, max_iter=1),
+    lambda: SharedSubspaceClustering(3, random_state=0, max_iter=1),
+    lambda: ModelRelationClustering(3, max_iter=1, random_state=0),
+])
+@pytest.mark.parametrize("with_callbacks", [False, True])
+def test_multitask_warnings_point_at_the_users_fit_line(make, with_callbacks):
+    """The multi-task estimators' ConvergenceWarnings name this file and the ``fit`` line,
+    with and without the callback wrapper of ``fit`` (a fixed stacklevel is right for one
+    call depth only)."""
+    import inspect
+
+    X = blobs(4)
+    tasks = [X[:100], X[80:]]
+    est = make()
+    if with_callbacks:
+        est.set_callbacks(Recorder())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        est.fit(tasks)
+    hits = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert hits, "max_iter=1 must end before converging"
+    assert all((w.filename, w.lineno) == (__file__, line) for w in hits)
+
+
 class ObjectiveLog:
     """A label-free monitor written against scikit-learn's FitCallback protocol: at the end of
     every iteration, the score (minus the objective) of the estimator fitted so far on the
