@@ -110,6 +110,11 @@ MT_SETTINGS = {
     # instance transfer only at fixed couplings on the spectral base, the instance transfer
     # chosen "auto", and on the spectral base the previous guard (agreement only) and none
     "SpecMTC-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(coupling=0.0), control=True),
+    # the k-means bases coupled in the manner of MBC under the modularity guard (issue 38,
+    # session 17; benchmarks/spectral_mtc_kmeans_coupling.py scores it with the default and
+    # the gain rule from one fit per seed)
+    "SpecMTC-kmc": dict(rep="tfidf", est=SpectralMTC, kw=dict(kmeans_coupling="mbc"),
+                        control=True),
     # session 15's base rule (smallest regret of the gains over chance of three objectives)
     "SpecMTC-gain": dict(rep="tfidf", est=SpectralMTC, kw=dict(base_rule="gain"), control=True),
     "SpecMTC-gain-mu0": dict(rep="tfidf", est=SpectralMTC, kw=dict(base_rule="gain", coupling=0.0),

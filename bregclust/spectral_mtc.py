@@ -28,7 +28,9 @@ on the unit rows and kl k-means on the rows scaled to sum one, and the task keep
 partition of largest modularity on its own cosine kNN graph (:func:`modularity`,
 ``base_rule="modularity"``; ``base_rule="gain"``: the smallest regret over the three bases'
 objectives as gains over chance, :func:`base_regret`); only tasks that keep the spectral base
-are coupled. The maths
+are coupled, unless ``kmeans_coupling="mbc"``: then the tasks on a k-means base are coupled in
+the manner of MBC (transport between the tasks' clusters, ``lam="auto"``) and each keeps the
+coupled partition only when its modularity is not lower. The maths
 is restated in the guide page ``docs/guide/spectral_mtc.rst``.
 """
 
@@ -543,6 +545,14 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         of the NCut baseline), the joint graph by LOBPCG.
     n_init : int, default=10
         k-means restarts on the embedding.
+    kmeans_coupling : {"none", "mbc"}, default="none"
+        What happens to the tasks that keep a k-means base. ``"none"``: they keep their
+        single-task partition. ``"mbc"``: per k-means base kept by some task, one
+        :class:`~bregclust.MultitaskBregmanClustering` (``lam="auto"``, ``guard="task"``) over
+        all tasks in that base's geometry, started from every task's partition of that base;
+        a task on that base takes the coupled partition when MBC's guard kept it and its
+        modularity on the task's own graph is not below that of its base partition (see the
+        guide).
     random_state : int, RandomState or None, default=None
     verbose : bool, default=False
         Print the normalised cut of every task at every candidate coupling.
@@ -572,6 +582,15 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     base_modularity_ : ndarray of shape (n_tasks, n_bases)
         :func:`modularity` of each base's partition on the task's own graph (NaN with a fixed
         ``base``).
+    kmeans_coupled_ : list of bool
+        Per task, whether it took the coupled k-means partition (``kmeans_coupling="mbc"``).
+    kmeans_lam_ : list of float
+        The MBC coupling ``lam_`` of the tasks that took it (0 for the others).
+    kmeans_modularity_ : ndarray of shape (n_tasks,)
+        :func:`modularity` of the coupled k-means partition of each task on a k-means base
+        (NaN for the others and with ``kmeans_coupling="none"``).
+    labels_without_kmeans_coupling_ : list of ndarray of shape (n_t,)
+        The labels ``kmeans_coupling="none"`` gives (same seeds).
     agreement_ : ndarray of shape (n_candidates, n_tasks)
         Adjusted Rand index of every candidate partition with the task's single-task one
         (with ``coupling="auto"``; for a fixed coupling the one candidate, so all ones).
@@ -610,14 +629,16 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "base": [Options("auto", *BASES)],
         "base_rule": [Options("modularity", "gain")],
         "guard": [Options("pareto", "agreement")],
+        "kmeans_coupling": [Options("none", "mbc")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0)],
     }
 
     def __init__(self, n_clusters=8, *, base="auto", base_rule="modularity", coupling="auto",
                  coupling_grid=(0.02, 0.05, 0.1), transfer="joint", guard="pareto",
                  min_agreement=0.5, n_neighbors=10, eigen_solver="auto", n_init=10,
-                 random_state=None, verbose=False):
+                 kmeans_coupling="none", random_state=None, verbose=False):
         self.n_clusters = n_clusters
+        self.kmeans_coupling = kmeans_coupling
         self.base = base
         self.base_rule = base_rule
         self.guard = guard
@@ -688,8 +709,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         single = [spectral_labels(Ws[t], ks[t], eigen_solver=self.eigen_solver,
                                   n_init=self.n_init, random_state=int(seeds[t]))
                   for t in range(T)]
-        bases, base_obj, base_chance, chosen, base_labels, base_mod = self._choose_bases(
-            Xs, Ws, ks, seeds, single)
+        bases, base_obj, base_chance, chosen, base_labels, base_mod, base_cands = \
+            self._choose_bases(Xs, Ws, ks, seeds, single)
         spectral_tasks = [t for t in range(T) if chosen[t] == "spectral"]
         if not spectral_tasks:
             mus = mus[:1] if mus[0] == 0 else mus  # nothing to couple: no joint graph
@@ -750,6 +771,15 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             print("SpectralMTC base per task: " + ", ".join(chosen))
         labels = [cand_labels[best[t], t] if chosen[t] == "spectral" else base_labels[t]
                   for t in range(T)]
+        self.kmeans_coupled_ = [False] * T
+        self.kmeans_lam_ = [0.0] * T
+        self.kmeans_modularity_ = np.full(T, np.nan)
+        if self.kmeans_coupling == "mbc":
+            labels = self._couple_kmeans(Xs, Ws, ks, seeds, chosen, base_cands, labels)
+            if self.verbose:
+                print("SpectralMTC k-means bases coupled: "
+                      + ", ".join(f"task {t} lam {self.kmeans_lam_[t]:g}"
+                                  for t in range(T) if self.kmeans_coupled_[t]))
         self.couplings_ = mus
         self.labels_per_coupling_ = [list(cand_labels[i]) for i in range(mus.size)]
         self.ncut_ = ncut
@@ -759,6 +789,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                           for t, b in enumerate(best)]
         self.bases_ = bases
         self.base_ = chosen
+        self.labels_without_kmeans_coupling_ = [
+            cand_labels[best[t], t] if chosen[t] == "spectral" else base_labels[t]
+            for t in range(T)]
         self.base_objectives_ = base_obj
         self.base_chance_ = base_chance
         self.base_modularity_ = base_mod
@@ -769,6 +802,48 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self._set_fitted_tasks(Xs, labels, [float(sum(normalized_cut(Ws[t], labels[t])
                                                       for t in range(T)))])
         return self
+
+    def _couple_kmeans(self, Xs, Ws, ks, seeds, chosen, cands, labels):
+        """``kmeans_coupling="mbc"``: the tasks that keep a k-means base, coupled in the manner
+        of MBC and kept under a guard (see the class docstring); returns the labels.
+
+        For each k-means base ``b`` kept by at least one task, one
+        :class:`~bregclust.MultitaskBregmanClustering` (``lam="auto"``, ``guard="task"``) runs
+        over **all** tasks in ``b``'s geometry (squared Euclidean on the unit rows for
+        ``"spherical"``, kl on the rows scaled to sum one for ``"kl"``), started from every
+        task's ``b`` partition (the other tasks are the partners of the transport coupling).
+        A task on base ``b`` takes the coupled partition only when its modularity on the task's
+        own graph is not below that of its ``b`` partition (the rule's criterion); MBC's task
+        guard has already kept its own k-means objective at most that of the independent fit
+        from the same start.
+        """
+        from .mbc import MultitaskBregmanClustering  # an optional step: imported when used
+
+        T = len(Xs)
+        labels = list(labels)
+        for b in ("spherical", "kl"):
+            tasks = [t for t in range(T) if chosen[t] == b]
+            if not tasks:
+                continue
+            if b == "spherical":
+                data, div = [_unit(X) for X in Xs], "sqeuclidean"
+            else:
+                data, div = [normalize(X, norm="l1") for X in Xs], "kl"
+            mbc = MultitaskBregmanClustering(
+                list(ks), divergence=div, lam="auto", guard="task",
+                init=[cands[t][b] for t in range(T)], random_state=int(seeds[0])).fit(data)
+            for t in tasks:
+                coupled = np.asarray(mbc.labels_[t], dtype=np.int64)
+                q = modularity(Ws[t], coupled)
+                self.kmeans_modularity_[t] = q
+                # MBC's task guard already gave a task whose own objective rose the independent
+                # fit (guarded_): that is not a coupled partition
+                if mbc.lam_ > 0 and not mbc.guarded_[t] \
+                        and q >= modularity(Ws[t], labels[t]) - 1e-12:
+                    labels[t] = coupled
+                    self.kmeans_coupled_[t] = True
+                    self.kmeans_lam_[t] = float(mbc.lam_)
+        return labels
 
     def _choose_bases(self, Xs, Ws, ks, seeds, single):
         """Per task, the single-task base ``base_rule`` prefers (largest :func:`modularity`
@@ -783,7 +858,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             bases = (self.base,)
         else:
             bases = BASES if simplex else BASES[:2]
-        chosen, labels, objs, chance = [], [], [], []
+        chosen, labels, objs, chance, cands = [], [], [], [], []
         mods = [[np.nan] * len(bases) for _ in Xs]
         for t, X in enumerate(Xs):
             cand = {}
@@ -796,6 +871,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 else:
                     cand[b] = BregmanKMeans(ks[t], divergence="kl", random_state=int(seeds[t])
                                             ).fit(normalize(X, norm="l1")).labels_.astype(np.int64)
+            cands.append(cand)
             if len(bases) == 1:
                 objs.append(np.zeros((1, 1)))
                 chance.append(np.zeros(1))
@@ -824,7 +900,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             b = bases[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]
             chosen.append(b)
             labels.append(cand[b])
-        return bases, objs, chance, chosen, labels, np.array(mods)
+        return bases, objs, chance, chosen, labels, np.array(mods), cands
 
     def predict(self, X, task=None):
         """Cluster of new rows of task ``task``: the label of the most similar training row.

@@ -448,3 +448,108 @@ def test_demo_prints_the_spectral_rows_and_verdicts_from_the_numbers(capsys):
     diff = float(re.search(r": ([+-]\d\.\d{3}) /", line).group(1))
     assert diff == pytest.approx(rows["SpectralMTC"] - ind, abs=1.5e-3)
     assert "Conclusion" in out
+
+
+# ------------------------------------------------------- k-means bases coupled (MBC manner)
+def _blobs(seed, sizes, d=6, spread=0.9):
+    """Non-negative blobs around shared centres (cluster c of every task near centre c)."""
+    rng = np.random.default_rng(seed)
+    centres = np.abs(rng.normal(0, 1, (8, d))) * 3 + 0.2
+    return [np.abs(np.vstack([centres[c] + spread * rng.normal(size=(m, d))
+                              for c, m in enumerate(part)])) for part in sizes]
+
+
+def _kmc_reference(Xs, ks, base, seed, n_neighbors=5):
+    """kmeans_coupling="mbc" on a fixed k-means base, rebuilt from its parts: every task's
+    BregmanKMeans partition, one MultitaskBregmanClustering from them, and the guard by the
+    dense modularity of the dense kNN graph."""
+    from bregclust.mbc import MultitaskBregmanClustering
+
+    if base == "spherical":
+        data, div = [normalize(X) for X in Xs], "sqeuclidean"
+    else:
+        data, div = [normalize(X, norm="l1") for X in Xs], "kl"
+    start = [BregmanKMeans(k, divergence=div, random_state=seed).fit(Z).labels_
+             for Z, k in zip(data, ks)]
+    mbc = MultitaskBregmanClustering(ks, divergence=div, lam="auto", guard="task",
+                                     init=start, random_state=seed).fit(data)
+    out, kept = [], []
+    for t, X in enumerate(Xs):
+        W = naive.task_graph(X, n_neighbors)
+        keep = (mbc.lam_ > 0 and not mbc.guarded_[t]
+                and naive.modularity(W, mbc.labels_[t]) >= naive.modularity(W, start[t]) - 1e-12)
+        out.append(mbc.labels_[t] if keep else start[t])
+        kept.append(bool(keep))
+    return out, kept, start, mbc.lam_
+
+
+@pytest.mark.parametrize("base, seed, sizes", [
+    ("spherical", 1, ((20, 20, 20, 20), (20, 20, 20, 20))),
+    ("spherical", 0, ((20, 20, 20, 20), (25, 25, 25), (15, 15, 15, 15, 15))),
+    ("kl", 3, ((20, 20, 20, 20), (20, 20, 20, 20))),
+    ("kl", 2, ((20, 20, 20, 20), (25, 25, 25), (15, 15, 15, 15, 15))),
+])
+def test_kmeans_coupling_against_its_parts_and_dense_modularity(base, seed, sizes):
+    """2 and 3 tasks, per-task K, both k-means bases: the labels are MBC's (lam="auto", task
+    guard) from the tasks' k-means partitions where the dense modularity does not drop, the
+    base partition elsewhere; and the coupling is live on these draws (some task changes)."""
+    Xs = _blobs(seed, sizes)
+    ks = [len(p) for p in sizes]
+    est = _fit(SpectralMTC(ks, base=base, kmeans_coupling="mbc", n_neighbors=5,
+                           random_state=seed), Xs)
+    ref, kept, start, lam = _kmc_reference(Xs, ks, base, seed)
+    assert est.kmeans_coupled_ == kept
+    assert est.kmeans_lam_ == [lam if k else 0.0 for k in kept]
+    for t in range(len(Xs)):
+        np.testing.assert_array_equal(est.labels_[t], ref[t])
+        np.testing.assert_array_equal(est.labels_without_kmeans_coupling_[t], start[t])
+    assert any(not np.array_equal(a, b) for a, b in zip(est.labels_, start))
+    # kmeans_coupling="none" (the default) is the uncoupled partition
+    plain = _fit(SpectralMTC(ks, base=base, n_neighbors=5, random_state=seed), Xs)
+    for a, b in zip(plain.labels_, start):
+        np.testing.assert_array_equal(a, b)
+    assert plain.kmeans_coupled_ == [False] * len(Xs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kmeans_coupling_never_lowers_modularity_or_raises_the_sum_of_squares(seed):
+    """The guarantees of a kept coupled partition (spherical base): modularity on the task's
+    own graph at least the base partition's, k-means sum of squares on the unit rows at most
+    its (MBC's task guard against the independent fit from the same start, which Lloyd
+    steps from the base partition cannot make worse)."""
+    sizes = ((20, 20, 20, 20), (25, 25, 25), (15, 15, 15, 15, 15))
+    Xs = _blobs(seed, sizes)
+    est = _fit(SpectralMTC([4, 3, 5], base="spherical", kmeans_coupling="mbc", n_neighbors=5,
+                           random_state=seed), Xs)
+    for t, X in enumerate(Xs):
+        W = naive.task_graph(X, 5)
+        new, old = est.labels_[t], est.labels_without_kmeans_coupling_[t]
+        assert naive.modularity(W, new) >= naive.modularity(W, old) - 1e-12
+        U = naive.unit(X)
+        assert within_cluster_unit(U, new) <= within_cluster_unit(U, old) * (1 + 1e-12)
+        if est.kmeans_coupled_[t]:
+            assert est.kmeans_modularity_[t] == pytest.approx(naive.modularity(W, new))
+
+
+def test_kmeans_coupling_leaves_spectral_tasks_and_keeps_the_contract():
+    """base="auto": only tasks on a k-means base can change (the spectral tasks' labels are
+    the default's); predict, pickle, inputs untouched, sparse input; a bad value is named."""
+    Xs = _wide_tasks(4)
+    copies = [X.copy() for X in Xs]
+    est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2, kmeans_coupling="mbc"), Xs)
+    ref = _fit(SpectralMTC(3, n_neighbors=5, random_state=2), Xs)
+    assert est.base_ == ref.base_ and set(est.base_) != {"spectral"}
+    for t in range(len(Xs)):
+        np.testing.assert_array_equal(est.labels_without_kmeans_coupling_[t], ref.labels_[t])
+        if est.base_[t] == "spectral":
+            np.testing.assert_array_equal(est.labels_[t], ref.labels_[t])
+        np.testing.assert_array_equal(Xs[t], copies[t])
+        np.testing.assert_array_equal(est.predict(Xs[t], task=t), est.labels_[t])
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(Xs[1], task=1), est.labels_[1])
+    got = _fit(SpectralMTC(3, n_neighbors=5, random_state=2, kmeans_coupling="mbc"),
+               [sp.csr_matrix(X) for X in Xs])
+    for a, b in zip(got.labels_, est.labels_):
+        assert adjusted_rand_score(a, b) == 1.0
+    with pytest.raises(ValueError, match="kmeans_coupling"):
+        SpectralMTC(3, kmeans_coupling="yes").fit(Xs)
