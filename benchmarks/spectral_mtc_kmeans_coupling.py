@@ -14,6 +14,8 @@ NMI of four label-free methods on every task (the same graphs, bases and seeds):
   stored ``ncut_``, ``within_``, ``agreement_``); a k-means task its base partition. When the
   fit has no coupled candidates (no task kept the spectral base under modularity) and the
   gain rule keeps spectral for some task, ``SpectralMTC(base_rule="gain")`` is fitted instead;
+* ``SpecMTC-kmc-nomod`` - a diagnostic: every task on a k-means base takes MBC's partition
+  (``kmeans_coupled_labels_``) whatever its modularity;
 * ``SpecMTC-gain-kmc`` - ``SpectralMTC(base_rule="gain", kmeans_coupling="mbc")``, fitted only
   with ``--gain-kmc`` (one more fit per seed).
 
@@ -39,7 +41,7 @@ from mtc_compare import DATASETS, load, representations, subsample
 from bregclust.metrics import nmi
 from bregclust.spectral_mtc import BASES, SpectralMTC
 
-METHODS = ("SpecMTC-kmc", "SpecMTC", "SpecMTC-gain")
+METHODS = ("SpecMTC-kmc", "SpecMTC", "SpecMTC-gain", "SpecMTC-kmc-nomod")
 
 
 def gain_labels(est, X):
@@ -71,7 +73,11 @@ def run(X, ys, ks, seed, gain_kmc, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = SpectralMTC(ks, kmeans_coupling="mbc", random_state=seed).fit(X)
-        labs = {"SpecMTC-kmc": est.labels_, "SpecMTC": est.labels_without_kmeans_coupling_}
+        labs = {"SpecMTC-kmc": est.labels_, "SpecMTC": est.labels_without_kmeans_coupling_,
+                # diagnostic: MBC's partition wherever a task is on a k-means base, without
+                # the modularity guard (MBC's own task guard still applies)
+                "SpecMTC-kmc-nomod": [c if c is not None else lab for c, lab in zip(
+                    est.kmeans_coupled_labels_, est.labels_without_kmeans_coupling_)]}
         g = gain_labels(est, X)
         refit = g is None
         if refit:

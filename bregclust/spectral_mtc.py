@@ -589,6 +589,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     kmeans_modularity_ : ndarray of shape (n_tasks,)
         :func:`modularity` of the coupled k-means partition of each task on a k-means base
         (NaN for the others and with ``kmeans_coupling="none"``).
+    kmeans_coupled_labels_ : list of {ndarray of shape (n_t,), None}
+        MBC's partition of each task on a k-means base, kept or not (None for the others).
     labels_without_kmeans_coupling_ : list of ndarray of shape (n_t,)
         The labels ``kmeans_coupling="none"`` gives (same seeds).
     agreement_ : ndarray of shape (n_candidates, n_tasks)
@@ -774,6 +776,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.kmeans_coupled_ = [False] * T
         self.kmeans_lam_ = [0.0] * T
         self.kmeans_modularity_ = np.full(T, np.nan)
+        self.kmeans_coupled_labels_ = [None] * T
         if self.kmeans_coupling == "mbc":
             labels = self._couple_kmeans(Xs, Ws, ks, seeds, chosen, base_cands, labels)
             if self.verbose:
@@ -834,6 +837,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 init=[cands[t][b] for t in range(T)], random_state=int(seeds[0])).fit(data)
             for t in tasks:
                 coupled = np.asarray(mbc.labels_[t], dtype=np.int64)
+                self.kmeans_coupled_labels_[t] = coupled
                 q = modularity(Ws[t], coupled)
                 self.kmeans_modularity_[t] = q
                 # MBC's task guard already gave a task whose own objective rose the independent

@@ -503,6 +503,8 @@ def test_kmeans_coupling_against_its_parts_and_dense_modularity(base, seed, size
     for t in range(len(Xs)):
         np.testing.assert_array_equal(est.labels_[t], ref[t])
         np.testing.assert_array_equal(est.labels_without_kmeans_coupling_[t], start[t])
+        if kept[t]:
+            np.testing.assert_array_equal(est.kmeans_coupled_labels_[t], ref[t])
     assert any(not np.array_equal(a, b) for a, b in zip(est.labels_, start))
     # kmeans_coupling="none" (the default) is the uncoupled partition
     plain = _fit(SpectralMTC(ks, base=base, n_neighbors=5, random_state=seed), Xs)
