@@ -814,7 +814,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         :class:`~bregclust.MultitaskBregmanClustering` (``lam="auto"``, ``guard="task"``) runs
         over **all** tasks in ``b``'s geometry (squared Euclidean on the unit rows for
         ``"spherical"``, kl on the rows scaled to sum one for ``"kl"``), started from every
-        task's ``b`` partition (the other tasks are the partners of the transport coupling).
+        task's ``b`` partition (the other tasks are the partners of the transport coupling);
+        a task whose ``b`` partition leaves a cluster empty takes no part (MBC cannot start
+        from it), and nothing is coupled when fewer than two tasks take part.
         A task on base ``b`` takes the coupled partition only when its modularity on the task's
         own graph is not below that of its ``b`` partition (the rule's criterion); MBC's task
         guard has already kept its own k-means objective at most that of the independent fit
@@ -825,24 +827,30 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         T = len(Xs)
         labels = list(labels)
         for b in ("spherical", "kl"):
-            tasks = [t for t in range(T) if chosen[t] == b]
-            if not tasks:
+            # MBC starts from labels only when they fill every cluster (no smoothing on the
+            # unit rows): a task whose partition leaves a cluster empty takes no part
+            if b not in chosen:
+                continue
+            part = [t for t in range(T) if np.unique(cands[t][b]).size == ks[t]]
+            tasks = [t for t in part if chosen[t] == b]
+            if not tasks or len(part) < 2:
                 continue
             if b == "spherical":
-                data, div = [_unit(X) for X in Xs], "sqeuclidean"
+                data, div = [_unit(Xs[t]) for t in part], "sqeuclidean"
             else:
-                data, div = [normalize(X, norm="l1") for X in Xs], "kl"
+                data, div = [normalize(Xs[t], norm="l1") for t in part], "kl"
             mbc = MultitaskBregmanClustering(
-                list(ks), divergence=div, lam="auto", guard="task",
-                init=[cands[t][b] for t in range(T)], random_state=int(seeds[0])).fit(data)
+                [ks[t] for t in part], divergence=div, lam="auto", guard="task",
+                init=[cands[t][b] for t in part], random_state=int(seeds[0])).fit(data)
             for t in tasks:
-                coupled = np.asarray(mbc.labels_[t], dtype=np.int64)
+                i = part.index(t)
+                coupled = np.asarray(mbc.labels_[i], dtype=np.int64)
                 self.kmeans_coupled_labels_[t] = coupled
                 q = modularity(Ws[t], coupled)
                 self.kmeans_modularity_[t] = q
                 # MBC's task guard already gave a task whose own objective rose the independent
                 # fit (guarded_): that is not a coupled partition
-                if mbc.lam_ > 0 and not mbc.guarded_[t] \
+                if mbc.lam_ > 0 and not mbc.guarded_[i] \
                         and q >= modularity(Ws[t], labels[t]) - 1e-12:
                     labels[t] = coupled
                     self.kmeans_coupled_[t] = True

@@ -555,3 +555,19 @@ def test_kmeans_coupling_leaves_spectral_tasks_and_keeps_the_contract():
         assert adjusted_rand_score(a, b) == 1.0
     with pytest.raises(ValueError, match="kmeans_coupling"):
         SpectralMTC(3, kmeans_coupling="yes").fit(Xs)
+
+
+def test_kmeans_coupling_skips_a_partition_with_an_empty_cluster():
+    """Two distinct rows per task and K=3: kl k-means leaves a cluster empty, MBC cannot start
+    from it, so that task takes no part (here: nothing to couple) instead of an error."""
+    rng = np.random.default_rng(0)
+    Xs = [np.repeat(np.array([[1.0, 0, 0.1], [0, 1, 0.1]]), 15, axis=0)
+          + 1e-9 * rng.random((30, 3)) for _ in range(2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SpectralMTC(3, base="kl", kmeans_coupling="mbc", n_neighbors=4,
+                          random_state=0).fit(Xs)
+    assert any(np.unique(lab).size < 3 for lab in est.labels_without_kmeans_coupling_)
+    assert est.kmeans_coupled_ == [False, False]
+    for a, b in zip(est.labels_, est.labels_without_kmeans_coupling_):
+        np.testing.assert_array_equal(a, b)
