@@ -40,13 +40,13 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.manifold import spectral_embedding
 from sklearn.metrics import adjusted_rand_score
-from sklearn.neighbors import NearestNeighbors, kneighbors_graph
+from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
-from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from . import _knn
 from ._callbacks import fit_callbacks
 from ._multitask import (
     BOOLEAN,
@@ -95,7 +95,9 @@ def task_graph(X, n_neighbors=10):
     """
     Xn = _unit(X)
     k = min(int(n_neighbors), Xn.shape[0])
-    A = kneighbors_graph(Xn, n_neighbors=k, include_self=True)
+    # scikit-learn's neighbours (ties included) by _knn's one pass over the upper triangle of
+    # the similarities (kneighbors_graph: 4-6 s per NG20-1 task, this ~1 s)
+    A = _knn.connectivity(_knn.kneighbors_self(Xn, k), Xn.shape[0])
     W = sp.csr_matrix(0.5 * (A + A.T))
     W.sort_indices()
     return W
@@ -108,53 +110,24 @@ def _cross_knn(Xq, Xr, k):
     return nn.kneighbors_graph(_unit(Xq), mode="connectivity")
 
 
-#: Bytes of one block of cross-task cosine similarities in :func:`_cross_knn_both`.
-_BLOCK_BYTES = 64 * 2 ** 20
+#: Bytes of one block of cross-task cosine similarities on dense rows in
+#: :func:`_cross_knn_both` (sparse rows need one row of similarities at a time).
+_BLOCK_BYTES = _knn.BLOCK_BYTES
 
 
 def _cross_knn_both(Xa, Xb, k):
     """Both directed cosine kNN connectivities between two tasks from one similarity pass.
 
     Returns ``(C_ab, C_ba)``: ``C_ab[i, j] = 1`` when row ``j`` of ``Xb`` is among the ``k``
-    most cosine-similar rows of ``Xb`` to row ``i`` of ``Xa`` (the kNN of scikit-learn's
-    ``NearestNeighbors`` on unit rows), ``C_ba`` the same the other way. ``Xa``'s rows are
-    taken in blocks; each block of similarities ``A_block B^T`` gives the block's rows of
-    ``C_ab`` and updates a running top-``k`` per column (the rows of ``C_ba``), so each
-    similarity is computed once instead of once per direction (hand-written: scikit-learn's
-    neighbour search returns one direction per pass).
+    nearest rows of ``Xb`` to row ``i`` of ``Xa`` (the kNN of scikit-learn's
+    ``NearestNeighbors`` on unit rows, ties included), ``C_ba`` the same the other way. Each
+    similarity is computed once and offered to both directions (:mod:`bregclust._knn`;
+    hand-written: scikit-learn's neighbour search returns one direction per pass).
     """
     A, B = _unit(Xa), _unit(Xb)
-    na, nb = A.shape[0], B.shape[0]
-    ka, kb = min(int(k), nb), min(int(k), na)
-    step = max(1, min(na, _BLOCK_BYTES // (8 * max(nb, 1))))
-    rows_idx = np.empty((na, ka), dtype=np.int64)
-    top_val = np.full((kb, nb), np.inf)  # negated similarities: smallest first
-    top_idx = np.zeros((kb, nb), dtype=np.int64)
-    for a0 in range(0, na, step):
-        a1 = min(na, a0 + step)
-        # scikit-learn's sparse-times-sparse to dense product (4x scipy's sparse product here)
-        D = safe_sparse_dot(A[a0:a1], B.T, dense_output=True)
-        D = np.negative(np.asarray(D, dtype=np.float64), out=None)
-        m = a1 - a0
-        # the block's rows: their ka largest similarities
-        rows_idx[a0:a1] = (np.argpartition(D, ka - 1, axis=1)[:, :ka] if ka < nb
-                           else np.arange(nb))
-        # the columns: merge the block's kb largest with the running ones
-        DT = D.T
-        cpart = (np.argpartition(DT, kb - 1, axis=1)[:, :kb] if kb < m
-                 else np.broadcast_to(np.arange(m), (nb, m))).T
-        cval = np.take_along_axis(D, cpart, axis=0)
-        vals = np.vstack([top_val, cval])
-        idx = np.vstack([top_idx, cpart + a0])
-        keep = np.argpartition(vals, kb - 1, axis=0)[:kb]
-        top_val = np.take_along_axis(vals, keep, axis=0)
-        top_idx = np.take_along_axis(idx, keep, axis=0)
-    C_ab = sp.csr_matrix((np.ones(na * ka), rows_idx.ravel(), np.arange(0, na * ka + 1, ka)),
-                         shape=(na, nb))
-    C_ba = sp.csr_matrix((np.ones(nb * kb), (np.repeat(np.arange(nb), kb), top_idx.T.ravel())),
-                         shape=(nb, na))
-    C_ab.sort_indices()
-    return C_ab, C_ba
+    ind_ab, ind_ba = _knn.kneighbors_cross(A, B, min(int(k), B.shape[0]),
+                                           min(int(k), A.shape[0]), _BLOCK_BYTES)
+    return _knn.connectivity(ind_ab, B.shape[0]), _knn.connectivity(ind_ba, A.shape[0])
 
 
 def _scaled_to(H, W):
