@@ -1,12 +1,15 @@
-"""Exact brute-force cosine kNN of unit-norm rows, one task or two tasks in one pass.
+"""Exact brute-force cosine kNN of sparse unit-norm rows, one task or two tasks in one pass.
 
 The neighbours of scikit-learn's ``NearestNeighbors`` / ``kneighbors_graph`` (brute force,
 Euclidean) on the same rows, computed by :mod:`bregclust._kernels.knn` without a full row of
-distances per query and without partitioning it (see there why). Queries whose ``k``-th
-distance is tied with a row left out are redone as scikit-learn does them (the row of
-distances by the same float operations, ``np.argpartition``), so on sparse rows with sorted
-indices the neighbour sets are scikit-learn's, ties included; on dense rows the BLAS blocks may
-round differently from scikit-learn's. Used by :func:`bregclust.spectral_mtc.task_graph` and
+distances per query and without partitioning it (see there why).
+
+scikit-learn ``np.argpartition``-s full rows of distances of sparse rows; the kernel's sums are
+scikit-learn's float for float, and a query whose ``k``-th distance is tied with a row left
+out is redone as scikit-learn does it (its row of distances by the same float operations,
+``np.argpartition``): the neighbour sets are scikit-learn's, ties included. Sparse rows only:
+on dense rows scikit-learn's ``ArgKmin`` (BLAS blocks and a heap per query) is fast already.
+Used by :func:`bregclust.spectral_mtc.task_graph` and
 :func:`bregclust.spectral_mtc.cross_task_graph`.
 """
 
@@ -15,21 +18,16 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.sparsefuncs import sparse_matmul_to_dense
 
-from ._kernels.knn import knn_block_dense, knn_cross_csr, knn_self_csr
-
-#: Bytes of one block of dense similarities (dense rows only).
-BLOCK_BYTES = 64 * 2 ** 20
+from ._kernels.knn import knn_cross_csr, knn_self_csr
 
 
 def _rows(U):
-    """float64 CSR with sorted indices (a copy when anything changes), or a float64 array."""
-    if sp.issparse(U):
-        U = sp.csr_matrix(U, dtype=np.float64)
-        if not U.has_sorted_indices:
-            U = U.copy()
-            U.sort_indices()
-        return U
-    return np.ascontiguousarray(U, dtype=np.float64)
+    """float64 CSR with sorted indices (a copy when anything changes)."""
+    U = sp.csr_matrix(U, dtype=np.float64)
+    if not U.has_sorted_indices:
+        U = U.copy()
+        U.sort_indices()
+    return U
 
 
 def _csr_args(U):
@@ -44,16 +42,14 @@ def _buffers(n, k):
             np.full(n, -1.0))
 
 
-def _redo_ties(ind, worst, tie, Q, R, RT, sq_q, sq_r, self_graph):
+def _redo_ties(ind, worst, tie, Q, RT, sq_q, sq_r, self_graph):
     """Queries with a tie across the ``k``-th distance, redone as scikit-learn's brute-force
-    ``kneighbors`` does them: ``max(-2 Q R^T + |q|^2 + |r|^2, 0)`` (0 on the diagonal of a
+    ``kneighbors`` does them on sparse rows: ``max(-2 Q R^T + |q|^2 + |r|^2, 0)`` (``RT`` is
+    ``R^T`` as CSR) (0 on the diagonal of a
     task's own graph), ``np.argpartition``, then sorted by distance."""
     k = ind.shape[1]
     for i in np.flatnonzero(tie == worst):
-        if sp.issparse(Q):
-            s = sparse_matmul_to_dense(Q[i:i + 1], RT)[0]
-        else:
-            s = (Q[i:i + 1] @ R.T)[0]
+        s = sparse_matmul_to_dense(Q[i:i + 1], RT)[0]
         d = -2 * s
         d += sq_q[i]
         d += sq_r
@@ -64,52 +60,32 @@ def _redo_ties(ind, worst, tie, Q, R, RT, sq_q, sq_r, self_graph):
         ind[i] = sel[np.argsort(d[sel])]
 
 
-def kneighbors_self(U, k, block_bytes=BLOCK_BYTES):
-    """Indices ``(n, k)`` of every row's ``k`` nearest rows of ``U``, itself included,
-    nearest first (``1 <= k <= n``); dense rows in blocks of at most ``block_bytes`` of
-    similarities."""
+def kneighbors_self(U, k):
+    """Indices ``(n, k)`` of every row's ``k`` nearest rows of the sparse rows ``U``, itself
+    included, nearest first (``1 <= k <= n``)."""
     U = _rows(U)
     n = U.shape[0]
     vals, ind, worst, tie = _buffers(n, k)
     sq = np.asarray(row_norms(U, squared=True), dtype=np.float64)
-    T = None
-    if sp.issparse(U):
-        T = sp.csr_matrix(U.T)  # U's columns; row indices sorted within each
-        knn_self_csr(*_csr_args(U), *_csr_args(T), sq, vals, ind, worst, tie)
-    else:
-        step = max(1, min(n, block_bytes // (8 * max(n, 1))))
-        for a0 in range(0, n, step):
-            S = U[a0:a0 + step] @ U.T
-            knn_block_dense(S, a0, sq, sq, True, False, vals, ind, worst, tie, vals, ind,
-                            worst, tie)
-    _redo_ties(ind, worst, tie, U, U, T, sq, sq, True)
+    T = sp.csr_matrix(U.T)  # U's columns; row indices sorted within each
+    knn_self_csr(*_csr_args(U), *_csr_args(T), sq, vals, ind, worst, tie)
+    _redo_ties(ind, worst, tie, U, T, sq, sq, True)
     return ind
 
 
-def kneighbors_cross(A, B, k_a, k_b, block_bytes=BLOCK_BYTES):
-    """Both directions between two row sets: ``(ind_a, ind_b)``, ``ind_a[i]`` the ``k_a``
-    nearest rows of ``B`` to row ``i`` of ``A`` (nearest first), ``ind_b`` the ``k_b``
-    nearest rows of ``A`` to each row of ``B`` (``1 <= k_a <= n_b``, ``1 <= k_b <= n_a``);
-    dense rows in blocks of at most ``block_bytes`` of similarities."""
+def kneighbors_cross(A, B, k_a, k_b):
+    """Both directions between two sets of sparse rows: ``(ind_a, ind_b)``, ``ind_a[i]`` the
+    ``k_a`` nearest rows of ``B`` to row ``i`` of ``A`` (nearest first), ``ind_b`` the ``k_b``
+    nearest rows of ``A`` to each row of ``B`` (``1 <= k_a <= n_b``, ``1 <= k_b <= n_a``)."""
     A, B = _rows(A), _rows(B)
-    na, nb = A.shape[0], B.shape[0]
-    va, ia, wa, ta = _buffers(na, k_a)
-    vb, ib, wb, tb = _buffers(nb, k_b)
+    va, ia, wa, ta = _buffers(A.shape[0], k_a)
+    vb, ib, wb, tb = _buffers(B.shape[0], k_b)
     sa = np.asarray(row_norms(A, squared=True), dtype=np.float64)
     sb = np.asarray(row_norms(B, squared=True), dtype=np.float64)
-    if sp.issparse(A) and sp.issparse(B):
-        TA, TB = sp.csr_matrix(A.T), sp.csr_matrix(B.T)
-        knn_cross_csr(*_csr_args(A), sa, *_csr_args(TB), sb, va, ia, wa, ta, vb, ib, wb, tb)
-    else:
-        A = A.toarray() if sp.issparse(A) else A
-        B = B.toarray() if sp.issparse(B) else B
-        TA = TB = None
-        step = max(1, min(na, block_bytes // (8 * max(nb, 1))))
-        for a0 in range(0, na, step):
-            S = A[a0:a0 + step] @ B.T
-            knn_block_dense(S, a0, sa, sb, False, True, va, ia, wa, ta, vb, ib, wb, tb)
-    _redo_ties(ia, wa, ta, A, B, TB, sa, sb, False)
-    _redo_ties(ib, wb, tb, B, A, TA, sb, sa, False)
+    TA, TB = sp.csr_matrix(A.T), sp.csr_matrix(B.T)
+    knn_cross_csr(*_csr_args(A), sa, *_csr_args(TB), sb, va, ia, wa, ta, vb, ib, wb, tb)
+    _redo_ties(ia, wa, ta, A, TB, sa, sb, False)
+    _redo_ties(ib, wb, tb, B, TA, sb, sa, False)
     return ia, ib
 
 

@@ -40,7 +40,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.manifold import spectral_embedding
 from sklearn.metrics import adjusted_rand_score
-from sklearn.neighbors import NearestNeighbors
+from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -95,9 +95,12 @@ def task_graph(X, n_neighbors=10):
     """
     Xn = _unit(X)
     k = min(int(n_neighbors), Xn.shape[0])
-    # scikit-learn's neighbours (ties included) by _knn's one pass over the upper triangle of
-    # the similarities (kneighbors_graph: 4-6 s per NG20-1 task, this ~1 s)
-    A = _knn.connectivity(_knn.kneighbors_self(Xn, k), Xn.shape[0])
+    if sp.issparse(Xn):
+        # scikit-learn's neighbours (ties included) by _knn's one pass over the upper triangle
+        # of the similarities (kneighbors_graph: 4-6 s per NG20-1 task, this ~1 s)
+        A = _knn.connectivity(_knn.kneighbors_self(Xn, k), Xn.shape[0])
+    else:
+        A = kneighbors_graph(Xn, n_neighbors=k, include_self=True)
     W = sp.csr_matrix(0.5 * (A + A.T))
     W.sort_indices()
     return W
@@ -110,23 +113,27 @@ def _cross_knn(Xq, Xr, k):
     return nn.kneighbors_graph(_unit(Xq), mode="connectivity")
 
 
-#: Bytes of one block of cross-task cosine similarities on dense rows in
-#: :func:`_cross_knn_both` (sparse rows need one row of similarities at a time).
-_BLOCK_BYTES = _knn.BLOCK_BYTES
+#: Unused since the cross-task kNN moved to :mod:`bregclust._knn` (one row of similarities at a
+#: time); kept because ``tests/test_spectral_mtc.py`` patches it (drop both together).
+_BLOCK_BYTES = 64 * 2 ** 20
 
 
 def _cross_knn_both(Xa, Xb, k):
-    """Both directed cosine kNN connectivities between two tasks from one similarity pass.
+    """Both directed cosine kNN connectivities between two tasks.
 
     Returns ``(C_ab, C_ba)``: ``C_ab[i, j] = 1`` when row ``j`` of ``Xb`` is among the ``k``
     nearest rows of ``Xb`` to row ``i`` of ``Xa`` (the kNN of scikit-learn's
-    ``NearestNeighbors`` on unit rows, ties included), ``C_ba`` the same the other way. Each
-    similarity is computed once and offered to both directions (:mod:`bregclust._knn`;
-    hand-written: scikit-learn's neighbour search returns one direction per pass).
+    ``NearestNeighbors`` on unit rows, ties included), ``C_ba`` the same the other way. On
+    sparse rows each similarity is computed once and offered to both directions
+    (:mod:`bregclust._knn`; hand-written: scikit-learn's neighbour search returns one direction
+    per pass and partitions full rows of distances); on dense rows scikit-learn's search,
+    once per direction.
     """
+    if not (sp.issparse(Xa) and sp.issparse(Xb)):
+        return _cross_knn(Xa, Xb, k), _cross_knn(Xb, Xa, k)
     A, B = _unit(Xa), _unit(Xb)
     ind_ab, ind_ba = _knn.kneighbors_cross(A, B, min(int(k), B.shape[0]),
-                                           min(int(k), A.shape[0]), _BLOCK_BYTES)
+                                           min(int(k), A.shape[0]))
     return _knn.connectivity(ind_ab, B.shape[0]), _knn.connectivity(ind_ba, A.shape[0])
 
 

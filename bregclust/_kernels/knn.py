@@ -8,20 +8,18 @@ materialises every query's full row of distances and ``np.argpartition``-s it (7
 time of the two own graphs of NG20-1), computes ``S`` and ``S^T`` separately when both
 directions are wanted, and never uses the symmetry of a task's own ``S = U U^T``. Here:
 
-* sparse rows: one pass of Gustavson's row-by-row product (the algorithm of scikit-learn's
+* one pass of Gustavson's row-by-row product (the algorithm of scikit-learn's
   ``csr_matmul_csr_to_dense``: ``s_ij`` accumulates ``x_if y_jf`` over row ``i``'s features in
   stored order; with sorted indices ``s_ij`` and ``s_ji`` are the same float sums) over the
   upper triangle ``j >= i`` of a task's own ``S``, or over the whole cross-task ``S``; each
   ``s_ij`` is offered at once to query ``i`` and to query ``j``;
-* dense rows: BLAS products by row blocks (the caller's), each block offered to its rows'
-  queries (and, for two tasks, to the other task's queries);
 * every query keeps its ``k`` smallest distances in a sorted list of length ``k``; a candidate
   enters only when strictly smaller than the current ``k``-th, and candidates arrive in
   increasing index, so ties at the ``k``-th distance keep the smallest indices (a stable sort's
-  first ``k``). scikit-learn's ``np.argpartition`` chooses among such ties in its own way, so
-  a query whose ``k``-th distance is shared by a candidate left out is flagged
-  (``tie[q] == worst[q]`` at the end) and the caller redoes that query the way scikit-learn
-  does (duplicate documents make a few such rows in a text corpus).
+  first ``k``). scikit-learn ``np.argpartition``-s full rows of distances of sparse rows,
+  which chooses among such ties in its own way, so a query whose ``k``-th distance is shared by a candidate left out is flagged
+  (``tie[q] == worst[q]`` at the end) and the caller redoes it the way scikit-learn does
+  (duplicate documents make a few such rows in a text corpus).
 
 OUT buffers (``vals``, ``ind``, ``worst``, ``tie``) are allocated and initialised by the
 caller: ``vals`` and ``worst`` to ``+inf``, ``ind`` to ``-1``, ``tie`` to ``-1``.
@@ -129,36 +127,3 @@ def knn_cross_csr(indptr, indices, data, sq_a, t_indptr, t_indices, t_data, sq_b
                 _offer(j, d, i, vals_b, ind_b, worst_b, tie_b)
             elif d == worst_b[j]:
                 tie_b[j] = d
-
-
-@njit(**JIT)
-def knn_block_dense(S, row0, sq_q, sq_r, self_graph, both, vals_q, ind_q, worst_q, tie_q,
-                    vals_r, ind_r, worst_r, tie_r):
-    """Offer a block ``S`` of similarities (rows ``row0:row0 + S.shape[0]`` of the queries,
-    every reference row) to the queries' lists (``vals_q``/``ind_q``) and, when ``both``, to
-    the reference rows' lists (``vals_r``/``ind_r``, the other direction). ``self_graph``:
-    the queries are the reference rows (a row's distance to itself is 0)."""
-    m, nr = S.shape
-    for b in range(m):
-        i = row0 + b
-        sqi = sq_q[i]
-        for j in range(nr):
-            m2 = -2.0 * S[b, j]
-            if self_graph and j == i:
-                d = 0.0
-            else:
-                d = (m2 + sqi) + sq_r[j]
-                if d < 0.0:
-                    d = 0.0
-            if d < worst_q[i]:
-                _offer(i, d, j, vals_q, ind_q, worst_q, tie_q)
-            elif d == worst_q[i]:
-                tie_q[i] = d
-            if both:
-                d = (m2 + sq_r[j]) + sqi
-                if d < 0.0:
-                    d = 0.0
-                if d < worst_r[j]:
-                    _offer(j, d, i, vals_r, ind_r, worst_r, tie_r)
-                elif d == worst_r[j]:
-                    tie_r[j] = d
