@@ -36,6 +36,8 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import laplacian as csgraph_laplacian
+from scipy.sparse.linalg import eigsh
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.manifold import spectral_embedding
@@ -280,10 +282,45 @@ def normalized_cut(W, labels):
 
 def _solver(eigen_solver, n, joint=False):
     if eigen_solver == "auto":
-        # a joint graph always goes to LOBPCG: ARPACK's shift-invert factorises its Laplacian
-        # (the sparse LU took 1.0 s against LOBPCG's 0.4 s on the digits tasks' joint graph)
-        return "arpack" if n <= ARPACK_MAX_N and not joint else "lobpcg"
+        # a joint graph goes to Lanczos on the normalised adjacency (:func:`_joint_embedding`):
+        # ARPACK's shift-invert factorises its Laplacian (the sparse LU took 1.0 s against
+        # LOBPCG's 0.4 s on the digits tasks' joint graph)
+        return "arpack" if n <= ARPACK_MAX_N and not joint else ("lanczos" if joint
+                                                                 else "lobpcg")
     return eigen_solver
+
+
+def _joint_embedding(J, n_components, eigen_solver, random_state):
+    """The spectral embedding of a joint graph, as ``spectral_embedding(J, n_components,
+    drop_first=False)`` returns it (the normalised Laplacian's eigenvectors of the smallest
+    eigenvalues, scaled by ``D^-1/2``, signs fixed).
+
+    ``eigen_solver="auto"``: ARPACK's Lanczos (``scipy.sparse.linalg.eigsh``, regular mode,
+    full precision ``tol=0``) for the largest eigenvalues of the normalised adjacency
+    ``M = D^-1/2 W D^-1/2`` (diagonal zeroed, as scikit-learn's Laplacian ignores self-loops):
+    ``L = I - M`` has the same eigenvectors. On the NG20-1 joint graph (18,846 nodes, 40
+    vectors) 2.1 s of CPU against LOBPCG's 3.8 s (scikit-learn's, ``tol`` 6e-4, whose
+    subspace is 0.02 rad from the converged one). Small graphs (fewer than ``5 n_components +
+    1`` nodes) and the other solvers: scikit-learn's ``spectral_embedding``.
+    """
+    rng = check_random_state(random_state)
+    n = J.shape[0]
+    solver = _solver(eigen_solver, n, joint=True)
+    if solver != "lanczos" or n < 5 * n_components + 1:
+        return spectral_embedding(J, n_components=n_components,
+                                  eigen_solver="lobpcg" if solver == "lanczos" else solver,
+                                  random_state=rng, drop_first=False)
+    lap, dd = csgraph_laplacian(sp.csr_matrix(J, dtype=np.float64), normed=True,
+                                return_diag=True)
+    M = sp.csr_matrix(-lap)
+    M.setdiag(0.0)
+    M.eliminate_zeros()
+    _, vecs = eigsh(M, k=n_components, which="LA", tol=0.0, v0=rng.uniform(-1, 1, n))
+    emb = vecs[:, ::-1] / dd[:, None]  # smallest Laplacian eigenvalue first
+    # the sign of every vector: its entry of largest magnitude positive (scikit-learn's rule)
+    big = np.argmax(np.abs(emb), axis=0)
+    emb *= np.sign(emb[big, np.arange(emb.shape[1])])
+    return emb
 
 
 def spectral_labels(W, n_clusters, *, n_components=None, rows=None, eigen_solver="auto",
@@ -520,7 +557,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         Neighbours of every row in its own task and in every other task.
     eigen_solver : {"auto", "arpack", "lobpcg"}, default="auto"
         ``"auto"``: a task's own graph by ARPACK up to 3,000 nodes and LOBPCG above (the rule
-        of the NCut baseline), the joint graph by LOBPCG.
+        of the NCut baseline), the joint graph by ARPACK's Lanczos iteration (regular mode, no
+        factorisation) on its normalised adjacency.
     n_init : int, default=10
         k-means restarts on the embedding.
     random_state : int, RandomState or None, default=None
@@ -698,11 +736,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                     continue
                 J = joint_graph(Xs, mu, self.n_neighbors, Ws=Ws, cross=cross)
                 # one embedding of the joint graph, k-means on each task's rows of it
-                maps = spectral_embedding(J, n_components=min(sum(ks), J.shape[0]),
-                                          eigen_solver=_solver(self.eigen_solver, J.shape[0],
-                                                               joint=True),
-                                          random_state=check_random_state(int(seeds[0])),
-                                          drop_first=False)
+                maps = _joint_embedding(J, min(sum(ks), J.shape[0]), self.eigen_solver,
+                                        int(seeds[0]))
                 for t in range(T):
                     cand_labels[i, t] = _kmeans_labels(maps[starts[t]:starts[t + 1]], ks[t],
                                                        self.n_init, int(seeds[t]))

@@ -140,3 +140,61 @@ def test_real_corpus_graphs_equal_scikit_learn():
     for x in Xs:
         _assert_same(task_graph(x, 10), _sk_task_graph(x, 10))
     _assert_same(cross_task_graph(Xs, 0, 1, 10), _sk_cross(Xs[0], Xs[1], 10))
+
+
+# ------------------------------------------------------------ the joint graph's embedding
+def _blobs(seed, sizes=(25, 25, 20), d=6):
+    """Tasks of well-separated directions (cluster c of every task around axis c)."""
+    rng = np.random.default_rng(seed)
+    Xs, ys = [], []
+    for _ in range(2):
+        X = np.vstack([np.eye(d)[c] * 5.0 + 0.3 + rng.random((m, d))
+                       for c, m in enumerate(sizes)])
+        Xs.append(X)
+        ys.append(np.repeat(np.arange(len(sizes)), sizes))
+    return Xs, ys
+
+
+def test_joint_embedding_spans_the_laplacians_bottom_eigenvectors():
+    """Lanczos on the normalised adjacency against a dense eigendecomposition of scikit-learn's
+    normalised Laplacian (self-loops ignored, diagonal one): the same subspace, every column an
+    eigenvector of the smallest eigenvalues in increasing order, signs by scikit-learn's rule."""
+    from scipy.linalg import eigh, subspace_angles
+    from scipy.sparse.csgraph import laplacian
+
+    from bregclust.spectral_mtc import _joint_embedding, joint_graph
+
+    rng = np.random.default_rng(0)
+    Xs = [rng.random((70, 5)), rng.random((60, 5))]  # a connected graph, simple eigenvalues
+    J = joint_graph(Xs, 0.05, n_neighbors=6)
+    m = 6
+    emb = _joint_embedding(J, m, "auto", 0)
+    L, dd = laplacian(J.toarray(), normed=True, return_diag=True)
+    np.fill_diagonal(L, 1.0)
+    lam, V = eigh(L)
+    X = emb * dd[:, None]
+    assert np.max(subspace_angles(X, V[:, :m])) < 1e-8
+    for j in range(m):
+        x = X[:, j] / np.linalg.norm(X[:, j])
+        np.testing.assert_allclose(L @ x, lam[j] * x, atol=1e-9)
+        assert emb[np.argmax(np.abs(emb[:, j])), j] > 0
+    # scikit-learn's embedding by a solver of the same precision (ARPACK shift-invert)
+    from sklearn.manifold import spectral_embedding
+    ref = spectral_embedding(J, n_components=m, eigen_solver="arpack", random_state=0,
+                             drop_first=False)
+    np.testing.assert_allclose(emb, ref, atol=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_joint_solvers_give_the_same_partitions_on_separated_tasks(seed):
+    """The default Lanczos embedding of the joint graph, LOBPCG and ARPACK's shift-invert give
+    the same coupled partitions up to relabelling on well-separated tasks."""
+    from sklearn.metrics import adjusted_rand_score
+
+    Xs, ys = _blobs(seed)
+    fits = {s: SpectralMTC(3, base="spectral", coupling=0.05, n_neighbors=6, random_state=seed,
+                           eigen_solver=s).fit(Xs) for s in ("auto", "lobpcg", "arpack")}
+    for t in range(2):
+        assert adjusted_rand_score(ys[t], fits["auto"].labels_[t]) == 1.0
+        for s in ("lobpcg", "arpack"):
+            assert adjusted_rand_score(fits["auto"].labels_[t], fits[s].labels_[t]) == 1.0
