@@ -418,6 +418,11 @@ KERNEL_ORACLES = {
         "test_cross_knn_both_is_two_neighbour_searches":
             "the one-pass cross-task graphs against one neighbour search per direction",
     },
+    "test_spectral_mtc_speed.py": {
+        "test_joint_embedding_spans_the_laplacians_bottom_eigenvectors":
+            "the joint graph's Lanczos embedding against a dense eigendecomposition and "
+            "scikit-learn's ARPACK embedding",
+    },
     "test_pruned.py": {
         "debug_bounds": "switches on the pruned passes' debug check (bounds and Lloyd's pass) for "
                         "every fit of the file",
