@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from . import _kernels as K
 from . import _spherical as SPH
+from ._kernels import builtin_rows as KB
 from ._kernels import generators as KG
 from ._kernels import lloyd as KL
 
@@ -55,6 +56,8 @@ class SeparableForm:
         with self.calls():
             if sp.issparse(X):
                 csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
+            elif not parallel and g.code != KG.CUSTOM:  # no pointer to type: see builtin_rows
+                KB.rowsum_builtin(g.code, np.ascontiguousarray(X), out)
             else:
                 dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
         if g.code == KG.CUSTOM and np.isnan(out).any():
