@@ -131,9 +131,16 @@ class SeparableForm:
         """``(G, c, phi)`` of centres ``U``: ``grad phi(U)``, ``<u, g> - phi(u)`` and
         ``phi(U)`` (the one place the GEMM parts of centres are computed:
         :func:`bregclust._execution.prepare_centres`, and the mini-batch count update for the
-        centres that moved)."""
+        centres that moved). kl's ``phi`` reuses the gradient's logarithm (float64 dense
+        centres: :func:`~bregclust._kernels.builtin_rows.kl_rows_from_log`): one log per
+        coordinate instead of two, the count update's cost on large centres."""
         G = self.grad(U, parallel)
-        phi = self.phi_rows(U, parallel)
+        if self.gen.code == KG.KL and G.dtype == np.float64 and not sp.issparse(U):
+            # phi from the gradient's log (one logarithm per coordinate, not two)
+            phi = np.empty(U.shape[0])
+            KB.kl_rows_from_log(np.ascontiguousarray(U), np.ascontiguousarray(G), phi)
+        else:
+            phi = self.phi_rows(U, parallel)
         with np.errstate(invalid="ignore"):
             c = np.einsum("ij,ij->i", U, G) - phi
         return G, c, phi

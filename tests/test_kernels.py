@@ -156,6 +156,35 @@ def test_builtin_rowsum_without_a_pointer_equals_rowsum(code, dtype):
             assert np.array_equal(out, loop)
 
 
+def test_kl_rows_from_the_gradients_log_add_kl_phi_left_to_right():
+    """kl's phi rows from ``G = log U`` equal ``sum_l (u G - u)`` added left to right in
+    float64 (0 at ``u = 0``, NaN for a negative entry), bit for bit, and the kernel's own kl
+    rows to rounding."""
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+    from bregclust._kernels.builtin_rows import kl_rows_from_log
+
+    rng = np.random.default_rng(4)
+    U = rng.random((9, 37)) * 10.0 ** rng.integers(-20, 20, size=(9, 37))
+    U[rng.random(U.shape) < 0.2] = 0.0
+    U[8, 5] = -1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        G = np.log(U)
+    out = np.empty(9)
+    kl_rows_from_log(U, G, out)
+    loop = []
+    for u, g in zip(U, G):
+        s = 0.0
+        for x, lg in zip(u, g):
+            s += x * lg - x if x > 0 else (0.0 if x == 0 else np.nan)
+        loop.append(s)
+    assert np.array_equal(out, loop, equal_nan=True)
+    assert np.isnan(out[8]) and np.isfinite(out[:8]).all()
+    ref = np.empty(9)
+    K.rowsum(KG.KL, KG.placeholder(), U, ref)
+    np.testing.assert_allclose(out[:8], ref[:8], rtol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_squared_euclidean_rowsum_adds_each_row_left_to_right(dtype):
     """The squared Euclidean row sums (several rows interleaved) equal the float64 sum of each

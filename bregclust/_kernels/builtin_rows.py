@@ -15,7 +15,7 @@ from numba import njit
 from .generators import IS, JIT, KL, SQ, abs_phi, is_phi, kl_phi
 from .lloyd import _sq_rows
 
-__all__ = ["rowsum_builtin"]
+__all__ = ["rowsum_builtin", "kl_rows_from_log"]
 
 
 @njit(**JIT)
@@ -37,4 +37,22 @@ def rowsum_builtin(code, X, out):
                 s += is_phi(x)
             else:
                 s += abs_phi(x)
+        out[i] = s
+
+
+@njit(**JIT)
+def kl_rows_from_log(U, G, out):
+    """OUT ``out[i] = sum_l (u_il log u_il - u_il)`` (kl's phi of the rows of ``U``) from
+    ``G = log U`` already computed in float64 (the centres' gradient): the terms of
+    :func:`~bregclust._kernels.generators.kl_phi` (0 at ``u = 0``, NaN below) added left to
+    right, with no second logarithm per coordinate."""
+    n, d = U.shape
+    for i in range(n):
+        s = 0.0
+        for l in range(d):
+            x = np.float64(U[i, l])
+            if x > 0.0:
+                s += x * G[i, l] - x
+            elif x != 0.0:
+                s += np.nan
         out[i] = s
