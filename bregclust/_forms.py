@@ -135,15 +135,20 @@ class SeparableForm:
         centres: :func:`~bregclust._kernels.builtin_rows.kl_rows_from_log`): one log per
         coordinate instead of two, the count update's cost on large centres."""
         G = self.grad(U, parallel)
-        if self.gen.code == KG.KL and G.dtype == np.float64 and not sp.issparse(U):
-            # phi from the gradient's log (one logarithm per coordinate, not two)
-            phi = np.empty(U.shape[0])
-            KB.kl_rows_from_log(np.ascontiguousarray(U), np.ascontiguousarray(G), phi)
-        else:
-            phi = self.phi_rows(U, parallel)
+        phi = self.centre_phi(U, G, parallel)
         with np.errstate(invalid="ignore"):
             c = np.einsum("ij,ij->i", U, G) - phi
         return G, c, phi
+
+    def centre_phi(self, U, G, parallel=False):
+        """``phi(U)`` of centres whose gradient ``G`` is computed: kl's reuses its logarithm
+        (dense float64 centres: one log per coordinate, not two), the others
+        :meth:`phi_rows`."""
+        if self.gen.code == KG.KL and G.dtype == np.float64 and not sp.issparse(U):
+            phi = np.empty(U.shape[0])
+            KB.kl_rows_from_log(np.ascontiguousarray(U), np.ascontiguousarray(G), phi)
+            return phi
+        return self.phi_rows(U, parallel)
 
     def generic_pairwise(self, Xd, U, out):
         g = self.gen
@@ -230,6 +235,10 @@ class MahalanobisForm:
 
     prepare = SeparableForm.prepare
     centre_parts = SeparableForm.centre_parts
+
+    def centre_phi(self, U, G, parallel=False):
+        """``phi(U)`` (:meth:`phi_rows`; ``G`` is not needed)."""
+        return self.phi_rows(U, parallel)
 
     def generic_pairwise(self, Xd, U, out):
         A = self.A
