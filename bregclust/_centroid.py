@@ -256,7 +256,7 @@ def centres_state(div, cond, dtype):
     return fitted
 
 
-def reported_objective(owner, div, cond, objective, stacklevel=3):
+def reported_objective(owner, div, cond, objective):
     """A fit's objective in the data's units, with a warning when it is not a finite number.
 
     Every estimator written on the k-means pass reports ``inertia_`` through this function, so
@@ -272,9 +272,6 @@ def reported_objective(owner, div, cond, objective, stacklevel=3):
         The fit's conditioning (its scale is undone here).
     objective : float
         The objective in the conditioned units.
-    stacklevel : int, default=3
-        Not used (kept for callers): the warnings point at the first frame outside
-        bregclust, the user's call (``_validation.user_stacklevel``).
 
     Returns
     -------

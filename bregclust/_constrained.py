@@ -298,7 +298,7 @@ def _repair(D, w, labels, bounds):
     return labels, _within(W, bounds)
 
 
-def constrained_labels(D, w, bounds, *, where="", stacklevel=4):
+def constrained_labels(D, w, bounds, *, where=""):
     """Labels minimising ``sum_i w_i D[i, label_i]`` with every size within ``bounds``.
 
     Parameters
@@ -310,9 +310,6 @@ def constrained_labels(D, w, bounds, *, where="", stacklevel=4):
     bounds : SizeBounds
     where : str, default=""
         Appended to messages.
-    stacklevel : int, default=4
-        Not used (kept for callers): the warnings point at the first frame outside
-        bregclust, the user's call (``_validation.user_stacklevel``).
 
     Returns
     -------
@@ -334,15 +331,14 @@ def constrained_labels(D, w, bounds, *, where="", stacklevel=4):
     else:
         a, b, M, cols = _tableau(D, w, bounds, pos)
         if bounds.method == "exact":
-            G = assignment_plan(a, b, M, where=where, stacklevel=stacklevel).plan
+            G = assignment_plan(a, b, M, where=where).plan
         else:
             Mn = M - M.min(axis=1, keepdims=True)  # row shifts leave the plan unchanged
             gap = float(Mn[:pos.size].mean())
             reg = SINKHORN_REG * gap if gap > 0 else 1.0
             # the forbidden cells need only be far above the rest: 50 reg is exp(-50) ~ 2e-22
             Mn = np.minimum(Mn, float(Mn[:pos.size].max()) + 50 * reg)
-            G = entropic_plan(a, b, Mn, reg, where=where, stacklevel=stacklevel,
-                              max_iter=SINKHORN_ITER)
+            G = entropic_plan(a, b, Mn, reg, where=where, max_iter=SINKHORN_ITER)
         labels[pos], split = _round_plan(G, pos, cols, w)
     W = _sizes(labels, w, k)
     if split.size or not _within(W, bounds):
@@ -383,27 +379,22 @@ class ConstrainedPasses:
         In the conditioned weight units.
     run : int
         Restart number (messages).
-    stacklevel : int
-        Not used (kept for callers): the warnings point at the first frame outside
-        bregclust, the user's call (``_validation.user_stacklevel``).
     """
 
     candidates = False
 
-    def __init__(self, src, bounds, run, stacklevel):
+    def __init__(self, src, bounds, run):
         self.src, self.bounds = src, bounds
         self.w = src.block.weights()
         self.zero = np.flatnonzero(self.w <= 0)
         self.where = f" (restart {run})"
-        self.stacklevel = stacklevel
         self.asg = None
         self.infeasible = None
 
     def __call__(self, div, centres):
         D = self.src.pairwise(div, centres.U)
         w = self.w
-        new = constrained_labels(D, w, self.bounds, where=self.where,
-                                 stacklevel=self.stacklevel + 2)
+        new = constrained_labels(D, w, self.bounds, where=self.where)
         old = self.asg
         if old is not None and old.feasible and (
                 not new.feasible or _cost(D, w, old.labels) <= _cost(D, w, new.labels)):
@@ -420,7 +411,7 @@ class ConstrainedPasses:
 
 
 def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *, verbose=0,
-                      desc="BregmanKMeans", stacklevel=3):
+                      desc="BregmanKMeans"):
     """One restart of size-constrained Bregman k-means on an in-memory data source: the Lloyd
     loop of :func:`bregclust._centroid.lloyd` with :class:`ConstrainedPasses` as its pass.
 
@@ -443,19 +434,15 @@ def constrained_lloyd(src, div, centres, beta, z, max_iter, tol, run, bounds, *,
         In the conditioned weight units.
     verbose : int, default=0
     desc : str, default="BregmanKMeans"
-    stacklevel : int, default=3
-        Not used (kept for callers): the warnings point at the first frame outside
-        bregclust, the user's call (``_validation.user_stacklevel``).
 
     Returns
     -------
     LloydResult
         ``part.labels`` the constrained labels of ``centres``.
     """
-    # the solvers warn from ConstrainedPasses.__call__ <- lloyd <- here
-    passes = ConstrainedPasses(src, bounds, run, stacklevel + 2)
+    passes = ConstrainedPasses(src, bounds, run)
     res = lloyd(src, div, centres, beta, z, max_iter, tol, run, verbose=verbose, desc=desc,
-                stacklevel=stacklevel + 1, passes=passes)
+                passes=passes)
     if passes.infeasible:
         k = centres.shape[0]
         W = _sizes(passes.asg.labels, passes.w, k)

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from . import _kernels as K
 from . import _spherical as SPH
+from ._kernels import builtin_rows as KB
 from ._kernels import generators as KG
 from ._kernels import lloyd as KL
 
@@ -55,6 +56,8 @@ class SeparableForm:
         with self.calls():
             if sp.issparse(X):
                 csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
+            elif not parallel and g.code != KG.CUSTOM:  # no pointer to type: see builtin_rows
+                KB.rowsum_builtin(g.code, np.ascontiguousarray(X), out)
             else:
                 dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
         if g.code == KG.CUSTOM and np.isnan(out).any():
@@ -128,12 +131,24 @@ class SeparableForm:
         """``(G, c, phi)`` of centres ``U``: ``grad phi(U)``, ``<u, g> - phi(u)`` and
         ``phi(U)`` (the one place the GEMM parts of centres are computed:
         :func:`bregclust._execution.prepare_centres`, and the mini-batch count update for the
-        centres that moved)."""
+        centres that moved). kl's ``phi`` reuses the gradient's logarithm (float64 dense
+        centres: :func:`~bregclust._kernels.builtin_rows.kl_rows_from_log`): one log per
+        coordinate instead of two, the count update's cost on large centres."""
         G = self.grad(U, parallel)
-        phi = self.phi_rows(U, parallel)
+        phi = self.centre_phi(U, G, parallel)
         with np.errstate(invalid="ignore"):
             c = np.einsum("ij,ij->i", U, G) - phi
         return G, c, phi
+
+    def centre_phi(self, U, G, parallel=False):
+        """``phi(U)`` of centres whose gradient ``G`` is computed: kl's reuses its logarithm
+        (dense float64 centres: one log per coordinate, not two), the others
+        :meth:`phi_rows`."""
+        if self.gen.code == KG.KL and G.dtype == np.float64 and not sp.issparse(U):
+            phi = np.empty(U.shape[0])
+            KB.kl_rows_from_log(np.ascontiguousarray(U), np.ascontiguousarray(G), phi)
+            return phi
+        return self.phi_rows(U, parallel)
 
     def generic_pairwise(self, Xd, U, out):
         g = self.gen
@@ -220,6 +235,10 @@ class MahalanobisForm:
 
     prepare = SeparableForm.prepare
     centre_parts = SeparableForm.centre_parts
+
+    def centre_phi(self, U, G, parallel=False):
+        """``phi(U)`` (:meth:`phi_rows`; ``G`` is not needed)."""
+        return self.phi_rows(U, parallel)
 
     def generic_pairwise(self, Xd, U, out):
         A = self.A

@@ -20,7 +20,7 @@ __all__ = ["transport_plan", "assignment_plan", "entropic_plan", "AssignmentPlan
 
 
 def transport_plan(a, b, M, *, where="", what="the transport plan may be suboptimal",
-                   stacklevel=3, advice="rescale the centres or keep them inside the domain"):
+                   advice="rescale the centres or keep them inside the domain"):
     """Optimal transport plan ``argmin_W <W, M>`` with marginals ``a`` (rows), ``b`` (columns).
 
     Parameters
@@ -35,9 +35,6 @@ def transport_plan(a, b, M, *, where="", what="the transport plan may be subopti
         Appended to the messages (e.g. ``" between tasks 0 and 1"``).
     what : str
         Consequence named in the warning when POT stops before optimality.
-    stacklevel : int, default=3
-        Not used (kept for callers): the warnings point at the first frame outside
-        bregclust, the user's call (``_validation.user_stacklevel``).
     advice : str
         The fix named when ``M`` is not finite (the caller knows its own parameters).
 
@@ -111,8 +108,7 @@ def _check_costs(a, b, M, name, advice):
     return a, b, M
 
 
-def assignment_plan(a, b, M, *, where="", stacklevel=3,
-                    advice="use smoothing > 0 or rescale the data"):
+def assignment_plan(a, b, M, *, where="", advice="use smoothing > 0 or rescale the data"):
     """Exact plan of a transport problem whose marginals are equal sums (POT's network simplex).
 
     Used by the size-constrained assignment (:mod:`bregclust._constrained`): ``a`` are the
@@ -132,9 +128,6 @@ def assignment_plan(a, b, M, *, where="", stacklevel=3,
         Finite cost matrix.
     where : str, default=""
         Appended to the messages.
-    stacklevel : int, default=3
-        Not used (kept for callers): the warnings point at the first frame outside
-        bregclust, the user's call (``_validation.user_stacklevel``).
     advice : str
         The fix named when ``M`` is not finite.
 
@@ -165,7 +158,7 @@ def assignment_plan(a, b, M, *, where="", stacklevel=3,
     return AssignmentPlan(G, float(log["cost"]))
 
 
-def entropic_plan(a, b, M, reg, *, where="", stacklevel=3, max_iter=1000,
+def entropic_plan(a, b, M, reg, *, where="", max_iter=1000,
                   advice="use smoothing > 0 or rescale the data"):
     """Entropic transport plan by POT's Sinkhorn iterations.
 
@@ -182,9 +175,6 @@ def entropic_plan(a, b, M, reg, *, where="", stacklevel=3, max_iter=1000,
     reg : float
         Entropic regularisation, in the units of ``M``.
     where : str, default=""
-    stacklevel : int, default=3
-        Not used (kept for callers): the warnings point at the first frame outside
-        bregclust, the user's call (``_validation.user_stacklevel``).
     max_iter : int, default=1000
     advice : str
 

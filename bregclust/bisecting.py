@@ -237,8 +237,7 @@ class BisectingBregmanKMeans(NearestCentreMixin, ClusterMixin, TransformerMixin,
                                  "fewer clusters).")
             U0 = seed_centres(src, div, 2, rng, self.init, smoothing, z, weighted=True)
             res = lloyd(src, div, U0, smoothing, z, self.max_iter, self.tol, run,
-                            verbose=self.verbose, desc=f"BisectingBregmanKMeans split {split}",
-                            stacklevel=4)
+                            verbose=self.verbose, desc=f"BisectingBregmanKMeans split {split}")
             if best is None or res.objective < best.objective * (1 - 1e-6):
                 best = res
         labels = best.part.labels

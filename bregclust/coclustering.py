@@ -36,6 +36,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._callbacks import CallbackSupportMixin, fit_callbacks
+from ._multitask import label_indicator
 from ._progress import progress
 from ._smoothing import push_inside
 from ._sources import is_dask_array
@@ -76,12 +77,6 @@ _LINKS = {"sqeuclidean": "add", "kl": "mul"}
 
 
 # ----------------------------------------------------------------------------- small helpers
-def _indicator(labels, k):
-    """Sparse ``n x k`` 0/1 cluster indicator."""
-    n = labels.shape[0]
-    return sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, k))
-
-
 def _mm(A, B):
     """``A @ B`` as a dense ndarray, either operand dense or sparse."""
     if not sp.issparse(A) and sp.issparse(B):
@@ -92,7 +87,7 @@ def _mm(A, B):
 
 def _group_rows(S, labels, k):
     """Sums of the rows of a dense ``S`` by cluster: ``k x S.shape[1]``."""
-    return np.asarray(_indicator(labels, k).T @ S)
+    return np.asarray(label_indicator(labels, k).T @ S)
 
 
 def _dot_inf(M, T):
@@ -176,7 +171,7 @@ class _Side:
         if self.full:
             Z = self.Z
             if not sp.issparse(Z):
-                return _mm(Z, _indicator(labels, l)), None
+                return _mm(Z, label_indicator(labels, l)), None
             if self._nz_rows is None:
                 self._nz_rows = np.repeat(np.arange(m), np.diff(Z.indptr))
             key = self._nz_rows * l + labels[Z.indices]
@@ -193,12 +188,12 @@ def _block_sums(Xb, labels, l):
         rows = np.repeat(np.arange(Xb.shape[0]), np.diff(Xb.indptr))
         return np.bincount(rows * l + labels[Xb.indices], Xb.data,
                            minlength=Xb.shape[0] * l).reshape(Xb.shape[0], l)
-    return _mm(np.asarray(Xb, dtype=np.float64), _indicator(labels, l))
+    return _mm(np.asarray(Xb, dtype=np.float64), label_indicator(labels, l))
 
 
 def _block_transposed_sums(Xb, labels, k):
     """One chunk's contribution to ``Z^T R`` (``n x k``) from its rows' labels."""
-    return _mm(_indicator(labels, k).T, Xb).T
+    return _mm(label_indicator(labels, k).T, Xb).T
 
 
 def _block_checks(Xb, div):
@@ -377,7 +372,7 @@ class _LagrangeModel:
         the next coarser mean, so that a row can still move into an empty cluster."""
         side = self.sides[0]
         Z, m, n, k, l = side.Z, side.m, side.n, self.k, self.l
-        Rg = _indicator(r, k)
+        Rg = label_indicator(r, k)
         mg = np.bincount(r, minlength=k).astype(float)
         nh = np.bincount(h, minlength=l).astype(float)
         zr = np.asarray(Z.sum(axis=1), dtype=np.float64).ravel()
@@ -567,7 +562,7 @@ class _LagrangeModel:
 
     def _costs_full(self, side, A, a, c, e, h, l):
         Z, m, n = side.Z, side.m, side.n
-        Ch = _indicator(h, l)
+        Ch = label_indicator(h, l)
         nh = np.bincount(h, minlength=l).astype(float)
         zr = np.asarray(Z.sum(axis=1), dtype=np.float64).ravel()
         ZC = side.aggregate(h, l)[0]
@@ -1136,7 +1131,7 @@ def _const_full(div, X):
 
 def _block_means(X, W, r, h, k, l):
     """Weighted block means of ``X`` (0 for empty blocks)."""
-    Rg, Ch = _indicator(r, k), _indicator(h, l)
+    Rg, Ch = label_indicator(r, k), label_indicator(h, l)
     if W is None:
         S = _mm(Rg.T, _mm(X, Ch))
         N = np.outer(np.bincount(r, minlength=k), np.bincount(h, minlength=l)).astype(float)

@@ -755,12 +755,6 @@ class Divergence:
     __call__ = divergence
 
     # ------------------------------------------------------------------ centroids
-    @staticmethod
-    def _indicator(labels, k, w):
-        n = labels.shape[0]
-        M = sp.csr_matrix((w, (labels, np.arange(n))), shape=(k, n))
-        return M, np.asarray(M.sum(axis=1)).ravel()
-
     def weighted_sums(self, X, labels, k, sample_weight=None):
         """Per-cluster weighted sums of rows and total weights.
 
@@ -833,7 +827,10 @@ class Divergence:
         labels = self._as_labels(labels, X.shape[0], k)
         w = check_sample_weight(sample_weight, X.shape[0], allow_zero=True)
         k = int(k)
-        M, W = self._indicator(labels, k, w)
+        # k x n, the rows' weights (not _multitask.label_indicator: _multitask imports the
+        # estimators, which import this module)
+        M = sp.csr_matrix((w, (labels, np.arange(labels.shape[0]))), shape=(k, labels.shape[0]))
+        W = np.asarray(M.sum(axis=1)).ravel()
         S = np.zeros((k, X.shape[1]))
         for s in range(0, X.shape[0], 4096):
             Xc = X[s:s + 4096]

@@ -881,11 +881,9 @@ class _PartitionRuns:
                                 max_iter=self.max_iter, tol=self.tol).fit(self.Y)
             return est.labels_.astype(np.int64), float(est.inertia_)
         src, div = self.src, self.div
-        res = lloyd(src, div, cond.apply_centres(centres), 0.0, None, self.max_iter, self.tol,
-                    0, stacklevel=4)
+        res = lloyd(src, div, cond.apply_centres(centres), 0.0, None, self.max_iter, self.tol, 0)
         inertia = reported_objective("BregmanKMeans", div, cond,
-                                     src.final_objective(div, res.part, res.centres),
-                                     stacklevel=4)
+                                     src.final_objective(div, res.part, res.centres))
         labels = src.labels(div, E.prepare_centres(div, res.centres), res.part)
         return np.asarray(labels).astype(np.int64), float(inertia)
 

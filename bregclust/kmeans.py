@@ -397,10 +397,10 @@ default="fit"
             fitted = (self.size_min_, self.size_max_, self._size_total)
         bounds = check_batch_bounds(size_min, size_max, fitted, w, k)
         D = src.transform(self.divergence_, self.cluster_centers_)
-        return constrained_labels(D, w, bounds, stacklevel=3).labels
+        return constrained_labels(D, w, bounds).labels
 
     def _set_fitted(self, div, cond, smoothing, best, inertia, labels, src):
-        inertia = reported_objective(type(self).__name__, div, cond, inertia, stacklevel=4)
+        inertia = reported_objective(type(self).__name__, div, cond, inertia)
         self.divergence_ = div
         self.smoothing_ = float(smoothing)
         # centres in the data's type, as scikit-learn's KMeans (the fit computes them in float64)

@@ -77,7 +77,7 @@ def _emd(a, b, M, *, where=""):
     code other than optimal gives a ``ConvergenceWarning`` naming ``where``).
     """
     return transport_plan(a, b, M, where=where, what="the relation matrix may be suboptimal",
-                          stacklevel=4, advice="rescale the data, or use smoothing > 0 so "
+                          advice="rescale the data, or use smoothing > 0 so "
                           "centres stay inside the domain")
 
 
@@ -786,8 +786,7 @@ def _independent_run(div, tasks, U0, max_iter, tol, verbose, run):
     over tasks of ``objective_t / n_t`` (a task that stopped early keeps its last value).
     """
     res = [lloyd(tk.source, div, np.array(U0[t], dtype=np.float64, copy=True), tk.beta, tk.z,
-                 max_iter, tol, run, verbose=verbose, desc=f"MultitaskBregmanClustering task {t}",
-                 stacklevel=4)
+                 max_iter, tol, run, verbose=verbose, desc=f"MultitaskBregmanClustering task {t}")
            for t, tk in enumerate(tasks)]
     length = max(len(r.history) for r in res)
     history = [sum(r.history[min(i, len(r.history) - 1)] / tk.n for r, tk in zip(res, tasks))

@@ -243,8 +243,7 @@ def _emd(a, b, M, *, return_plan=False):
     b = np.asarray(b, dtype=np.float64)
     a = a / a.sum()
     b = b / b.sum()
-    plan = transport_plan(a, b, M, what="the partition distance may be too large",
-                          stacklevel=4)
+    plan = transport_plan(a, b, M, what="the partition distance may be too large")
     cost = float(np.sum(plan * M))
     return (cost, plan) if return_plan else cost
 

@@ -950,7 +950,7 @@ default="k-means++"
         self.smoothing_ = float(smoothing)
         self.cluster_centers_ = in_dtype(dtype, np.array(cond.undo_centres(U)))
         # fit -> _fit -> _finish: the warning points at the user's fit
-        self.inertia_ = reported_objective(type(self).__name__, div, cond, inertia, stacklevel=5)
+        self.inertia_ = reported_objective(type(self).__name__, div, cond, inertia)
         self.n_steps_ = int(run.steps)
         self.n_iter_ = int(math.ceil(run.rows / src.n)) if src.n else 0
         # per unit weight: only the data's scale is undone

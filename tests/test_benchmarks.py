@@ -63,6 +63,7 @@ CASES = [
      "--rows-per-chunk 50000 --memory-limit 1GB --compile", None, "time ours / sklearn:"),
     ("minibatch_speed.py --skip-dense --kl-seeds 1 --repeat 1", "20newsgroups",
      "worst objective ratio"),
+    ("minibatch_count_update.py --n 3000 --d 2000 --repeat 1", None, "same inertia"),
     ("lam_auto_sweep.py --datasets tr11 --runs 1 --lloyd 1 --paper-table 0.5",
      "cluto_docs/tr11.mat", "Table 3 from the sweeps"),
     ("mtcmrl_paper.py --datasets reuters --runs 1 --tol-study --tol-grid 20:1e-4 50:1e-6",

@@ -605,3 +605,60 @@ def test_property_tight_components_far_from_the_origin(seed, offset, spread, d):
                                                np.mean((B - means[1]) ** 2)], rtol=1e-6)
     ref, _ = log_likelihood(X, "gaussian", g.weights_, g.means_, g.dispersion_)
     np.testing.assert_allclose(g.score_samples(X), ref, rtol=1e-9, atol=1e-7)
+
+
+def _blobs_for_adaptive(n=1500, d=8, k=64, seed=0):
+    """Positive, well separated blobs: ``k`` >= AUTO_MIN_CLUSTERS clusters of dense rows, so
+    ``algorithm="auto"`` runs the adaptive (Lloyd, then yinyang) passes."""
+    rng = np.random.default_rng(seed)
+    centres = rng.gamma(4.0, 1.0, size=(k, d)) + 0.5
+    X = centres[rng.integers(0, k, n)] * rng.gamma(40.0, 1.0 / 40.0, size=(n, d))
+    return X
+
+
+@pytest.mark.parametrize("div", ["sqeuclidean", "kl"])
+def test_adaptive_auto_at_64_clusters_hostile(div):
+    """At k >= 64 on dense rows ``algorithm="auto"`` reaches the adaptive passes (the hostile
+    cases above run k <= 3, where "auto" is Lloyd): NaN and inf are named, the data scaled by
+    1e300 and 1e-300 give Lloyd's labels with finite centres, float32 stays float32 with
+    Lloyd's labels, and the input is never modified."""
+    k = 64
+    X = _blobs_for_adaptive(k=k)
+    kw = dict(divergence=div, n_init=1, max_iter=30, random_state=0)
+
+    for bad, word in ((np.nan, "NaN"), (np.inf, "infinity")):
+        Xb = X.copy()
+        Xb[5, 3] = bad
+        with pytest.raises(ValueError, match=word) as info:
+            BregmanKMeans(k, **kw).fit(Xb)
+        assert "row 5" in str(info.value) and "column 3" in str(info.value)
+
+    for scale in (1.0, 1e300, 1e-300):
+        Xs = X * scale
+        before = Xs.copy()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # an emptied cluster re-seeded: same in both fits
+            auto = BregmanKMeans(k, algorithm="auto", **kw).fit(Xs)
+            lloyd = BregmanKMeans(k, algorithm="lloyd", **kw).fit(Xs)
+        assert auto.algorithm_ == "yinyang" and lloyd.algorithm_ == "lloyd"
+        np.testing.assert_array_equal(auto.labels_, lloyd.labels_)
+        assert np.isfinite(auto.cluster_centers_).all()
+        # squared distances of values near 1e300 overflow: the objective says so, never in silence
+        said = any("inertia_ overflowed to inf" in str(w.message) for w in caught)
+        assert np.isfinite(auto.inertia_) or (said and auto.inertia_ == lloyd.inertia_)
+        np.testing.assert_array_equal(Xs, before)
+        if scale == 1.0:
+            ref = auto.labels_
+        else:  # the scale is conditioned away: the unscaled partition
+            np.testing.assert_array_equal(auto.labels_, ref)
+
+    X32 = X.astype(np.float32)
+    before = X32.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = BregmanKMeans(k, algorithm="auto", **kw).fit(X32)
+        lloyd = BregmanKMeans(k, algorithm="lloyd", **kw).fit(X32)
+    assert auto.algorithm_ == "yinyang"
+    assert auto.cluster_centers_.dtype == np.float32
+    np.testing.assert_array_equal(auto.labels_, lloyd.labels_)
+    np.testing.assert_array_equal(X32, before)

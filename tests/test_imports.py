@@ -465,6 +465,10 @@ KERNEL_ORACLES = {
             "the serial and threaded Lloyd passes' objective against their minima",
         "test_fused_kernels_clamp_rounding_negatives": "the clamp of rounding negatives to 0",
         "test_rowsum_dense_and_csr": "the phi row sums (dense, CSR, custom pointer) against loops",
+        "test_builtin_rowsum_without_a_pointer_equals_rowsum":
+            "the pointer-free built-in phi row sums against the pointer kernel, bit for bit",
+        "test_kl_rows_from_the_gradients_log_add_kl_phi_left_to_right":
+            "kl's phi rows from the gradient's log against a loop, bit for bit",
         "test_squared_euclidean_rowsum_adds_each_row_left_to_right":
             "the squared row sums' order of additions against a loop, bit for bit",
         "test_column_sums_of_float32_rows_accumulate_in_float64":

@@ -127,6 +127,64 @@ def test_rowsum_dense_and_csr():
     assert np.allclose(out3, ((X - 1.0) ** 2).sum(axis=1))
 
 
+@pytest.mark.parametrize("code", ["SQ", "KL", "IS", "ABS"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_builtin_rowsum_without_a_pointer_equals_rowsum(code, dtype):
+    """The pointer-free row sums of a built-in generator (the small centres' phi) equal the
+    kernel that takes the pointer, bit for bit: zeros, tiny and huge values, 1-3 row tails."""
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+    from bregclust._kernels.builtin_rows import rowsum_builtin
+
+    rng = np.random.default_rng(3)
+    c = getattr(KG, code)
+    for n, d in [(1, 1), (3, 7), (6, 64), (13, 301)]:
+        X = rng.random((n, d)) * 10.0 ** rng.integers(-30, 30, size=(n, d))
+        X[rng.random((n, d)) < 0.25] = 0.0
+        X = X.astype(dtype)
+        ref, out = np.empty(n), np.full(n, np.nan)
+        K.rowsum(c, KG.placeholder(), X, ref)
+        rowsum_builtin(c, X, out)
+        assert np.array_equal(out, ref, equal_nan=True)
+        if c == KG.SQ:  # and the order of additions is the row's, left to right
+            loop = []
+            for row in X.astype(np.float64):
+                s = 0.0
+                for v in row:
+                    s += v * v
+                loop.append(s)
+            assert np.array_equal(out, loop)
+
+
+def test_kl_rows_from_the_gradients_log_add_kl_phi_left_to_right():
+    """kl's phi rows from ``G = log U`` equal ``sum_l (u G - u)`` added left to right in
+    float64 (0 at ``u = 0``, NaN for a negative entry), bit for bit, and the kernel's own kl
+    rows to rounding."""
+    from bregclust import _kernels as K
+    from bregclust._kernels import generators as KG
+    from bregclust._kernels.builtin_rows import kl_rows_from_log
+
+    rng = np.random.default_rng(4)
+    U = rng.random((9, 37)) * 10.0 ** rng.integers(-20, 20, size=(9, 37))
+    U[rng.random(U.shape) < 0.2] = 0.0
+    U[8, 5] = -1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        G = np.log(U)
+    out = np.empty(9)
+    kl_rows_from_log(U, G, out)
+    loop = []
+    for u, g in zip(U, G):
+        s = 0.0
+        for x, lg in zip(u, g):
+            s += x * lg - x if x > 0 else (0.0 if x == 0 else np.nan)
+        loop.append(s)
+    assert np.array_equal(out, loop, equal_nan=True)
+    assert np.isnan(out[8]) and np.isfinite(out[:8]).all()
+    ref = np.empty(9)
+    K.rowsum(KG.KL, KG.placeholder(), U, ref)
+    np.testing.assert_allclose(out[:8], ref[:8], rtol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_squared_euclidean_rowsum_adds_each_row_left_to_right(dtype):
     """The squared Euclidean row sums (several rows interleaved) equal the float64 sum of each

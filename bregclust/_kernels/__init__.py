@@ -11,6 +11,8 @@ its only caller: :mod:`bregclust.metrics`' dendrogram purity).
 * :mod:`.centroids` - sided Bregman centroids by bisection;
 * :mod:`.mixture` - the fused E-step pass of a Bregman mixture (soft assignments and sums);
 * :mod:`.minibatch` - the mini-batch count update fused with the centres' GEMM parts.
+* :mod:`.builtin_rows` - the phi row sums of a built-in generator without the function pointer
+  (the small centres' phi, called on every iteration).
 
 Kernels take arrays and scalars, write into buffers the caller allocates, and never validate;
 the Python layers (the registry, :mod:`bregclust._execution`, the estimators) validate.
