@@ -48,7 +48,7 @@ from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 from sklearn.preprocessing import normalize
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from . import _knn
 from ._callbacks import fit_callbacks
@@ -73,6 +73,31 @@ __all__ = ["SpectralMTC", "task_graph", "transfer_graph", "cross_task_graph", "j
 #: scikit-learn's shift-invert mode factorises the Laplacian, too slow on large kNN graphs);
 #: the rule of the NCut baseline of ``benchmarks/mtc_compare.py``.
 ARPACK_MAX_N = 3000
+
+
+def _tame_rows(X):
+    """``X`` with every row whose largest magnitude is beyond ``2**±400`` scaled by a power of
+    two to near 1, so that squared norms and row sums cannot overflow or underflow.
+
+    Every base and graph here depends on a row only through its direction (cosine graph, unit
+    rows, l1-normalised rows), so the partition is unchanged; a power of two keeps the bits of
+    the mantissas. Rows in range (all of them on ordinary data) are untouched, and ``X`` itself
+    is returned when no row needs it (never modified in place).
+    """
+    Y = X.tocsr() if sp.issparse(X) else np.asarray(X)
+    if sp.issparse(Y):
+        m = np.asarray(abs(Y).max(axis=1).todense()).ravel()
+    else:
+        m = np.abs(Y).max(axis=1, initial=0.0)
+    m = m.astype(np.float64)
+    bad = (m > 2.0 ** 400) | ((m > 0) & (m < 2.0 ** -400))
+    if not bad.any():
+        return X
+    scale = np.ones(Y.shape[0])
+    scale[bad] = np.ldexp(1.0, -np.frexp(m[bad])[1])
+    if sp.issparse(Y):
+        return sp.diags(scale.astype(Y.dtype)) @ Y
+    return Y * scale.astype(Y.dtype)[:, None]
 
 
 def _unit(X):
@@ -362,11 +387,17 @@ def spectral_labels(W, n_clusters, *, n_components=None, rows=None, eigen_solver
     return _kmeans_labels(maps, n_clusters, n_init, rng)
 
 
+_OPENMP = None
+
+
 def _kmeans_labels(maps, n_clusters, n_init, random_state):
     """k-means on the embedding's rows, scikit-learn's OpenMP pool held to one thread: the
     embedding has few columns, and on a loaded machine the pool's threads spent 4.8 s waiting
     on 80 fits of 260 rows that take 0.2 s of CPU."""
-    with threadpool_limits(1, user_api="openmp"):
+    global _OPENMP
+    if _OPENMP is None:  # one controller: building one inspects every loaded library (3.5 ms)
+        _OPENMP = ThreadpoolController()
+    with _OPENMP.limit(limits=1, user_api="openmp"):
         km = KMeans(n_clusters, n_init=n_init, random_state=random_state).fit(maps)
     return km.labels_.astype(np.int64)
 
@@ -711,6 +742,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         self._validate_params()
         Xs = check_tasks(Xs, min_samples=2)
+        Xs = [_tame_rows(X) for X in Xs]
         T = len(Xs)
         if T < 2:
             raise ValueError(f"SpectralMTC needs at least two tasks, got {T}; for one task use "
@@ -944,7 +976,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         t = self._check_task(task)
         check_is_fitted(self, "labels_")
-        X = self._check_X(X)
+        X = _tame_rows(self._check_X(X))
         nn = NearestNeighbors(n_neighbors=1).fit(self._fit_tasks[t])
         idx = nn.kneighbors(_unit(X), return_distance=False)[:, 0]
         return self.labels_[t][idx]

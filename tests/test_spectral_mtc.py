@@ -571,3 +571,31 @@ def test_kmeans_coupling_skips_a_partition_with_an_empty_cluster():
     assert est.kmeans_coupled_ == [False, False]
     for a, b in zip(est.labels_, est.labels_without_kmeans_coupling_):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("scale, fmt", [(1e200, "dense"), (1e-200, "dense"), (1e300, "csr"),
+                                        (1e-300, "csr"), (1e18, "float32"), (1e18, "csr32")])
+def test_extreme_scales_give_the_partition_of_unscaled_rows(scale, fmt):
+    # every base and graph sees a row only through its direction; squared norms of rows near
+    # the ends of the float range must not overflow to inf or underflow to 0 (which turned such
+    # rows into zero rows and changed the partition)
+    rng = np.random.default_rng(3)
+    blocks = np.repeat(np.eye(6)[:3] * 4, 30, axis=0)
+    A = np.abs(rng.normal(size=(90, 6))) + blocks
+    B = np.abs(rng.normal(size=(90, 6))) + blocks[::-1]
+    conv = {"dense": lambda X: X * scale, "csr": lambda X: sp.csr_matrix(X * scale),
+            "float32": lambda X: (X * scale).astype(np.float32),
+            "csr32": lambda X: sp.csr_matrix((X * scale).astype(np.float32))}[fmt]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # scikit-learn: graph not connected
+        ref = SpectralMTC(3, random_state=0).fit([A, B])
+        Xs = [conv(A), conv(B)]
+        before = [X.copy() for X in Xs]
+        model = SpectralMTC(3, random_state=0).fit(Xs)
+        pred = model.predict(Xs[1], task=1)
+    for got, want in zip(model.labels_, ref.labels_):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(pred, ref.predict(B, task=1))
+    for X, X0 in zip(Xs, before):  # inputs never modified
+        np.testing.assert_array_equal(X.toarray() if sp.issparse(X) else X,
+                                      X0.toarray() if sp.issparse(X0) else X0)
