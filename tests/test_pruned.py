@@ -489,8 +489,7 @@ def test_four_row_finish_is_the_row_by_row_finish(dtype):
     grouping's permutation) against the row-by-row one: the same labels (ties between centres:
     the lowest index, as Lloyd's argmin), minima and bounds, for 1 to 9 rows (the four-row
     blocks and the rest); a NaN or infinite score gives a NaN minimum (the pass then falls
-    back to Lloyd's). With one group (Hamerly) the four-row finish is the row-by-row one bit
-    for bit, NaN minima included."""
+    back to Lloyd's)."""
     from bregclust._kernels import pruned as KP
 
     rng = np.random.default_rng(4)
@@ -521,18 +520,6 @@ def test_four_row_finish_is_the_row_by_row_finish(dtype):
         assert np.array_equal(np.isnan(got[1]), bad)
         assert np.array_equal(ref[1][~bad], got[1][~bad])
         assert np.array_equal(ref[2], got[2])
-        # one group (Hamerly): the two smallest scores, four rows at a time, bit for bit
-        one = (np.zeros(k, np.int64), np.arange(k), np.array([0, k]))
-        ref = (np.full(20, -1), np.full(20, -7.0), np.full((20, 1), -7.0))
-        got = (np.full(20, -1), np.full(20, -7.0), np.full((20, 1), -7.0))
-        for i in range(q):
-            r = rows[i]
-            KP._finish_row(P[i], c, *one, phi_x[r % m], r, *ref, 1e-9 * (xn[r % m] * 2.0 + 1.0),
-                           u, np.empty(1))
-        KP._finish_rows_one_group(P, q, rows, c, *one, phi_x[np.arange(20) % m],
-                                  xn[np.arange(20) % m], 1e-9, 2.0, 1.0, u, *got)
-        for a, b in zip(ref, got):
-            assert np.array_equal(a, b, equal_nan=True)
 
 
 def test_adaptive_rule_weighs_the_passes_left():
