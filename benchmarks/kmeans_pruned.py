@@ -4,7 +4,7 @@ What it measures (same run, ratios, best of ``--repeat``):
 1. Dense squared Euclidean, n x 50 (default n = 200,000; k overlapping blobs: centres
    N(0, 2^2), noise N(0, 3^2), so that the fit runs its iterations), k = 256 and
    1024, ``--iters`` iterations (default 50, tol = 0) from the same initial centres (k rows
-   drawn at random): BregmanKMeans "yinyang", "hamerly" and "lloyd", scikit-learn's KMeans
+   drawn at random): BregmanKMeans "auto", "yinyang", "hamerly" (``--dense-algs``) and "lloyd", scikit-learn's KMeans
    "lloyd" and "elkan", faiss-cpu's Kmeans (float32, every row used:
    ``max_points_per_centroid`` = n). Target: pruned <= 0.5 x the faster of scikit-learn's two.
 2. kl k-means on 20 Newsgroups term frequencies (counts / document length, CSR, terms in >= 5
@@ -22,6 +22,7 @@ time is what a shared, loaded machine disturbs least.
 
 Run: python benchmarks/kmeans_pruned.py [--n 200000] [--iters 50] [--ks 256 1024] [--repeat 3]
 [--threads 1] [--skip-20ng] [--skip-dense] [--skip-faiss] [--wall] [--text-algs cached ...]
+[--dense-algs auto yinyang hamerly]
 """
 
 import argparse
@@ -46,35 +47,35 @@ def timed(fn, repeat, clock):
     return best, out
 
 
-def dense_rows(n, k, iters, repeat, clock, use_faiss, threads):
+def dense_rows(n, k, iters, repeat, clock, use_faiss, threads, algs=("yinyang", "hamerly")):
     rng = np.random.default_rng(0)
     centres = rng.normal(scale=2.0, size=(k, 50))
     X = centres[rng.integers(0, k, n)] + rng.normal(scale=3.0, size=(n, 50))
     C0 = X[rng.choice(n, k, replace=False)]
     kw = dict(init=C0, max_iter=iters, tol=0.0)
-    for alg in ("hamerly", "yinyang"):  # compile
+    for alg in algs:  # compile
         BregmanKMeans(k, algorithm=alg, **dict(kw, max_iter=2)).fit(X[:5000])
     t_l, lloyd = timed(lambda: BregmanKMeans(k, algorithm="lloyd", **kw).fit(X), repeat, clock)
-    t_h, ham = timed(lambda: BregmanKMeans(k, algorithm="hamerly", **kw).fit(X), repeat, clock)
-    t_y, yy = timed(lambda: BregmanKMeans(k, algorithm="yinyang", **kw).fit(X), repeat, clock)
+    fits = {alg: timed(lambda: BregmanKMeans(k, algorithm=alg, **kw).fit(X), repeat, clock)
+            for alg in algs}
     t_skl, skl = timed(lambda: KMeans(k, n_init=1, algorithm="lloyd", **kw).fit(X), repeat,
                        clock)
     t_ske, ske = timed(lambda: KMeans(k, n_init=1, algorithm="elkan", **kw).fit(X), repeat,
                        clock)
     best_sk = min(t_skl, t_ske)
-    print(f"\n### dense n={n:,} d=50 k={k}: iterations ours lloyd/hamerly/yinyang "
-          f"{lloyd.n_iter_} / {ham.n_iter_} / {yy.n_iter_}, sklearn lloyd/elkan {skl.n_iter_} / "
-          f"{ske.n_iter_}")
-    for name, m in (("hamerly", ham), ("yinyang", yy)):
+    print(f"\n### dense n={n:,} d=50 k={k}: iterations ours lloyd "
+          + "".join(f"/{a} " for a in algs) + f"{lloyd.n_iter_} "
+          + "".join(f"/ {m.n_iter_} " for _, m in fits.values())
+          + f", sklearn lloyd/elkan {skl.n_iter_} / {ske.n_iter_}")
+    for name, (_, m) in fits.items():
         frac = m.n_skipped_ / (n * k)
         print(f"{name}: labels == lloyd: {np.array_equal(lloyd.labels_, m.labels_)}, centres "
               f"identical: {np.array_equal(lloyd.cluster_centers_, m.cluster_centers_)}; skipped "
               f"per pass (every 5th): {np.round(frac[::5], 3).tolist()}, over the fit "
               f"{frac.mean():.3f}")
     print(f"our lloyd labels == sklearn lloyd: {np.array_equal(lloyd.labels_, skl.labels_)}")
-    rows = [
-        ("bregclust yinyang", f"{t_y:.2f}", f"{t_y / best_sk:.2f}"),
-        ("bregclust hamerly", f"{t_h:.2f}", f"{t_h / best_sk:.2f}"),
+    rows = [(f"bregclust {a}", f"{t:.2f}", f"{t / best_sk:.2f}") for a, (t, _) in fits.items()]
+    rows += [
         ("bregclust lloyd", f"{t_l:.2f}", f"{t_l / best_sk:.2f}"),
         ("sklearn lloyd", f"{t_skl:.2f}", f"{t_skl / best_sk:.2f}"),
         ("sklearn elkan", f"{t_ske:.2f}", f"{t_ske / best_sk:.2f}"),
@@ -149,6 +150,8 @@ def main():
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--ks", type=int, nargs="+", default=[64, 256, 1024])
+    ap.add_argument("--dense-algs", nargs="+", default=["auto", "yinyang", "hamerly"],
+                    help="the algorithms of part 1 beside lloyd")
     ap.add_argument("--text-k", type=int, default=256)
     ap.add_argument("--text-algs", nargs="+", default=["cached", "yinyang", "hamerly"],
                     help="the algorithms of part 2 beside lloyd")
@@ -180,7 +183,7 @@ def main():
     if not a.skip_dense:
         print(f"\n## 1. dense squared Euclidean, {a.iters} iterations from the same centres")
         for k in a.ks:
-            dense_rows(a.n, k, a.iters, a.repeat, clock, use_faiss, a.threads)
+            dense_rows(a.n, k, a.iters, a.repeat, clock, use_faiss, a.threads, a.dense_algs)
     if not a.skip_20ng:
         print("\n## 2. kl on 20 Newsgroups term frequencies")
         text_rows(a.text_k, a.repeat, clock, a.text_algs)

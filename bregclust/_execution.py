@@ -57,7 +57,8 @@ class PreparedCentres:
     G : ndarray of shape (k, p)
         ``grad phi(U)`` (for l1_subgradient the sign indicators of ``[U+, U-]``).
     GT : ndarray of shape (p, k)
-        ``G.T`` in C order (the operand of the products).
+        ``G.T`` in C order (the operand of the products), made on first use (the cached passes
+        on text never use it, and its copy of ``k x p`` values cost 0.15 s a pass there).
     c : ndarray of shape (k,)
         ``<u, g> - phi(u)``.
     phi : ndarray of shape (k,) or None
@@ -69,7 +70,7 @@ class PreparedCentres:
         Whether the one-pass Lloyd kernels apply (finite parts of a differentiable generator).
     """
 
-    __slots__ = ("U", "G", "GT", "c", "phi", "finite", "fused", "_gt32")
+    __slots__ = ("U", "G", "_GT", "c", "phi", "finite", "fused", "_gt32")
 
     def __init__(self, U, G, c, phi, fused):
         self.U = U
@@ -78,9 +79,24 @@ class PreparedCentres:
         self.phi = phi
         self.finite = not (maybe_non_finite(G) or maybe_non_finite(c)) or bool(
             np.isfinite(G).all() and np.isfinite(c).all())
-        self.GT = np.ascontiguousarray(G.T)  # BLAS takes a contiguous operand faster
+        self._GT = None
         self.fused = bool(fused and self.finite)
         self._gt32 = None
+
+    @property
+    def GT(self):
+        if self._GT is None:  # BLAS takes a contiguous operand faster
+            self._GT = np.ascontiguousarray(self.G.T)
+        return self._GT
+
+    def __getstate__(self):
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_GT"] = self.GT  # made before shipping: every receiver would make it again
+        return state
+
+    def __setstate__(self, state):
+        for name, value in state.items():
+            setattr(self, name, value)
 
     def gt(self, dtype):
         """``G^T`` in the data's floating type (the GEMM runs in it: float32 data take the

@@ -408,12 +408,6 @@ KERNEL_ORACLES = {
         "test_cross_validation_keeps_the_fold_models_labels_on_request":
             "the cross-validation's kept fold partitions against the planted topics",
     },
-    "test_pruned_kernels.py": {
-        "debug_bounds": "the pruned passes' debug mode: every bound checked against the true "
-                        "scores and every pass against Lloyd's after each pruned pass",
-        "test_debug_mode_catches_a_broken_group_bound":
-            "the debug check itself fails on bounds raised by a constant (shifts patched)",
-    },
     "test_spectral_mtc.py": {
         "test_cross_knn_both_is_two_neighbour_searches":
             "the one-pass cross-task graphs against one neighbour search per direction",
@@ -427,6 +421,10 @@ KERNEL_ORACLES = {
         "debug_bounds": "switches on the pruned passes' debug check (bounds and Lloyd's pass) for "
                         "every fit of the file",
         "test_debug_mode_catches_a_broken_bound": "the debug check against bounds raised on purpose",
+        "test_debug_mode_catches_a_broken_group_bound":
+            "the debug check itself fails on bounds raised by a constant (shifts patched)",
+        "test_four_row_finish_is_the_row_by_row_finish":
+            "the four-row finish of failing rows against the row-by-row finish, ties and NaN",
         "test_cached_debug_mode_catches_a_stale_cache":
             "the cached passes' debug check against a stale cache made on purpose",
         "test_smoothing_term_from_prepared_centres_is_pairwise":

@@ -19,6 +19,7 @@ from numba import njit, prange
 from .generators import JIT, PJIT
 from .lloyd import _nearest_rows
 from .pruned import _safe_low as _low  # the rounding of the pruned kernels
+from .pruned import _second_in_group
 
 
 @njit(**JIT)
@@ -69,14 +70,7 @@ def _group_bounds(P, c, perm, gstart, grp, labels, s, xn, rho, TN, CN, lb):
         r = s + i
         a = labels[r]
         ga = grp[a]
-        p0 = P[i]
-        sec = np.inf
-        for q in range(gstart[ga], gstart[ga + 1]):
-            j = perm[q]
-            if j != a:
-                v0 = c[j] - p0[j]
-                sec = v0 if v0 < sec else sec
-        lb[r, ga] = sec
+        lb[r, ga] = _second_in_group(c, P[i], perm, gstart, ga, a)
         Ei = rho * (xn[r] * TN + CN)
         for g in range(ng):
             lb[r, g] = _low(lb[r, g], Ei, u)
