@@ -149,7 +149,7 @@ def update_centres(S, W, candidates, div, beta, z, run, previous):
 
 
 def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=None,
-          desc="BregmanKMeans", stacklevel=3, passes=None, fitted=None):
+          desc="BregmanKMeans", passes=None, fitted=None):
     """One restart of Bregman k-means on a (conditioned) data source.
 
     Each iteration is one fused pass (the labels of the current centres and the centre sums
@@ -173,9 +173,6 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
         The pass from ``centres`` when the caller has it.
     desc : str, default="BregmanKMeans"
         The estimator named in the progress bar and in the ConvergenceWarning.
-    stacklevel : int, default=3
-        Not used any more (kept for callers): the ConvergenceWarning points at the first frame
-        outside bregclust, the user's ``fit`` line, whatever the call depth.
     passes : callable, optional
         Runs the Lloyd pass in place of ``src.lloyd`` (same signature and result): the pruned
         passes of :class:`bregclust._pruned.PrunedPasses`, whose ``skipped`` list the bar
