@@ -12,9 +12,16 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import config, njit, prange, types
 
-from .agglomerative import keep, merge_separable, sep_cost
-from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer, kl_phi, phi_of
+from .agglomerative import (
+    NRT_FREE_INNER,
+    NRT_FREE_INNER_PARALLEL,
+    NRT_FREE_JIT,
+    keep,
+    merge_separable,
+    sep_cost,
+)
 from .generators import KL as _GEN_KL
+from .generators import compiled_pointer, kl_phi, phi_of
 from .linkage_generic import (
     _ONE,
     _ZERO,
@@ -80,12 +87,12 @@ EPS_REL = 1e-8
 #: compiled, optimised and emitted to machine code as functions of their own before being linked
 #: into the caller and optimised again there (about 1.4 s of CPU of a cold first pruned fit,
 #: 21.7 -> 20.3 s; warm fits unchanged). The floating-point operations are the same.
-INLINE_JIT = dict(INNER_JIT, inline="always")
+INLINE_JIT = dict(NRT_FREE_INNER, inline="always")
 N_MEMO = 32
 NO_BOUND = -np.inf
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _pivot_set(b, st, fc, pv):
     """Dense copy ``vb`` of slot ``b``'s statistic (``c_k`` off its support) and ``mark[k] = 1``
     on its support (every ``k`` for a dense slot); ``vb = fc[1]`` and ``mark = 0`` on entry.
@@ -106,7 +113,7 @@ def _pivot_set(b, st, fc, pv):
         _pivot_dense(b, st, fc, vb, mark, PV, Qs, np.int64(1))
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _pivot_clear(b, st, fc, pv):
     """Undo :func:`_pivot_set` (``vb = fc[1]``, ``mark = 0``, ``PV = 0``)."""
     vb, mark, PV, P, LG, Qs = pv
@@ -178,7 +185,7 @@ def _memo_F(b, wx, st, fc, gcode, fn, memo, stamp):
     return F, mag
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
     sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
@@ -266,7 +273,7 @@ _RHO = np.array([2.0 ** (GRID_LO + GRID_STEP * i) / (1.0 + 2.0 ** (GRID_LO + GRI
 N_SUMS = 7 + N_GRID + 3  # level-1 sums, the h_x table, h_x(0), magnitudes of h_x and of I
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _slot_sums(x, st, fc, P, LG):
     """OUT ``P[x] = (P1, P2, P3, P0, sum c, magnitude, count)`` over the support of slot ``x``
     (every coordinate when dense) for the level-1 bounds, ``LG[x, p] = log B[x, p]`` on a
@@ -348,7 +355,7 @@ def _slot_sums(x, st, fc, P, LG):
         P[x, 9 + N_GRID] = magi
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _chord_at(wx, wb):
     """Where the chord of :func:`_chord_h` reads the table for the ratio ``r = wb / (wx + wb)``:
     ``(j0, j1, mode, lam)``, columns of ``P`` of the two grid values (``j1 < 0``: ``h_x(1) = 0``),
@@ -386,7 +393,7 @@ def _chord_at(wx, wb):
     return j0, j1, 2, (r - r0) / (r1 - r0)
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _chord_eval(x, P, j0, j1, mode, lam):
     """The chord of :func:`_chord_h` for slot ``x`` from :func:`_chord_at`."""
     h0 = P[x, j0]
@@ -398,7 +405,7 @@ def _chord_eval(x, P, j0, j1, mode, lam):
     return h0 + (h1 - h0) * lam
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _chord_h(x, wx, wb, P):
     """Upper bound of ``h_x(wb / (wx + wb))`` (convex in the ratio) from the table of slot ``x``:
     the chord through the neighbouring grid points (``h_x(0)`` and ``h_x(1) = 0`` at the ends)."""
@@ -472,7 +479,7 @@ def _level2i(b, x, st, fc, vb, mark, P, F, Fmag):
     return lo
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
     """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
     ``PV = (log v, 1 / v, log c, mark max(0, sqrt v - sqrt c), sqrt c)`` (row 3 zero and rows
@@ -697,7 +704,7 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
                 lvl[t] = level
 
 
-@njit(**INNER_PJIT)
+@njit(**NRT_FREE_INNER_PARALLEL)
 def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
                 row, nb, block, costf):
     """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (the driver's parallel
@@ -712,7 +719,7 @@ def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl
 # (:func:`_nblocks`) and as ``block(..., 0, 1, ...)`` otherwise, written out at each call site.
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _nblocks(m, cap, threshold, nthreads):
     """Blocks of a parallel task of ``m`` items: ``min(m, cap)`` above ``threshold`` items with
     threads, else 1 (serial). Comparisons instead of ``min``, whose numba implementation is
@@ -722,7 +729,7 @@ def _nblocks(m, cap, threshold, nthreads):
     return 1
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _kth(a, lo, hi, k, buf):
     """The ``k``-th least value (0-based) of ``a[lo:hi]``, as ``np.partition(a[lo:hi], k)[k]``
     (NaN ordered last), by selection on the copy ``buf`` (hand-written: numba's
@@ -777,7 +784,7 @@ def _kth(a, lo, hi, k, buf):
     return v
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _argsort(vals, g, order, tmp):
     """OUT ``order[:g]``: the positions ``0 .. g-1`` sorted by ``(vals, position)`` - the order
     of a stable sort by value - by a bottom-up merge sort (hand-written for the reason of
@@ -813,7 +820,7 @@ def _argsort(vals, g, order, tmp):
         width *= 2
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _list_reset(x, lo, na, lob, cand, buf):
     """Empty the list of ``x`` before a build among the slots ``act[t]``, ``lo <= t < na``, with
     lower bounds ``lob[t]`` of their costs. Returns ``(ninf, lam)``: the number of slots
@@ -1074,7 +1081,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
 # dtype of ``np.empty`` / ``np.zeros`` it sees as a function of its own).
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _slot_sums_all(st, fc, P, LG):
     """:func:`_slot_sums` of every slot (the rows of ``P``; none for other generators than
     kl)."""
@@ -1082,7 +1089,7 @@ def _slot_sums_all(st, fc, P, LG):
         _slot_sums(x, st, fc, P, LG)
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _rows_block(kind, q, nb, act, st, fc, gcode, fn, pv, cand, nn, mind, stale, heap, where,
                 status, stats, scratch, scan, block, costf):
     """Block ``q`` of ``nb`` of the initial candidate lists: for ``i = q, q + nb, ...`` below
@@ -1105,7 +1112,7 @@ def _rows_block(kind, q, nb, act, st, fc, gcode, fn, pv, cand, nn, mind, stale, 
             _pivot_clear(x, st, fc, pv)
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs, cand, ws,
             pv, dstamp, scan, block, costf):
     """The merges of :func:`pruned_linkage` after the initial candidate lists (``cand``, the
@@ -1339,5 +1346,5 @@ def pointers(st, fc, fn):
     calls it (the driver, its two parallel loops, the scan, the list kernels)."""
     if config.DISABLE_JIT:
         return _scan, _block, _costf
-    return tuple(compiled_pointer(f, sig)
+    return tuple(compiled_pointer(f, sig, _nrt=False)  # no allocation (see NRT_FREE_JIT)
                  for f, sig in pointer_specs(*state_types(st, fc, fn)))
