@@ -45,6 +45,12 @@ from .generators import INNER_JIT, JIT, PJIT, phi_of
 NRT_FREE_JIT = dict(JIT, _nrt=False)
 NRT_FREE_INNER = dict(INNER_JIT, _nrt=False)
 NRT_FREE_INNER_PARALLEL = dict(PJIT, no_cpython_wrapper=True, _nrt=False)
+# Helpers that a first fit of a driver calls from one place (numba inlines them into their
+# caller's IR): they are typed and lowered there once, instead of being compiled, optimised and
+# emitted to machine code as a library of their own and then linked into the caller and
+# optimised and emitted again. The floating-point operations are the same. (A Python entry
+# point, for the tests' oracle checks, is compiled only when Python calls one.)
+NRT_FREE_INLINE = dict(NRT_FREE_JIT, inline="always")
 
 # model kinds
 WARD, SEPARABLE, L1, GAUSS_DIAG, GAUSS_FULL = 0, 1, 2, 3, 4
@@ -85,7 +91,7 @@ def _chol_logdet(S, d):
     return ld
 
 
-@njit(**NRT_FREE_INNER)
+@njit(**NRT_FREE_INLINE)
 def _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn):
     """Separable cost when slot ``j`` has unit weight and sparse support: outside that support
     ``j`` holds the statistic ``c`` of a raw zero, so ``C[i, 1]`` (the sum for a merge with an
@@ -136,7 +142,7 @@ def _gfull_rank_one(i, j, A, B, C, w, work):
     return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
 
 
-@njit(**NRT_FREE_INNER)
+@njit(**NRT_FREE_INLINE)
 def sep_cost(i, j, st, fc, gcode, fn):
     """Merge cost of slots ``i`` and ``j`` for a separable generator (the Jensen gap of ``phi``
     shifted by ``f(c)``, which cancels in the gap): the :data:`SEPARABLE` case of :func:`cost`."""
@@ -147,10 +153,20 @@ def sep_cost(i, j, st, fc, gcode, fn):
     d = A.shape[1]
     li = slen[i]
     lj = slen[j]
+    # a unit-weight sparse slot against a heavier or wider one: the one-sided form (one call
+    # site, so that it is inlined once)
+    u = -1
+    v = -1
+    lv = lj
     if lj >= 0 and wj == 1.0 and (li < 0 or li > lj):
-        return _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn)
-    if li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
-        return _sep_one_sided(j, i, A, B, C, w, sup, slen, li, fc, gcode, fn)
+        u = i
+        v = j
+    elif li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
+        u = j
+        v = i
+        lv = li
+    if u >= 0:
+        return _sep_one_sided(u, v, A, B, C, w, sup, slen, lv, fc, gcode, fn)
     s = 0.0
     if li >= 0 and lj >= 0:
         p = 0
@@ -309,7 +325,7 @@ def init_cache_separable(st, fc, gcode, fn):
         _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn)
 
 
-@njit(**NRT_FREE_INNER)
+@njit(**NRT_FREE_INLINE)
 def _sep_union(i, j, A, B, sup, slen, ibuf):
     """Support of the union in slot ``j`` (sparse) after a separable merge of ``i`` into ``j``
     (``A[j]`` already the merged statistic): the union of the supports with ``B`` gathered from
@@ -343,7 +359,7 @@ def _sep_union(i, j, A, B, sup, slen, ibuf):
         slen[j] = r
 
 
-@njit(**NRT_FREE_JIT)
+@njit(**NRT_FREE_INLINE)
 def merge_separable(i, j, st, fc, gcode, fn, ibuf):
     """:func:`merge` of a separable model (which :func:`merge` calls), without the other models'
     code: the kernel of the pruned driver, which runs only separable models."""
@@ -412,7 +428,7 @@ def slots_to_linkage(n, si, sj, h, node, size, Z):
         node[sj[t]] = n + t
 
 
-@njit(**NRT_FREE_JIT)
+@njit(**NRT_FREE_INLINE)
 def keep(j, r, st, outs):
     """Copy the statistics of slot ``j`` of the state ``st`` to row ``r`` of
     ``outs = (outA, outB, outC, outw, outsup, outslen, outaux)`` (the drivers keep the clusters

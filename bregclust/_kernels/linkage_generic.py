@@ -20,7 +20,7 @@ every kernel) and passed to the driver as a first-class function, it is compiled
 import numpy as np
 from numba import config, njit, prange, typeof, types
 
-from .agglomerative import GAUSS_FULL, NRT_FREE_INNER, cost, keep, merge
+from .agglomerative import GAUSS_FULL, NRT_FREE_INLINE, NRT_FREE_INNER, cost, keep, merge
 from .generators import INNER_PJIT, JIT, compiled_pointer
 
 
@@ -337,7 +337,7 @@ def _position(act, na, x):
     return lo
 
 
-@njit(**NRT_FREE_INNER)
+@njit(**NRT_FREE_INLINE)
 def _set_candidate(x, cand, nn, mind, stale, heap, where):
     """Candidate of ``x`` from the head of its list (certified by the caller), heap updated."""
     cc, ci, cg, cn, ctau, gen = cand
@@ -351,7 +351,7 @@ def _set_candidate(x, cand, nn, mind, stale, heap, where):
     _heap_update(heap, where, mind, x, heap.shape[0])
 
 
-@njit(**NRT_FREE_INNER)
+@njit(**NRT_FREE_INLINE)
 def _retire(a, b, t, act, na, cand, mind, stale, heap, where):
     """The bookkeeping of merge ``t`` of the slot ``a`` into ``b`` (both drivers): every list
     entry of ``a`` or of the former ``b`` is dead, and ``a`` leaves the ``na`` active slots
