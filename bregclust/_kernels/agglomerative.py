@@ -33,13 +33,30 @@ import math
 import numpy as np
 from numba import njit
 
-from .generators import INNER_JIT, JIT, phi_of
+from .generators import INNER_JIT, JIT, PJIT, phi_of
+
+# Presets of the kernels that allocate no array and return none (every array they touch is
+# passed in by a caller that keeps it alive during the call): compiled without numba's
+# reference counting (``_nrt=False``). With it, numba increments and decrements the count of
+# every array at each assignment, tuple unpacking and call, which was 40 % of the LLVM IR of
+# the pruned driver (each operation extracts every field of the array's structure) and costs
+# typing, lowering and LLVM time on a first fit; the arithmetic is the same. A kernel that
+# allocates (``np.empty`` ...) or returns an array must keep :data:`.generators.JIT`.
+NRT_FREE_JIT = dict(JIT, _nrt=False)
+NRT_FREE_INNER = dict(INNER_JIT, _nrt=False)
+NRT_FREE_INNER_PARALLEL = dict(PJIT, no_cpython_wrapper=True, _nrt=False)
+# Helpers that a first fit of a driver calls from one place (numba inlines them into their
+# caller's IR): they are typed and lowered there once, instead of being compiled, optimised and
+# emitted to machine code as a library of their own and then linked into the caller and
+# optimised and emitted again. The floating-point operations are the same. (A Python entry
+# point, for the tests' oracle checks, is compiled only when Python calls one.)
+NRT_FREE_INLINE = dict(NRT_FREE_JIT, inline="always")
 
 # model kinds
 WARD, SEPARABLE, L1, GAUSS_DIAG, GAUSS_FULL = 0, 1, 2, 3, 4
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _l1_cost_coord(P, N):
     """Cost of one coordinate of an l1_subgradient cluster with positive mass ``P`` and negative
     mass ``N``: the mean's sign is the side with more mass, and every point on the other side (or
@@ -51,7 +68,7 @@ def _l1_cost_coord(P, N):
     return 2.0 * (P + N)
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _chol_logdet(S, d):
     """In-place lower Cholesky of the leading ``d x d`` block of ``S``; returns ``log det S``
     (``+inf`` if ``S`` is not positive definite)."""
@@ -74,7 +91,7 @@ def _chol_logdet(S, d):
     return ld
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INLINE)
 def _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn):
     """Separable cost when slot ``j`` has unit weight and sparse support: outside that support
     ``j`` holds the statistic ``c`` of a raw zero, so ``C[i, 1]`` (the sum for a merge with an
@@ -103,7 +120,7 @@ def _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn):
     return C[i, 0] + C[j, 0] - w12 * s
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _gfull_rank_one(i, j, A, B, C, w, work):
     """Full-Gaussian cost of cluster ``i`` and a unit-weight point ``j`` with zero scatter:
     ``Sigma12 = A_i + (c / w12) delta delta^T`` with ``A_i = M2_i / (w_i + 1) + I``, whose
@@ -125,7 +142,7 @@ def _gfull_rank_one(i, j, A, B, C, w, work):
     return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INLINE)
 def sep_cost(i, j, st, fc, gcode, fn):
     """Merge cost of slots ``i`` and ``j`` for a separable generator (the Jensen gap of ``phi``
     shifted by ``f(c)``, which cancels in the gap): the :data:`SEPARABLE` case of :func:`cost`."""
@@ -136,10 +153,20 @@ def sep_cost(i, j, st, fc, gcode, fn):
     d = A.shape[1]
     li = slen[i]
     lj = slen[j]
+    # a unit-weight sparse slot against a heavier or wider one: the one-sided form (one call
+    # site, so that it is inlined once)
+    u = -1
+    v = -1
+    lv = lj
     if lj >= 0 and wj == 1.0 and (li < 0 or li > lj):
-        return _sep_one_sided(i, j, A, B, C, w, sup, slen, lj, fc, gcode, fn)
-    if li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
-        return _sep_one_sided(j, i, A, B, C, w, sup, slen, li, fc, gcode, fn)
+        u = i
+        v = j
+    elif li >= 0 and wi == 1.0 and (lj < 0 or lj > li):
+        u = j
+        v = i
+        lv = li
+    if u >= 0:
+        return _sep_one_sided(u, v, A, B, C, w, sup, slen, lv, fc, gcode, fn)
     s = 0.0
     if li >= 0 and lj >= 0:
         p = 0
@@ -166,7 +193,7 @@ def sep_cost(i, j, st, fc, gcode, fn):
     return C[i, 0] + C[j, 0] - w12 * s
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def cost(kind, i, j, st, fc, gcode, fn, work):
     """Merge cost of the clusters in slots ``i`` and ``j`` of the state ``st`` (see the module
     docstring); ``work`` is scratch (IN/OUT)."""
@@ -218,7 +245,7 @@ def cost(kind, i, j, st, fc, gcode, fn, work):
     return 0.5 * (w12 * ld - C[i, 0] - C[j, 0])
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn):
     """The :data:`SEPARABLE` case of :func:`_slot_cache`."""
     d = A.shape[1]
@@ -239,7 +266,7 @@ def _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn):
     C[j, 1] = s1
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work):
     """Recompute the cached per-cluster terms ``C[j, :]`` from the statistics of slot ``j``:
     ``C[j, 0] = w f(tau)`` (up to constants that cancel) and, for sparse separable models,
@@ -279,7 +306,7 @@ def _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work):
                     B[j, dd + k * d + l] = work[k, l]
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def init_cache(kind, st, fc, gcode, fn, work):
     """OUT ``C`` of the state ``st = (A, B, C, w, sup, slen, aux)``: the cached per-cluster terms
     of every slot (see :func:`_slot_cache`)."""
@@ -288,7 +315,7 @@ def init_cache(kind, st, fc, gcode, fn, work):
         _slot_cache(kind, j, A, B, C, w, sup, slen, fc, gcode, fn, work)
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def init_cache_separable(st, fc, gcode, fn):
     """:func:`init_cache` for a separable model (the same arithmetic), without the other models'
     code: a first fit of the pruned driver, which runs only separable models, compiles no
@@ -298,7 +325,7 @@ def init_cache_separable(st, fc, gcode, fn):
         _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn)
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INLINE)
 def _sep_union(i, j, A, B, sup, slen, ibuf):
     """Support of the union in slot ``j`` (sparse) after a separable merge of ``i`` into ``j``
     (``A[j]`` already the merged statistic): the union of the supports with ``B`` gathered from
@@ -332,7 +359,7 @@ def _sep_union(i, j, A, B, sup, slen, ibuf):
         slen[j] = r
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_INLINE)
 def merge_separable(i, j, st, fc, gcode, fn, ibuf):
     """:func:`merge` of a separable model (which :func:`merge` calls), without the other models'
     code: the kernel of the pruned driver, which runs only separable models."""
@@ -348,7 +375,7 @@ def merge_separable(i, j, st, fc, gcode, fn, ibuf):
     _sep_slot_cache(j, A, B, C, w, sup, slen, fc, gcode, fn)
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def merge(kind, i, j, st, fc, gcode, fn, work, ibuf):
     """Merge slot ``i`` into slot ``j`` of the state ``st`` (IN/OUT: slot ``j`` holds the union
     afterwards); ``work``/``ibuf`` are scratch."""
@@ -385,7 +412,7 @@ def merge(kind, i, j, st, fc, gcode, fn, work, ibuf):
 
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def slots_to_linkage(n, si, sj, h, node, size, Z):
     """scipy linkage rows from merges of slots (the union lives in slot ``sj``); ``node`` and
     ``size`` (IN/OUT, scratch) the node ids and sizes of the slots (``0 .. n-1``, ones).
@@ -401,7 +428,7 @@ def slots_to_linkage(n, si, sj, h, node, size, Z):
         node[sj[t]] = n + t
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_INLINE)
 def keep(j, r, st, outs):
     """Copy the statistics of slot ``j`` of the state ``st`` to row ``r`` of
     ``outs = (outA, outB, outC, outw, outsup, outslen, outaux)`` (the drivers keep the clusters

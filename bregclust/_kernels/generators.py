@@ -330,7 +330,7 @@ def callback_errors():
 _POINTER_CACHE = {}
 
 
-def compiled_pointer(pyfunc, signature):
+def compiled_pointer(pyfunc, signature, **options):
     """``pyfunc`` compiled once as a C callback of the numba ``signature`` (``cfunc``, cached on
     disk): a first-class function that compiled kernels take as an argument and call through
     its pointer. numba links the code of every function a kernel calls into the kernel's own
@@ -345,6 +345,8 @@ def compiled_pointer(pyfunc, signature):
         The kernel's Python source (a dispatcher's ``py_func`` is compiled).
     signature : numba signature
         Its exact argument and return types (a caller must pass exactly these types).
+    **options
+        Further numba compilation options (e.g. ``_nrt=False``).
 
     Returns
     -------
@@ -353,14 +355,14 @@ def compiled_pointer(pyfunc, signature):
     pyfunc = getattr(pyfunc, "py_func", pyfunc)
     if config.DISABLE_JIT:
         return pyfunc
-    key = (pyfunc, signature)
+    key = (pyfunc, signature, tuple(sorted(options.items())))
     hit = _POINTER_CACHE.get(key)
     if hit is None:
         # a callback with a parallel loop loaded from the cache links against numba's threading
         # layer, which nothing else may have started in this process (LLVM then aborts the
         # process: "Symbol not found: allocate_sched"); get_num_threads starts it
         get_num_threads()
-        hit = _POINTER_CACHE[key] = cfunc(signature, cache=True)(pyfunc)
+        hit = _POINTER_CACHE[key] = cfunc(signature, cache=True, **options)(pyfunc)
     return hit
 
 

@@ -20,14 +20,14 @@ every kernel) and passed to the driver as a first-class function, it is compiled
 import numpy as np
 from numba import config, njit, prange, typeof, types
 
-from .agglomerative import GAUSS_FULL, cost, keep, merge
-from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer
+from .agglomerative import GAUSS_FULL, NRT_FREE_INLINE, NRT_FREE_INNER, cost, keep, merge
+from .generators import INNER_PJIT, JIT, compiled_pointer
 
 
 # ---------------------------------------------------------------------------- indexed binary heap
 # Helpers here are few and written out where they are used: every compiled function costs a
 # library of its own, recompiled in every kernel that calls it.
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _sift_down(heap, where, key, p, size):
     """Move ``heap[p]`` down to its place (order: ``key``, then slot)."""
     x = heap[p]
@@ -49,7 +49,7 @@ def _sift_down(heap, where, key, p, size):
     where[x] = p
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _heap_update(heap, where, key, slot, size):
     """Restore the heap order after ``key[slot]`` changed (sift up, then down)."""
     p = where[slot]
@@ -106,7 +106,7 @@ N_STATS = 8
 PAR_REFINE = np.int64(128)  # level-2 refinements or exact costs per region
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _slot(e):
     """The slot of a list entry ``e`` (``y`` for an exact cost, ``-y - 1`` for a bound):
     ``max(e, -e - 1)`` by a comparison (numba's builtin ``max`` compiles its generic
@@ -114,7 +114,7 @@ def _slot(e):
     return e if e >= 0 else -e - 1
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _cand_compact(cand, x):
     """Drop the entries of the list of ``x`` whose slot changed since they were stored."""
     cc, ci, cg, cn, ctau, gen = cand
@@ -129,7 +129,7 @@ def _cand_compact(cand, x):
     cn[x] = r
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _cand_insert(cand, x, c, y):
     """Insert ``(c, y)`` into the candidate list of ``x``, sorted by (value, slot); ``y < 0``
     marks a pending entry (``c`` a lower bound of the cost to slot ``-y - 1``). A full list whose
@@ -163,7 +163,7 @@ def _cand_insert(cand, x, c, y):
     cn[x] = m + 1
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
     """Evaluate the pending head of the list of ``x`` exactly (and move it to its place) until
     the head is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are
@@ -193,7 +193,7 @@ def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
         cg[x, p] = g
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _certified(x, cand):
     """True when the head of the list of ``x`` is an exact cost below ``ctau[x]``."""
     cc, ci, cg, cn, ctau, gen = cand
@@ -202,7 +202,7 @@ def _certified(x, cand):
     return cn[x] > 0 and ci[x, 0] >= 0 and cc[x, 0] < ctau[x]
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _cand_build(x, act, lo, na, row, cand):
     """Candidate list of ``x`` from the costs ``row[t]`` to the slots ``act[t]``, ``lo <= t < na``
     (ascending slots). Returns the status (NaN costs are refused)."""
@@ -322,7 +322,7 @@ def _par_blocks(task, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status
               costf)
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _position(act, na, x):
     """``np.searchsorted(act[:na], x)`` (``act[:na]`` ascending) by bisection, hand-written: numba's
     ``searchsorted`` compiles a generic comparison machinery for one lookup per merge."""
@@ -337,7 +337,7 @@ def _position(act, na, x):
     return lo
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INLINE)
 def _set_candidate(x, cand, nn, mind, stale, heap, where):
     """Candidate of ``x`` from the head of its list (certified by the caller), heap updated."""
     cc, ci, cg, cn, ctau, gen = cand
@@ -351,7 +351,7 @@ def _set_candidate(x, cand, nn, mind, stale, heap, where):
     _heap_update(heap, where, mind, x, heap.shape[0])
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INLINE)
 def _retire(a, b, t, act, na, cand, mind, stale, heap, where):
     """The bookkeeping of merge ``t`` of the slot ``a`` into ``b`` (both drivers): every list
     entry of ``a`` or of the former ``b`` is dead, and ``a`` leaves the ``na`` active slots

@@ -12,9 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import config, njit, prange, types
 
-from .agglomerative import keep, merge_separable, sep_cost
-from .generators import INNER_JIT, INNER_PJIT, JIT, compiled_pointer, kl_phi, phi_of
+from .agglomerative import (
+    NRT_FREE_INLINE,
+    NRT_FREE_INNER,
+    NRT_FREE_INNER_PARALLEL,
+    NRT_FREE_JIT,
+    keep,
+    merge_separable,
+    sep_cost,
+)
 from .generators import KL as _GEN_KL
+from .generators import compiled_pointer, kl_phi, phi_of
 from .linkage_generic import (
     _ONE,
     _ZERO,
@@ -80,12 +88,12 @@ EPS_REL = 1e-8
 #: compiled, optimised and emitted to machine code as functions of their own before being linked
 #: into the caller and optimised again there (about 1.4 s of CPU of a cold first pruned fit,
 #: 21.7 -> 20.3 s; warm fits unchanged). The floating-point operations are the same.
-INLINE_JIT = dict(INNER_JIT, inline="always")
+INLINE_JIT = NRT_FREE_INLINE
 N_MEMO = 32
 NO_BOUND = -np.inf
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_INLINE)
 def _pivot_set(b, st, fc, pv):
     """Dense copy ``vb`` of slot ``b``'s statistic (``c_k`` off its support) and ``mark[k] = 1``
     on its support (every ``k`` for a dense slot); ``vb = fc[1]`` and ``mark = 0`` on entry.
@@ -106,7 +114,7 @@ def _pivot_set(b, st, fc, pv):
         _pivot_dense(b, st, fc, vb, mark, PV, Qs, np.int64(1))
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_INLINE)
 def _pivot_clear(b, st, fc, pv):
     """Undo :func:`_pivot_set` (``vb = fc[1]``, ``mark = 0``, ``PV = 0``)."""
     vb, mark, PV, P, LG, Qs = pv
@@ -178,7 +186,10 @@ def _memo_F(b, wx, st, fc, gcode, fn, memo, stamp):
     return F, mag
 
 
-@njit(**JIT)
+# not inlined into _block: numba's inliner deep-copies a function's IR block by block (each copy
+# taking the whole scope), which for this one cost more than compiling it as a library of its own
+# (cold first fit 14.0 / 14.0 s CPU against 14.8 / 15.4 s inlined, alternated)
+@njit(**NRT_FREE_JIT)
 def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
     sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
@@ -187,7 +198,8 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
     entries ``(w, F, magnitude)`` from row 1, with row 0 column 0 their number (zeroed by the
     caller for each pivot). ``pv`` from :func:`_make_pv`; with ``first`` a level-1 bound
-    (:func:`_level1s`, :func:`_level1b`) is returned where it applies. Returns ``(bound, level)``."""
+    (:func:`_level1b`: a dense pivot) is returned where it applies; the level-1 bound of a sparse
+    pivot (kl) is :func:`_level1s_rows`'. Returns ``(bound, level)``."""
     vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
     lx = slen[x]
@@ -198,11 +210,9 @@ def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     wx = w[x]
     wb = w[b]
     W = wx + wb
+    # kl with a sparse pivot: level-1 bounds come from _level1s_rows (the caller's), level 2
+    # from the tables here
     tables = gcode == _GEN_KL and slen[b] >= 0 and P.shape[0] > 0 and P.shape[1] >= N_SUMS
-    if first and tables:
-        lo1 = _level1s(b, x, st, fc, PV, P, LG)
-        if lo1 != NO_BOUND:
-            return lo1, 1
     F, mag = _memo_F(b, wx, st, fc, gcode, fn, memo, stamp)
     if first and not tables and gcode == _GEN_KL and wx < 0.25 * W and Qs[3] > 0.0:
         # light x, heavy dense pivot (a dense pivot otherwise gets level 2: a level-1 bound for
@@ -266,7 +276,7 @@ _RHO = np.array([2.0 ** (GRID_LO + GRID_STEP * i) / (1.0 + 2.0 ** (GRID_LO + GRI
 N_SUMS = 7 + N_GRID + 3  # level-1 sums, the h_x table, h_x(0), magnitudes of h_x and of I
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _slot_sums(x, st, fc, P, LG):
     """OUT ``P[x] = (P1, P2, P3, P0, sum c, magnitude, count)`` over the support of slot ``x``
     (every coordinate when dense) for the level-1 bounds, ``LG[x, p] = log B[x, p]`` on a
@@ -348,7 +358,7 @@ def _slot_sums(x, st, fc, P, LG):
         P[x, 9 + N_GRID] = magi
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _chord_at(wx, wb):
     """Where the chord of :func:`_chord_h` reads the table for the ratio ``r = wb / (wx + wb)``:
     ``(j0, j1, mode, lam)``, columns of ``P`` of the two grid values (``j1 < 0``: ``h_x(1) = 0``),
@@ -386,7 +396,7 @@ def _chord_at(wx, wb):
     return j0, j1, 2, (r - r0) / (r1 - r0)
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _chord_eval(x, P, j0, j1, mode, lam):
     """The chord of :func:`_chord_h` for slot ``x`` from :func:`_chord_at`."""
     h0 = P[x, j0]
@@ -398,46 +408,12 @@ def _chord_eval(x, P, j0, j1, mode, lam):
     return h0 + (h1 - h0) * lam
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _chord_h(x, wx, wb, P):
     """Upper bound of ``h_x(wb / (wx + wb))`` (convex in the ratio) from the table of slot ``x``:
     the chord through the neighbouring grid points (``h_x(0)`` and ``h_x(1) = 0`` at the ends)."""
     j0, j1, mode, lam = _chord_at(wx, wb)
     return _chord_eval(x, P, j0, j1, mode, lam)
-
-
-@njit(**INLINE_JIT)
-def _level1s(b, x, st, fc, PV, P, LG):
-    """Log-free intersection-form bound (see the comment above :data:`N_SUMS`) of the cost of a
-    sparse ``x`` and the sparse pivot ``b`` (kl); the pivot's ``max(0, sqrt v - sqrt c)`` is
-    ``PV[3]`` and ``sqrt c`` is ``PV[4]``; x's factors are read from ``LG`` when stored there
-    (see :func:`_slot_sums`)."""
-    A, B, C, w, sup, slen, aux = st
-    wx = w[x]
-    wb = w[b]
-    W = wx + wb
-    F = _chord_h(b, wb, wx, P)  # F_b(wx) = h_b(wx / W), bounded by the chord of b's table
-    Fmag = P[b, 8 + N_GRID]
-    r = wb / W
-    dot = 0.0
-    sw = sup.shape[1]
-    if LG.shape[1] >= 2 * sw:
-        for p in range(slen[x]):
-            dot += LG[x, sw + p] * PV[3, sup[x, p]]
-    else:
-        for p in range(slen[x]):
-            k = sup[x, p]
-            u = math.sqrt(B[x, p]) - PV[4, k]
-            if u > 0.0:
-                dot += u * PV[3, k]
-    g = 2.0 * math.sqrt(r * (1.0 - r)) * dot
-    est = C[x, 0] + C[b, 0] - W * (F + _chord_h(x, wx, wb, P) + g)
-    mag = Fmag + P[x, 8 + N_GRID] + P[x, 9 + N_GRID] + P[b, 9 + N_GRID] + g
-    err = EPS_REL * (abs(C[x, 0]) + abs(C[b, 0]) + W * (mag + abs(C[x, 1]) + abs(C[b, 1])))
-    lo = est - err
-    if lo != lo:
-        return NO_BOUND
-    return lo
 
 
 @njit(**INLINE_JIT)
@@ -472,7 +448,7 @@ def _level2i(b, x, st, fc, vb, mark, P, F, Fmag):
     return lo
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
     """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
     ``PV = (log v, 1 / v, log c, mark max(0, sqrt v - sqrt c), sqrt c)`` (row 3 zero and rows
@@ -563,10 +539,12 @@ _MINUS_ONE = np.int64(-1)
 
 @njit(**INLINE_JIT)
 def _level1s_rows(b, xs, t0, t1, w, C, P, sup, slen, LG, PV3, out, lvl):
-    """:func:`_level1s` (stored factors) of the pivot ``b`` and the slots ``x = xs[t]``,
-    ``t0 <= t < t1``, with the pivot's terms read once and the weight-dependent terms (chord
-    positions, ``F_b``) computed once per weight (kept for weight 1 and for the last other
-    weight): the same arithmetic, so the same floats. OUT ``out[t]``, ``lvl[t] = 1``; a NaN
+    """Log-free intersection-form bound (see the comment above :data:`N_SUMS`) of the cost of
+    the sparse pivot ``b`` (kl) and each sparse slot ``x = xs[t]``, ``t0 <= t < t1``, from the
+    factors stored by :func:`_slot_sums` (``LG``) and the pivot's ``max(0, sqrt v - sqrt c)``
+    (``PV3``), with the pivot's terms read once and the weight-dependent terms (chord
+    positions, ``F_b`` bounded by the chord of b's table) computed once per weight (kept for
+    weight 1 and for the last other weight). OUT ``out[t]``, ``lvl[t] = 1``; a NaN
     bound is left as NaN for the caller; ``lvl[t] = 0`` marks a dense ``x`` (no such bound);
     ``x = b`` is skipped."""
     sw = sup.shape[1]
@@ -697,22 +675,28 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
                 lvl[t] = level
 
 
-@njit(**INNER_PJIT)
+@njit(**NRT_FREE_INNER_PARALLEL)
 def _par_blocks(task, kind, b, act, idx, lo, hi, st, fc, gcode, fn, pv, out, lvl, memos, stamp,
                 row, nb, block, costf):
-    """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (the driver's parallel
-    loop)."""
-    for q in prange(nb):
-        # prange's index is unsigned: cast, so that the callee has one integer type
-        block(task, kind, b, act, idx, lo, hi, np.int64(q), nb, st, fc, gcode, fn, pv, out, lvl,
-              memos, stamp, row, costf)
+    """``block`` (:func:`_block`) ``q = 0 .. nb - 1``: in parallel for ``nb > 1`` (the driver's
+    parallel loop), else as one serial block (no parallel region is entered). The tasks of
+    :func:`_scan` all run through here, so the callback ``block`` is called from two places
+    only (each call site of a first-class function compiles two calls and a fallback through
+    the interpreter, and each passes the ~20 arrays of the task again)."""
+    if nb > 1:
+        for q in prange(nb):
+            # prange's index is unsigned: cast, so that the callee has one integer type
+            block(task, kind, b, act, idx, lo, hi, np.int64(q), nb, st, fc, gcode, fn, pv, out,
+                  lvl, memos, stamp, row, costf)
+    else:
+        block(task, kind, b, act, idx, lo, hi, _ZERO, nb, st, fc, gcode, fn, pv, out, lvl, memos,
+              stamp, row, costf)
 
 
-# The callers below run a task as ``_par_blocks`` in ``nb`` blocks when there is enough work
-# (:func:`_nblocks`) and as ``block(..., 0, 1, ...)`` otherwise, written out at each call site.
+# The callers below run a task in ``nb`` blocks, ``nb`` from :func:`_nblocks` (1: serially).
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _nblocks(m, cap, threshold, nthreads):
     """Blocks of a parallel task of ``m`` items: ``min(m, cap)`` above ``threshold`` items with
     threads, else 1 (serial). Comparisons instead of ``min``, whose numba implementation is
@@ -722,7 +706,7 @@ def _nblocks(m, cap, threshold, nthreads):
     return 1
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _kth(a, lo, hi, k, buf):
     """The ``k``-th least value (0-based) of ``a[lo:hi]``, as ``np.partition(a[lo:hi], k)[k]``
     (NaN ordered last), by selection on the copy ``buf`` (hand-written: numba's
@@ -777,7 +761,7 @@ def _kth(a, lo, hi, k, buf):
     return v
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _argsort(vals, g, order, tmp):
     """OUT ``order[:g]``: the positions ``0 .. g-1`` sorted by ``(vals, position)`` - the order
     of a stable sort by value - by a bottom-up merge sort (hand-written for the reason of
@@ -813,7 +797,7 @@ def _argsort(vals, g, order, tmp):
         width *= 2
 
 
-@njit(**INNER_JIT)
+@njit(**NRT_FREE_INNER)
 def _list_reset(x, lo, na, lob, cand, buf):
     """Empty the list of ``x`` before a build among the slots ``act[t]``, ``lo <= t < na``, with
     lower bounds ``lob[t]`` of their costs. Returns ``(ninf, lam)``: the number of slots
@@ -836,7 +820,8 @@ def _list_reset(x, lo, na, lob, cand, buf):
 def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
           done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads, stats, buf, order,
           tmp, block, costf):
-    """The pruned passes of the pivot ``x`` (set by :func:`_pivot_set`): first-level bounds of
+    """The pruned passes of the pivot ``x`` (set by :func:`_pivot_set` on entry, cleared by
+    :func:`_pivot_clear` on exit; the caller's ``pv`` holds no pivot): first-level bounds of
     its costs to the slots ``act[t]``, ``lo_bounds <= t < na``; when ``a >= 0`` (``a`` was just
     merged into ``x``, and ``act[:lo_list - 1]`` are the slots below ``x``) the update of the
     slots below ``x``; then the candidate list of ``x`` among ``act[t]``, ``lo_list <= t < na``
@@ -858,17 +843,30 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     bound first, then only where the (refined) bound does not exceed the K-th cost. The head is
     the least (cost, slot) above ``x`` either way.
     """
+    _pivot_set(x, st, fc, pv)
+    # 28 arguments: CPython passes more than 30 as a tuple (*args), which numba cannot inline
+    status = _scan_pivot(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob,
+                         lvl, row, idx, done, cand, (nn, mind, stale), heap, where, memos, stamp,
+                         nthreads, stats, (buf, order, tmp), block, costf)
+    _pivot_clear(x, st, fc, pv)
+    return status
+
+
+@njit(**NRT_FREE_INLINE)
+def _scan_pivot(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
+                idx, done, cand, nms, heap, where, memos, stamp, nthreads, stats, scratch, block,
+                costf):
+    """:func:`_scan` with the pivot ``x`` set (inlined there); ``nms = (nn, mind, stale)``,
+    ``scratch = (buf, order, tmp)``."""
+    nn, mind, stale = nms
+    buf, order, tmp = scratch
     cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
     cap = memos.shape[0]
     n = heap.shape[0]
     nb = _nblocks(na - lo_bounds, cap, PAR_BOUNDS, nthreads)
-    if nb > 1:
-        _par_blocks(LOWER, _ZERO, x, act, act, lo_bounds, na, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block, costf)
-    else:
-        block(LOWER, _ZERO, x, act, act, lo_bounds, na, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-              lvl, memos, stamp, row, costf)
+    _par_blocks(LOWER, _ZERO, x, act, act, lo_bounds, na, st, fc, gcode, fn, pv, lob, lvl,
+                memos, stamp, row, nb, block, costf)
     if a >= 0:  # the slots below x, at positions p < pb
         b = x
         pb = lo_list - 1
@@ -879,12 +877,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                 idx[cnt] = p
                 cnt += 1
         nb = _nblocks(cnt, cap, PAR_REFINE, nthreads)
-        if nb > 1:
-            _par_blocks(REFINE, kind, b, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb, block, costf)
-        else:
-            block(REFINE, kind, b, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
-                  lob, lvl, memos, stamp, row, costf)
+        _par_blocks(REFINE, kind, b, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                    memos, stamp, row, nb, block, costf)
         stats[ST_REFINE] += cnt
         for p in range(pb):
             done[p] = False
@@ -897,12 +891,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                 idx[c2] = p
                 c2 += 1
         nb = _nblocks(c2, cap // 2, PAR_REFINE // 4, nthreads)
-        if nb > 1:
-            _par_blocks(EXACT, kind, b, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb, block, costf)
-        else:
-            block(EXACT, kind, b, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-                  lvl, memos, stamp, row, costf)
+        _par_blocks(EXACT, kind, b, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
+                    memos, stamp, row, nb, block, costf)
         stats[ST_EXACT] += c2
         for p in range(pb):
             y = act[p]
@@ -938,12 +928,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
             idx[cnt] = t
             cnt += 1
     nb = _nblocks(cnt, cap // 2, PAR_REFINE // 4, nthreads)
-    if nb > 1:
-        _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block, costf)
-    else:
-        block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-              lvl, memos, stamp, row, costf)
+    _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                memos, stamp, row, nb, block, costf)
     stats[ST_EXACT] += cnt
     # the entries in slot order, then a stable sort by value: the (value, slot) order of the list
     g = np.int64(0)
@@ -993,12 +979,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
         if cnt == 0:
             break
         nb = _nblocks(cnt, cap, PAR_REFINE, nthreads)
-        if nb > 1:
-            _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                        memos, stamp, row, nb, block, costf)
-        else:
-            block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv,
-                  lob, lvl, memos, stamp, row, costf)
+        _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                    memos, stamp, row, nb, block, costf)
         stats[ST_REFINE] += cnt
     cnt = np.int64(0)
     for t in range(lo, na):
@@ -1006,12 +988,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
             idx[cnt] = t
             cnt += 1
     nb = _nblocks(cnt, cap // 2, PAR_REFINE // 4, nthreads)
-    if nb > 1:
-        _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block, costf)
-    else:
-        block(EXACT, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-              lvl, memos, stamp, row, costf)
+    _par_blocks(EXACT, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                memos, stamp, row, nb, block, costf)
     stats[ST_EXACT] += cnt
     for q in range(cnt):
         c = row[idx[q]]
@@ -1031,12 +1009,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
                 idx[cnt] = t
                 cnt += 1
     nb = _nblocks(cnt, cap, PAR_REFINE, nthreads)
-    if nb > 1:
-        _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block, costf)
-    else:
-        block(REFINE, kind, x, act, idx, _ZERO, cnt, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-              lvl, memos, stamp, row, costf)
+    _par_blocks(REFINE, kind, x, act, idx, _ZERO, cnt, st, fc, gcode, fn, pv, lob, lvl,
+                memos, stamp, row, nb, block, costf)
     stats[ST_REFINE] += cnt
     c2 = np.int64(0)
     for q in range(cnt):
@@ -1048,12 +1022,8 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
             idx[c2] = t
             c2 += 1
     nb = _nblocks(c2, cap // 2, PAR_REFINE // 4, nthreads)
-    if nb > 1:
-        _par_blocks(EXACT, kind, x, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
-                    memos, stamp, row, nb, block, costf)
-    else:
-        block(EXACT, kind, x, act, idx, _ZERO, c2, _ZERO, _ONE, st, fc, gcode, fn, pv, lob,
-              lvl, memos, stamp, row, costf)
+    _par_blocks(EXACT, kind, x, act, idx, _ZERO, c2, st, fc, gcode, fn, pv, lob, lvl,
+                memos, stamp, row, nb, block, costf)
     stats[ST_EXACT] += c2
     for q in range(c2):
         c = row[idx[q]]
@@ -1074,7 +1044,7 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
 # dtype of ``np.empty`` / ``np.zeros`` it sees as a function of its own).
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _slot_sums_all(st, fc, P, LG):
     """:func:`_slot_sums` of every slot (the rows of ``P``; none for other generators than
     kl)."""
@@ -1082,7 +1052,7 @@ def _slot_sums_all(st, fc, P, LG):
         _slot_sums(x, st, fc, P, LG)
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _rows_block(kind, q, nb, act, st, fc, gcode, fn, pv, cand, nn, mind, stale, heap, where,
                 status, stats, scratch, scan, block, costf):
     """Block ``q`` of ``nb`` of the initial candidate lists: for ``i = q, q + nb, ...`` below
@@ -1098,14 +1068,12 @@ def _rows_block(kind, q, nb, act, st, fc, gcode, fn, pv, cand, nn, mind, stale, 
             x = i if r == 0 else n - 2 - i
             if r == 1 and x <= i:
                 break
-            _pivot_set(x, st, fc, pv)
             status[x] = scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn, pv,
                              lob, lvl, row, idx, done, cand, nn, mind, stale, heap, where, memo,
                              0.0, _ONE, stats, buf, order, tmp, block, costf)
-            _pivot_clear(x, st, fc, pv)
 
 
-@njit(**JIT)
+@njit(**NRT_FREE_JIT)
 def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs, cand, ws,
             pv, dstamp, scan, block, costf):
     """The merges of :func:`pruned_linkage` after the initial candidate lists (``cand``, the
@@ -1136,11 +1104,9 @@ def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first
                 lo = _position(act, na, a) + 1
                 stamp += dstamp
                 stats[ST_B_RESCAN] += na - lo
-                _pivot_set(a, st, fc, pv)
                 status = scan(kind, a, _MINUS_ONE, lo, lo, act, na, st, fc, gcode, fn, pv, lob,
                               lvl, row, idx, done, cand, nn, mind, stale, heap, where, memos,
                               stamp, nthreads, stats, buf, order, tmp, block, costf)
-                _pivot_clear(a, st, fc, pv)
                 if status != OK:
                     return NAN_COST
             _set_candidate(a, cand, nn, mind, stale, heap, where)
@@ -1160,12 +1126,10 @@ def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first
         if P.shape[0] > 0:
             _slot_sums(b, st, fc, P, LG)
         # the update of the slots below b and the candidate list of b (see _scan)
-        _pivot_set(b, st, fc, pv)
         stats[ST_B_MERGE] += na - 1
         status = scan(kind, b, a, _ZERO, pb + 1, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
                       idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
                       stats, buf, order, tmp, block, costf)
-        _pivot_clear(b, st, fc, pv)
         if status != OK:
             return NAN_COST
         _set_candidate(b, cand, nn, mind, stale, heap, where)
@@ -1257,7 +1221,7 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
                    outs, scan, block, costf):
     """:func:`.linkage_generic.generic_linkage` for a sparse separable model (statistics with
     sparse supports, ``sup.shape[1] > 0``), with the pruning bounds: a cost is first bounded
-    from below (:func:`_pivot_lower`, :func:`_level1s`, :func:`_level1b`) and evaluated only when
+    from below (:func:`_pivot_lower`, :func:`_level1s_rows`, :func:`_level1b`) and evaluated only when
     the bound cannot show that it changes no candidate list and no candidate, so the merges and
     heights are those of the exhaustive evaluation, bit for bit. Runs its compiled parts
     the per-slot sums, the initial candidate lists in ``nthreads``
@@ -1339,5 +1303,5 @@ def pointers(st, fc, fn):
     calls it (the driver, its two parallel loops, the scan, the list kernels)."""
     if config.DISABLE_JIT:
         return _scan, _block, _costf
-    return tuple(compiled_pointer(f, sig)
+    return tuple(compiled_pointer(f, sig, _nrt=False)  # no allocation (see NRT_FREE_JIT)
                  for f, sig in pointer_specs(*state_types(st, fc, fn)))
