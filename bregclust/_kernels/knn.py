@@ -76,6 +76,9 @@ def knn_self_csr(indptr, indices, data, t_indptr, t_indices, t_data, sq, vals, i
         elif 0.0 == worst[i]:
             tie[i] = 0.0
         for j in range(i + 1, n):
+            # the two offers stay written out here and in knn_cross_csr: one shared @njit
+            # helper for "clamp, offer or record the tie" made both graphs 2.5-2.9x slower on
+            # NG20-1 (not inlined into this loop; session 17, same neighbour lists)
             m2 = -2.0 * buf[j]
             buf[j] = 0.0
             d = (m2 + sqi) + sq[j]
