@@ -635,6 +635,13 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         Per task, whether it took the coupled k-means partition (``kmeans_coupling="mbc"``).
     kmeans_lam_ : list of float
         The MBC coupling ``lam_`` of the tasks that took it (0 for the others).
+    kmeans_refusal_ : list of {str, None}
+        Per task on a k-means base, why it did not take the coupled partition: ``"empty"``
+        (its partition leaves a cluster empty, so it took no part), ``"alone"`` (fewer than two
+        tasks could take part), ``"lam0"`` (MBC chose no coupling), ``"mbc-guard"`` (MBC's task
+        guard gave it the independent fit), ``"modularity"`` (the coupled partition lowers its
+        modularity); None for a task that took it, a task on the spectral base, and with
+        ``kmeans_coupling="none"``.
     kmeans_modularity_ : ndarray of shape (n_tasks,)
         :func:`modularity` of the coupled k-means partition of each task on a k-means base
         (NaN for the others and with ``kmeans_coupling="none"``).
@@ -822,6 +829,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                   for t in range(T)]
         self.kmeans_coupled_ = [False] * T
         self.kmeans_lam_ = [0.0] * T
+        self.kmeans_refusal_ = [None] * T
         self.kmeans_modularity_ = np.full(T, np.nan)
         self.kmeans_coupled_labels_ = [None] * T
         if self.kmeans_coupling == "mbc":
@@ -880,6 +888,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 continue
             part = [t for t in range(T) if np.unique(cands[t][b]).size == ks[t]]
             tasks = [t for t in part if chosen[t] == b]
+            for t in range(T):
+                if chosen[t] == b:
+                    self.kmeans_refusal_[t] = "alone" if t in part else "empty"
             if not tasks or len(part) < 2:
                 continue
             if b == "spherical":
@@ -897,11 +908,17 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 self.kmeans_modularity_[t] = q
                 # MBC's task guard already gave a task whose own objective rose the independent
                 # fit (guarded_): that is not a coupled partition
-                if mbc.lam_ > 0 and not mbc.guarded_[i] \
-                        and q >= modularity(Ws[t], labels[t]) - 1e-12:
+                if not mbc.lam_ > 0:
+                    self.kmeans_refusal_[t] = "lam0"
+                elif mbc.guarded_[i]:
+                    self.kmeans_refusal_[t] = "mbc-guard"
+                elif q < modularity(Ws[t], labels[t]) - 1e-12:
+                    self.kmeans_refusal_[t] = "modularity"
+                else:
                     labels[t] = coupled
                     self.kmeans_coupled_[t] = True
                     self.kmeans_lam_[t] = float(mbc.lam_)
+                    self.kmeans_refusal_[t] = None
         return labels
 
     def _choose_bases(self, Xs, Ws, ks, seeds, single):

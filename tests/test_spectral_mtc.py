@@ -473,14 +473,21 @@ def _kmc_reference(Xs, ks, base, seed, n_neighbors=5):
              for Z, k in zip(data, ks)]
     mbc = MultitaskBregmanClustering(ks, divergence=div, lam="auto", guard="task",
                                      init=start, random_state=seed).fit(data)
-    out, kept = [], []
+    out, kept, why = [], [], []
     for t, X in enumerate(Xs):
         W = naive.task_graph(X, n_neighbors)
-        keep = (mbc.lam_ > 0 and not mbc.guarded_[t]
-                and naive.modularity(W, mbc.labels_[t]) >= naive.modularity(W, start[t]) - 1e-12)
+        if not mbc.lam_ > 0:
+            why.append("lam0")
+        elif mbc.guarded_[t]:
+            why.append("mbc-guard")
+        elif naive.modularity(W, mbc.labels_[t]) < naive.modularity(W, start[t]) - 1e-12:
+            why.append("modularity")
+        else:
+            why.append(None)
+        keep = why[-1] is None
         out.append(mbc.labels_[t] if keep else start[t])
         kept.append(bool(keep))
-    return out, kept, start, mbc.lam_
+    return out, kept, start, mbc.lam_, why
 
 
 @pytest.mark.parametrize("base, seed, sizes", [
@@ -497,8 +504,9 @@ def test_kmeans_coupling_against_its_parts_and_dense_modularity(base, seed, size
     ks = [len(p) for p in sizes]
     est = _fit(SpectralMTC(ks, base=base, kmeans_coupling="mbc", n_neighbors=5,
                            random_state=seed), Xs)
-    ref, kept, start, lam = _kmc_reference(Xs, ks, base, seed)
+    ref, kept, start, lam, why = _kmc_reference(Xs, ks, base, seed)
     assert est.kmeans_coupled_ == kept
+    assert est.kmeans_refusal_ == why
     assert est.kmeans_lam_ == [lam if k else 0.0 for k in kept]
     for t in range(len(Xs)):
         np.testing.assert_array_equal(est.labels_[t], ref[t])
@@ -511,6 +519,7 @@ def test_kmeans_coupling_against_its_parts_and_dense_modularity(base, seed, size
     for a, b in zip(plain.labels_, start):
         np.testing.assert_array_equal(a, b)
     assert plain.kmeans_coupled_ == [False] * len(Xs)
+    assert plain.kmeans_refusal_ == [None] * len(Xs)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -569,6 +578,7 @@ def test_kmeans_coupling_skips_a_partition_with_an_empty_cluster():
                           random_state=0).fit(Xs)
     assert any(np.unique(lab).size < 3 for lab in est.labels_without_kmeans_coupling_)
     assert est.kmeans_coupled_ == [False, False]
+    assert set(est.kmeans_refusal_) <= {"empty", "alone"} and "empty" in est.kmeans_refusal_
     for a, b in zip(est.labels_, est.labels_without_kmeans_coupling_):
         np.testing.assert_array_equal(a, b)
 
