@@ -16,9 +16,22 @@ Used by :func:`bregclust.spectral_mtc.task_graph` and
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms
-from sklearn.utils.sparsefuncs import sparse_matmul_to_dense
 
 from ._kernels.knn import knn_cross_csr, knn_self_csr
+
+try:  # scikit-learn >= 1.8: its Gustavson product of two CSR matrices into a dense array
+    from sklearn.utils.sparsefuncs import sparse_matmul_to_dense as _sk_matmul_to_dense
+except ImportError:  # older releases compute sparse distances through scipy's product
+    _sk_matmul_to_dense = None
+
+
+def _row_products(q, RT):
+    """The products of the one-row CSR matrix ``q`` with the columns of ``RT``, dense, as the
+    installed scikit-learn computes them for sparse Euclidean distances (its own CSR product
+    since 1.8, scipy's before; both add ``q_f r_jf`` over ``q``'s stored features in order)."""
+    if _sk_matmul_to_dense is not None:
+        return _sk_matmul_to_dense(q, RT)[0]
+    return (q @ RT).toarray()[0]
 
 
 def _rows(U):
@@ -49,7 +62,7 @@ def _redo_ties(ind, worst, tie, Q, RT, sq_q, sq_r, self_graph):
     task's own graph), ``np.argpartition``, then sorted by distance."""
     k = ind.shape[1]
     for i in np.flatnonzero(tie == worst):
-        s = sparse_matmul_to_dense(Q[i:i + 1], RT)[0]
+        s = _row_products(Q[i:i + 1], RT)
         d = -2 * s
         d += sq_q[i]
         d += sq_r

@@ -413,6 +413,9 @@ KERNEL_ORACLES = {
             "the one-pass cross-task graphs against one neighbour search per direction",
     },
     "test_spectral_mtc_speed.py": {
+        "test_tie_redo_without_scikit_learns_csr_product_gives_the_same_graphs":
+            "the tie redo's scipy fallback (scikit-learn < 1.8) against scikit-learn's CSR "
+            "product, and the graphs through both paths",
         "test_joint_embedding_spans_the_laplacians_bottom_eigenvectors":
             "the joint graph's Lanczos embedding against a dense eigendecomposition and "
             "scikit-learn's ARPACK embedding",

@@ -198,3 +198,24 @@ def test_joint_solvers_give_the_same_partitions_on_separated_tasks(seed):
         assert adjusted_rand_score(ys[t], fits["auto"].labels_[t]) == 1.0
         for s in ("lobpcg", "arpack"):
             assert adjusted_rand_score(fits["auto"].labels_[t], fits[s].labels_[t]) == 1.0
+
+
+@pytest.mark.parametrize("make", [_halves, _duplicated])
+def test_tie_redo_without_scikit_learns_csr_product_gives_the_same_graphs(make, monkeypatch):
+    """scikit-learn < 1.8 has no ``sparse_matmul_to_dense``: the tied queries are then redone
+    with scipy's CSR product, whose sums (over the query's stored features in order) are the
+    same floats, so the graphs are the same."""
+    import bregclust._knn as knn
+
+    X = sp.csr_matrix(make(60, 7, 1))
+    U = normalize(X)
+    RT = sp.csr_matrix(U.T)
+    if knn._sk_matmul_to_dense is not None:
+        for i in range(U.shape[0]):
+            np.testing.assert_array_equal(knn._sk_matmul_to_dense(U[i:i + 1], RT)[0],
+                                          (U[i:i + 1] @ RT).toarray()[0])
+    ref_own, ref_cross = task_graph(X, 10), cross_task_graph([X[:35], X[35:]], 0, 1, 5)
+    monkeypatch.setattr(knn, "_sk_matmul_to_dense", None)
+    _assert_same(task_graph(X, 10), ref_own)
+    _assert_same(cross_task_graph([X[:35], X[35:]], 0, 1, 5), ref_cross)
+    _assert_same(task_graph(X, 10), _sk_task_graph(X, 10))
