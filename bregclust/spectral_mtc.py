@@ -142,11 +142,6 @@ def _cross_knn(Xq, Xr, k):
     return nn.kneighbors_graph(_unit(Xq), mode="connectivity")
 
 
-#: Unused since the cross-task kNN moved to :mod:`bregclust._knn` (one row of similarities at a
-#: time); kept because ``tests/test_spectral_mtc.py`` patches it (drop both together).
-_BLOCK_BYTES = 64 * 2 ** 20
-
-
 def _cross_knn_both(Xa, Xb, k):
     """Both directed cosine kNN connectivities between two tasks.
 

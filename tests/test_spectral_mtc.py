@@ -289,14 +289,10 @@ def test_bad_tasks_are_named():
 
 
 # ------------------------------------------------ one similarity pass per task pair
-@pytest.mark.parametrize("sizes, k, block", [((50, 40), 5, 8 * 40 * 7), ((7, 30), 10, None),
-                                             ((30, 4), 10, 8 * 4 * 3)])
-def test_cross_knn_both_is_two_neighbour_searches(sizes, k, block, monkeypatch):
-    """Both directions of the cross-task kNN from one blocked pass equal scikit-learn's
-    neighbour search run once per direction (dense and sparse; blocks smaller than a task;
-    k larger than a task)."""
-    if block is not None:
-        monkeypatch.setattr(smtc, "_BLOCK_BYTES", block)
+@pytest.mark.parametrize("sizes, k", [((50, 40), 5), ((7, 30), 10), ((30, 4), 10)])
+def test_cross_knn_both_is_two_neighbour_searches(sizes, k):
+    """Both directions of the cross-task kNN from one pass equal scikit-learn's neighbour
+    search run once per direction (dense and sparse; k larger than a task)."""
     rng = np.random.default_rng(1)
     A, B = rng.random((sizes[0], 6)), rng.random((sizes[1], 6))
     for conv in (np.asarray, sp.csr_matrix):
