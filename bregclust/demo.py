@@ -256,18 +256,20 @@ def demo_shared_subspace(Xs, ys, random_state=0, *, tol=1e-4):
     return rows
 
 
-def demo_model_relation(Xs, ys, random_state=0, *, tol=1e-3):
-    """MTCMRL with the estimator's defaults (cosine similarity, lam=alpha=4), ``tol=1e-3``.
+def demo_model_relation(Xs, ys, random_state=0, *, tol=3e-3):
+    """MTCMRL with the estimator's defaults (cosine similarity, lam=alpha=4), ``tol=3e-3``.
 
-    ``tol=1e-3`` (the default is ``1e-7``) lets the sweeps stop at convergence within the
-    demo's time; the labels are read off the same way.
+    ``tol=3e-3`` (the default is ``1e-7``) stops the sweeps within the demo's time; the labels
+    are read off the same way. On the digits tasks it takes 3 sweeps where ``1e-3`` takes 4
+    (two thirds of the time on the full tasks) and the NMI is within 0.015 of ``1e-3``'s per
+    task, on the full tasks and in the mean over the few-image draws.
 
     Parameters
     ----------
     Xs : list of {ndarray, sparse matrix}
     ys : list of ndarray
     random_state : int, default=0
-    tol : float, default=1e-3
+    tol : float, default=3e-3
         Relative decrease of the objective at which the sweeps stop.
 
     Returns

@@ -473,9 +473,10 @@ def smallest_eigenpairs(W, k, *, C=0.0, task_sizes=None, eigen_solver="auto", to
     if k1 == 0:
         return np.zeros(k), V0
     rest = n - n_null   # dimension of the iterative part
+    Nt = N.T  # transposed once: ARPACK applies the projector thousands of times
 
     def project_null(V):
-        T = N.T @ V
+        T = Nt @ V
         if U.shape[1]:
             T = T - U @ (U.T @ T)
         return N @ T
