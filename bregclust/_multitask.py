@@ -17,6 +17,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._callbacks import CallbackSupportMixin
+from ._labels import label_indicator
 from ._validation import check_array, check_n_clusters, check_scalar, user_stacklevel
 
 __all__ = [
@@ -446,34 +447,6 @@ def check_task_magnitudes(maxabs, degree, method):
             "in the data, the smaller task's divergences would fall below float64's range. "
             "Rescale the tasks to comparable magnitudes (e.g. divide each by its largest "
             "absolute value).")
-
-
-def label_indicator(labels, n_clusters=None):
-    """The 0/1 membership matrix of integer labels, sparse.
-
-    Parameters
-    ----------
-    labels : ndarray of shape (n,)
-        Non-negative integer labels.
-    n_clusters : int, optional
-        Number of columns (``labels.max() + 1`` when None; 0 for no labels).
-
-    Returns
-    -------
-    Z : scipy.sparse.csr_matrix of shape (n, n_clusters)
-        ``Z[i, labels[i]] = 1``, float64.
-
-    Examples
-    --------
-    >>> label_indicator(np.array([1, 0, 1])).toarray()
-    array([[0., 1.],
-           [1., 0.],
-           [0., 1.]])
-    """
-    labels = np.asarray(labels, dtype=np.int64)
-    k = (int(labels.max()) + 1 if labels.size else 0) if n_clusters is None else int(n_clusters)
-    return sp.csr_matrix((np.ones(labels.size), (np.arange(labels.size), labels)),
-                         shape=(labels.size, k))
 
 
 def cluster_sums(X, labels):

@@ -44,6 +44,7 @@ from . import _execution as E
 from . import _forms as F
 from . import _kernels as K
 from ._kernels import generators as KG
+from ._labels import label_indicator
 from ._validation import (
     DomainError,
     check_float_dtype,
@@ -827,9 +828,7 @@ class Divergence:
         labels = self._as_labels(labels, X.shape[0], k)
         w = check_sample_weight(sample_weight, X.shape[0], allow_zero=True)
         k = int(k)
-        # k x n, the rows' weights (not _multitask.label_indicator: _multitask imports the
-        # estimators, which import this module)
-        M = sp.csr_matrix((w, (labels, np.arange(labels.shape[0]))), shape=(k, labels.shape[0]))
+        M = label_indicator(labels, k, w, by_cluster=True)  # k x n, the rows' weights
         W = np.asarray(M.sum(axis=1)).ravel()
         S = np.zeros((k, X.shape[1]))
         for s in range(0, X.shape[0], 4096):
