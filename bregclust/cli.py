@@ -632,6 +632,19 @@ def _print_table(rows, n_tasks, cell):
 
 
 def _cmd_demo(args):
+    """``bregclust demo``, with scikit-learn's OpenMP pool held to one thread.
+
+    The demo's tasks have at most a thousand rows: there the pool's threads (scikit-learn's
+    nearest-neighbour search) cost more CPU than they save, and wait for each other on a
+    loaded machine. The numbers are the same with one thread or two.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="openmp"):
+        return _run_demo(args)
+
+
+def _run_demo(args):
     import textwrap
 
     from tqdm import tqdm
