@@ -17,7 +17,13 @@ def test_divergences_table(capsys):
 
 
 def test_demo_runs_on_bundled_digits(capsys):
+    from threadpoolctl import threadpool_info
+
+    before = [(d["filepath"], d["num_threads"]) for d in threadpool_info()]
     assert main(["demo", "--quiet", "--methods", "ind", "--draws", "2"]) == 0
+    # the command holds the OpenMP pools to one thread while it runs, then gives them back
+    assert [(d["filepath"], d["num_threads"]) for d in threadpool_info()
+            if d["filepath"] in dict(before)] == before
     out = capsys.readouterr().out
     assert "IND k-means (sqeuclidean)" in out and "IND k-means (kl)" in out
     import re
@@ -197,6 +203,9 @@ def test_demo_all_methods(capsys):
         assert name in out, name
     import re
     full, few = out.split("2. Few images per class")
+    # the default regime: 3 draws, and the command says how to narrow the spreads
+    assert "3 random draws (seeds 0..2)" in few.replace("\n", " ")
+    assert "--draws 10 or more narrows the spreads" in few.replace("\n", " ")
     cell = r"(\d\.\d{3}) / (-?\d\.\d{3}) / (\d\.\d{3})"
     for part in (full, few):
         rows = {m.group(1).strip(): [float(v) for v in m.groups()[1:]]
