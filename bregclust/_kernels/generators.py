@@ -272,9 +272,11 @@ def check_callbacks():
                      "Make the function deterministic and free of side effects.")
 
 
-#: What numba's C callback wrapper passes to ``sys.unraisablehook`` as the object of an
-#: exception raised inside a compiled callback (the exception cannot cross the C boundary).
-_CALLBACK_OBJECT = "<numba.core.cpu.CPUContext>"
+#: How the object numba's C callback wrapper passes to ``sys.unraisablehook`` with an
+#: exception raised inside a compiled callback begins (the exception cannot cross the C
+#: boundary): ``"<numba.core.cpu.CPUContext>"`` in numba 0.68, the context's default repr
+#: ``"<numba.core.cpu.CPUContext object at 0x...>"`` in 0.60 and 0.61.
+_CALLBACK_OBJECT = "<numba.core.cpu.CPUContext"
 
 
 #: Reports of C callbacks caught while a :func:`callback_errors` context is open anywhere in the
@@ -286,7 +288,8 @@ _LOCK = threading.Lock()
 
 
 def _report_hook(unraisable):
-    if unraisable.object == _CALLBACK_OBJECT and unraisable.exc_value is not None:
+    if (str(unraisable.object).startswith(_CALLBACK_OBJECT)
+            and unraisable.exc_value is not None):
         _CAUGHT.append(unraisable.exc_value)
     else:
         _OPEN[1](unraisable)
