@@ -285,7 +285,7 @@ def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
     products) is caught."""
     import bregclust._pruned as P
 
-    real = P.KP.cached_step_csr_serial
+    real = P.KP.cached_rows_csr
 
     def stale(data, indices, indptr, phi_x, GTm, moved, *rest):
         if moved.shape[0] < GTm.shape[1] or not stale.first:
@@ -294,8 +294,7 @@ def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
         return real(data, indices, indptr, phi_x, GTm, moved, *rest)
 
     stale.first = True
-    monkeypatch.setattr(P.KP, "cached_step_csr_serial", stale)
-    monkeypatch.setattr(P.KP, "cached_step_csr", stale)
+    monkeypatch.setattr(P.KP, "cached_rows_csr", stale)
     Z = np.abs(np.random.default_rng(0).normal(size=(300, 4)))
     with pytest.raises(AssertionError, match="cached"):
         _fit("cached", sp.csr_matrix(Z), 20, "kl", init=Z[:20] + 0.1, max_iter=20)
@@ -425,13 +424,14 @@ def test_debug_mode_through_switches(monkeypatch, broken):
 
         monkeypatch.setattr(P.PrunedPasses, "_shifts", shifts)
     else:
-        real = P.KA.start_step_dense_serial
+        real = P.KA.start_block
 
         def start(*args):
-            real(*args)
-            args[15][:] += 1e3  # lb
+            out = real(*args)
+            args[15][args[18]:args[19]] += 1e3  # lb of the block
+            return out
 
-        monkeypatch.setattr(P.KA, "start_step_dense_serial", start)
+        monkeypatch.setattr(P.KA, "start_block", start)
     plan = ["lloyd", "lloyd", "start", "pruned", "pruned", "lloyd", "start", "pruned"]
     monkeypatch.setattr(P, "AUTO_MIN_CLUSTERS", 1)
     monkeypatch.setattr(P.AdaptivePasses, "schedule",
@@ -469,8 +469,8 @@ def test_start_pass_is_lloyds_pass_with_exact_bounds(n, dtype):
     KL.lloyd_step_dense_serial(X, phi_x, GT, c, w, 256, *out[0])
     lb = np.empty((n, 5))
     labels, mins, S, W, O = out[1]
-    KA.start_step_dense_serial(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, 256,
-                               labels, mins, lb, S, W, O)
+    O[0] = KA.start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, 256, labels,
+                          mins, lb, S[0], W[0], 0, n, np.empty((256, k), dtype))
     for ref, got in zip(out[0], out[1]):
         assert np.array_equal(ref, got)
     D = c[None, :] - X.astype(np.float64) @ G.T
