@@ -289,24 +289,69 @@ def exact_pairwise(div, Xd, U):
 def exact_objective(div, X, U, labels, w, chunk=4096):
     """``sum_i w_i d(x_i, u_{labels_i})`` by the definition (rows of zero weight count 0).
 
-    Sparse ``X`` takes the GEMM form on its non-zeros, cluster by cluster: the definition would
-    densify every row, ``O(n d)`` time and memory instead of ``O(nnz)``.
+    Sparse ``X`` takes the GEMM form on its non-zeros, each row against its own centre only
+    (:func:`_own_gemm`: ``O(nnz)``, where the definition would densify every row, ``O(n d)``
+    time and memory); rows whose GEMM value is not finite, and the rows of centres outside
+    it, take the definition. Each row's value is :func:`pairwise`'s (float64 rows: the same
+    sum in the same order; float32 rows are widened to float64); the total is one sum over
+    the rows, so it may differ from a sum cluster by cluster in its last digits.
     """
     if sp.issparse(X):
         keep = np.flatnonzero(w > 0)
-        total = 0.0
-        for j in range(U.shape[0]):
-            idx = keep[labels[keep] == j]
-            for s in range(0, idx.size, chunk):
-                rows = idx[s:s + chunk]
-                d = pairwise(div, X[rows], U[j:j + 1])[:, 0]
-                with np.errstate(over="ignore", invalid="ignore"):
-                    total += float(w[rows] @ d)
-        return total
+        if keep.size == 0:
+            return 0.0
+        Xk = X if keep.size == X.shape[0] else X[keep]
+        lab = np.ascontiguousarray(labels[keep], dtype=np.int64)
+        d = _own_gemm(div, Xk, np.ascontiguousarray(U, dtype=np.float64), lab)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(w[keep] @ d)
     d = np.empty(X.shape[0])
     div.form.generic_assigned(X, np.ascontiguousarray(U), labels, w, d, parallel(X.size))
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by the caller
         return float(np.sum(w * d))
+
+
+def _own_gemm(div, X, U, labels):
+    """``d(x_i, u_{labels_i})`` of sparse rows by the GEMM form ``phi(x_i) + c_a - <xg_i, g_a>``
+    (``a = labels_i``), clamped at 0 as :func:`pairwise`; a row whose value is not finite, or
+    whose centre is outside the form (non-finite ``G`` or ``c``), by the definition. Float32
+    rows are widened first (their ``phi``, unit rows, ... in float64: the definition's
+    precision)."""
+    if X.dtype != np.float64:
+        X = X.astype(np.float64)
+    Xg, phi_x = prepare(div, X)
+    pc = prepare_centres(div, U)
+    G, c = pc.G, pc.c
+    n = X.shape[0]
+    prod = np.empty(n)
+    if sp.issparse(Xg):
+        Xg = Xg.tocsr()
+        Gf = G.ravel()
+        dg = G.shape[1]
+        step = max(1, _CHUNK_ELEMENTS * 8 // max(Xg.nnz // max(n, 1), 1))
+        for a in range(0, n, step):  # about 2^20 stored values at a time
+            e = min(n, a + step)
+            ptr = Xg.indptr[a:e + 1]
+            lo, hi = int(ptr[0]), int(ptr[-1])
+            at = np.repeat(labels[a:e] * dg, np.diff(ptr)) + Xg.indices[lo:hi]
+            with np.errstate(over="ignore", invalid="ignore"):
+                vals = Xg.data[lo:hi] * Gf[at]
+            KL.segment_sums(vals, ptr - lo, prod[a:e])
+    else:
+        Xg = np.asarray(Xg)
+        for a in range(0, n, 4096):
+            with np.errstate(over="ignore", invalid="ignore"):
+                prod[a:a + 4096] = np.einsum("ij,ij->i", Xg[a:a + 4096], G[labels[a:a + 4096]],
+                                             dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = phi_x + c[labels] - prod
+        d = np.where(d > 0.0, d, np.where(d > -np.inf, 0.0, np.nan))
+    outside = ~(np.isfinite(G).all(axis=1) & np.isfinite(c))
+    redo = np.flatnonzero(~np.isfinite(d) | outside[labels])
+    for j in np.unique(labels[redo]):
+        rows = redo[labels[redo] == j]
+        d[rows] = _exact_rows(div, X, rows, U[j:j + 1])[:, 0]
+    return d
 
 
 def exact_assigned(div, X, U, labels, *, guard=False):

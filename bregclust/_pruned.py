@@ -107,6 +107,19 @@ def make_passes(src, div, algorithm, debug=False, adaptive=False):
     return PrunedPasses(src, div, algorithm, debug=debug)
 
 
+def _run_blocks(block, T):
+    """``block(t)`` for the ``T`` row blocks of a pass (``t * per`` to ``(t + 1) * per``, the
+    blocks of :func:`bregclust._execution.fused_pass`, so the same sums), on the thread pool of
+    :func:`bregclust._execution.run_chunks` when ``T > 1``. The block kernels release the GIL;
+    calling them from Python threads, rather than from a ``prange`` kernel over the blocks,
+    spares a cold first fit the compilation of one parallel kernel per pass type (about
+    1.7-3.4 s CPU each, numba's compile events, benchmarks/RESULTS.md)."""
+    if T == 1:
+        block(0)
+    else:
+        E.run_chunks(block, range(T))
+
+
 class CachedPasses:
     """Lloyd passes over sparse rows that keep the products ``<x_i, t_j>`` of every centre
     whose gradient did not change.
@@ -219,9 +232,14 @@ class CachedPasses:
         W = np.zeros((T, k))
         O = np.zeros(T)
         Xg = self.Xg
-        kern = KP.cached_step_csr if T > 1 else KP.cached_step_csr_serial
-        kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, GTm, moved, pc.c, self.w, self.P,
-             labels, mins, S, W, O)
+        per = (n + T - 1) // T
+
+        def block(t):
+            O[t] = KP.cached_rows_csr(Xg.data, Xg.indices, Xg.indptr, self.phi_x, GTm, moved,
+                                      pc.c, self.w, self.P, labels, mins, S[t], W[t], t * per,
+                                      min(n, (t + 1) * per), np.empty(moved.shape[0]))
+
+        _run_blocks(block, T)
         self.G = G  # prepare_centres makes a new G every pass (never written to)
         self.skipped.append(n * (k - moved.shape[0]))
         obj = float(O[0])
@@ -386,7 +404,7 @@ class PrunedPasses:
 
     def start(self, pc):
         """Lloyd's pass on dense rows that also starts the bounds
-        (:func:`bregclust._kernels.adaptive.start_step_dense`: Lloyd's labels, minima, sums
+        (:func:`bregclust._kernels.adaptive.start_block`: Lloyd's labels, minima, sums
         and objective bit for bit); None after an overflow (the caller runs Lloyd's pass,
         which evaluates those rows by the definition)."""
         P = self
@@ -405,10 +423,16 @@ class PrunedPasses:
             TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + P.gam)
             CN = float(np.abs(pc.c).max())
         GT = pc.gt(P.Xg.dtype)
-        kern = KA.start_step_dense if T > 1 else KA.start_step_dense_serial
+        per = (n + T - 1) // T
+
+        def block(t):
+            O[t] = KA.start_block(P.Xg, P.phi_x, GT, pc.c, P.perm, P.gstart, P.grp, P.xn, P.rho,
+                                  TN, CN, P.w, E._LLOYD_CHUNK, labels, mins, lb, S[t], W[t],
+                                  t * per, min(n, (t + 1) * per),
+                                  np.empty((E._LLOYD_CHUNK, k), P.Xg.dtype))
+
         with E.blas_one_thread():
-            kern(P.Xg, P.phi_x, GT, pc.c, P.perm, P.gstart, P.grp, P.xn, P.rho, TN, CN, P.w,
-                 E._LLOYD_CHUNK, labels, mins, lb, S, W, O)
+            _run_blocks(block, T)
         obj = float(O[0])
         for t in range(1, T):  # as fused_pass adds the threads' sums
             S[0] += S[t]
@@ -499,21 +523,31 @@ class PrunedPasses:
         R = np.zeros(T, dtype=np.int64)
         labels, lb = self.labels, self.lb
         use_l1 = not use_ref
+        per = (n + T - 1) // T
+        Xg = self.Xg
         if self.sparse:
-            Xg = self.Xg
-            kern = KP.pruned_step_csr if T > 1 else KP.pruned_step_csr_serial
-            kern(Xg.data, Xg.indices, Xg.indptr, self.phi_x, pc.GT, G, c, self.grp, self.perm,
-                 self.gstart, self.w,
-                 self.xn,
-                 self.x1, lb, labels, shift_m, shift_2, shift_inf, use_l1, self.rho, TN, CN,
-                 mins, S, W, O, R)
+            GT = pc.GT
+
+            def block(t):
+                O[t], R[t] = KP.pruned_rows_csr(
+                    Xg.data, Xg.indices, Xg.indptr, self.phi_x, GT, G, c, self.grp, self.perm,
+                    self.gstart, self.w, self.xn, self.x1, lb, labels, shift_m, shift_2,
+                    shift_inf, use_l1, self.rho, TN, CN, mins, S[t], W[t], t * per,
+                    min(n, (t + 1) * per))
+
+            _run_blocks(block, T)
         else:
             GT = pc.gt(self.Xg.dtype)
-            kern = KP.pruned_step_dense if T > 1 else KP.pruned_step_dense_serial
+
+            def block(t):
+                O[t], R[t] = KP.pruned_block_dense(
+                    Xg, self.phi_x, GT, G, c, self.grp, self.perm, self.gstart, self.w, self.xn,
+                    self.x1, lb, labels, shift_m, shift_2, shift_inf, U0, use_ref, use_l1,
+                    self.rho, self.gam, TN, CN, self.lim, E._LLOYD_CHUNK, mins, S[t], W[t],
+                    t * per, min(n, (t + 1) * per))
+
             with E.blas_one_thread():
-                kern(self.Xg, self.phi_x, GT, G, c, self.grp, self.perm, self.gstart, self.w,
-                     self.xn, self.x1, lb, labels, shift_m, shift_2, shift_inf, U0, use_ref, use_l1,
-                     self.rho, self.gam, TN, CN, self.lim, E._LLOYD_CHUNK, mins, S, W, O, R)
+                _run_blocks(block, T)
         obj = float(O[0])
         for t in range(1, T):  # as fused_pass adds the threads' sums
             S[0] += S[t]
@@ -550,7 +584,7 @@ SAMPLE_ROWS = 512
 
 #: The cost model of :class:`AdaptivePasses`, in units of a Lloyd pass: a pruned pass that
 #: skips the fraction ``s`` of the rows costs ``PRUNED_FIXED + PRUNED_ROW (1 - s)``; the Lloyd
-#: pass that also starts the bounds (:func:`bregclust._kernels.adaptive.start_step_dense`)
+#: pass that also starts the bounds (:func:`bregclust._kernels.adaptive.start_block`)
 #: costs ``START``. Measured pass by pass on 200k x 128 unit rows (cosine), k = 256, one
 #: thread (benchmarks/RESULTS.md): a pruned pass took 0.76 of a Lloyd pass skipping 47% of the
 #: rows, 0.49 skipping 72%, 1.04 skipping 21%; a starting pass 1.4 (its group minima read the
@@ -565,7 +599,7 @@ class AdaptivePasses:
     pruned passes of :class:`PrunedPasses` once it would, and back.
 
     Every pass is exact whichever it is (Lloyd's pass; the Lloyd pass that also starts the
-    bounds, :func:`bregclust._kernels.adaptive.start_step_dense`, with Lloyd's arithmetic bit
+    bounds, :func:`bregclust._kernels.adaptive.start_block`, with Lloyd's arithmetic bit
     for bit; or a pruned pass, with Lloyd's labels and sums), so the choice changes the time
     of a fit, never its result. The choice is measured. On a fixed sample of
     :data:`SAMPLE_ROWS` rows every pass evaluates all scores (about ``SAMPLE_ROWS / n`` of a

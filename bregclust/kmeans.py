@@ -342,7 +342,9 @@ default="auto"
                 if best is None or res.objective < best.objective:
                     best = res
             inertia = src.final_objective(div, best.part, best.centres)
-            labels = src.labels(div, E.prepare_centres(div, best.centres), best.part)
+            kept = best.part.labels is not None and not src.chunked  # the last pass' labels
+            labels = src.labels(div, None if kept else E.prepare_centres(div, best.centres),
+                                best.part)
             self._set_fitted(div, cond, smoothing, best, inertia, labels, src)
             self.size_min_, self.size_max_ = (None, None) if bounds is None else (
                 bounds.lo, bounds.hi)

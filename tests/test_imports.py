@@ -439,6 +439,10 @@ KERNEL_ORACLES = {
         "test_start_pass_is_lloyds_pass_with_exact_bounds":
             "the starting pass' kernel against Lloyd's kernel bit for bit, bounds against scores",
         "test_adaptive_rule_weighs_the_passes_left": "the adaptive rule's choices on given measurements",
+        "test_exact_objective_of_float32_rows_is_the_definition":
+            "the final objective of float32 rows (dense, CSR) against the definition in float64",
+        "test_exact_objective_takes_the_definition_outside_the_gemm_form":
+            "the final objective's fallback to the definition (overflow, a centre outside the form)",
     },
     "naive_agglomerative.py": {
         "plain_generic_linkage":

@@ -285,7 +285,7 @@ def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
     products) is caught."""
     import bregclust._pruned as P
 
-    real = P.KP.cached_step_csr_serial
+    real = P.KP.cached_rows_csr
 
     def stale(data, indices, indptr, phi_x, GTm, moved, *rest):
         if moved.shape[0] < GTm.shape[1] or not stale.first:
@@ -294,8 +294,7 @@ def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
         return real(data, indices, indptr, phi_x, GTm, moved, *rest)
 
     stale.first = True
-    monkeypatch.setattr(P.KP, "cached_step_csr_serial", stale)
-    monkeypatch.setattr(P.KP, "cached_step_csr", stale)
+    monkeypatch.setattr(P.KP, "cached_rows_csr", stale)
     Z = np.abs(np.random.default_rng(0).normal(size=(300, 4)))
     with pytest.raises(AssertionError, match="cached"):
         _fit("cached", sp.csr_matrix(Z), 20, "kl", init=Z[:20] + 0.1, max_iter=20)
@@ -425,13 +424,14 @@ def test_debug_mode_through_switches(monkeypatch, broken):
 
         monkeypatch.setattr(P.PrunedPasses, "_shifts", shifts)
     else:
-        real = P.KA.start_step_dense_serial
+        real = P.KA.start_block
 
         def start(*args):
-            real(*args)
-            args[15][:] += 1e3  # lb
+            out = real(*args)
+            args[15][args[18]:args[19]] += 1e3  # lb of the block
+            return out
 
-        monkeypatch.setattr(P.KA, "start_step_dense_serial", start)
+        monkeypatch.setattr(P.KA, "start_block", start)
     plan = ["lloyd", "lloyd", "start", "pruned", "pruned", "lloyd", "start", "pruned"]
     monkeypatch.setattr(P, "AUTO_MIN_CLUSTERS", 1)
     monkeypatch.setattr(P.AdaptivePasses, "schedule",
@@ -469,8 +469,8 @@ def test_start_pass_is_lloyds_pass_with_exact_bounds(n, dtype):
     KL.lloyd_step_dense_serial(X, phi_x, GT, c, w, 256, *out[0])
     lb = np.empty((n, 5))
     labels, mins, S, W, O = out[1]
-    KA.start_step_dense_serial(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, 256,
-                               labels, mins, lb, S, W, O)
+    O[0] = KA.start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, 256, labels,
+                          mins, lb, S[0], W[0], 0, n, np.empty((256, k), dtype))
     for ref, got in zip(out[0], out[1]):
         assert np.array_equal(ref, got)
     D = c[None, :] - X.astype(np.float64) @ G.T
@@ -712,3 +712,102 @@ def test_pruned_equals_lloyd_where_blas_rows_depend_on_the_batch(d, k, dtype, al
     kw = dict(init=init, n_init=1, max_iter=30)
     a, b = _fit("lloyd", X, k, div, **dict(kw)), _fit(alg, X, k, div, **dict(kw))
     _same(a, b, float32=dtype == np.float32)
+
+
+# ----------------------------------------------------------------------- the final objective
+OBJ_DIVS = DIVS + ["l1_subgradient", "cosine"]
+
+
+def _objective_data(div, form, rng, n=150, d=4):
+    """Rows in the divergence's domain; CSR rows keep implicit zeros where the domain has 0
+    (Itakura-Saito: every value stored)."""
+    X = rng.gamma(2.0, 1.0, size=(n, d)) + (0.2 if div == "itakura_saito" else 0.0)
+    if div in ("sqeuclidean", "mahalanobis", "l1_subgradient", CUSTOM):
+        X = X - 2.0
+    if form == "csr" and div != "itakura_saito":
+        X[rng.random(X.shape) < 0.4] = 0.0
+        X[:, 0] = np.abs(X[:, 0]) + 0.5  # no empty row (cosine)
+    if form == "float32":
+        X = X.astype(np.float32)
+    return sp.csr_matrix(X) if form == "csr" else X
+
+
+def _definition(div, X, U, labels, w):
+    """``sum_i w_i d(x_i, u_{labels_i})``, one row at a time through ``Divergence.divergence``
+    (the definition in float64; rows of zero weight count 0)."""
+    from bregclust import get_divergence
+
+    rec = get_divergence(div, A=SPD[:X.shape[1], :X.shape[1]]) if div == "mahalanobis" \
+        else get_divergence(div)
+    Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+    return math.fsum(float(wi) * rec.divergence(x, U[j])
+                     for x, j, wi in zip(Xd.astype(np.float64), labels, w) if wi > 0)
+
+
+@pytest.mark.parametrize("div", OBJ_DIVS)
+@pytest.mark.parametrize("form", ["dense", "csr"])
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.5])
+def test_inertia_is_the_definition(div, form, weights, smoothing):
+    """``inertia_`` equals ``sum_i w_i d(x_i, u_{l_i})`` by the definition to 1e-12 relative
+    (CSR rows: each row's GEMM value against its own centre only, summed once), for Lloyd's
+    and the pruned passes alike."""
+    if smoothing and div in ("sqeuclidean", "mahalanobis", "l1_subgradient", "cosine", CUSTOM):
+        pytest.skip("smoothing: divergences on the positive orthant (kl, Itakura-Saito)")
+    rng = np.random.default_rng(OBJ_DIVS.index(div) + 7 * weights)
+    X = _objective_data(div, form, rng)
+    w = rng.uniform(0.0, 3.0, X.shape[0]) * (rng.random(X.shape[0]) < 0.8) if weights else None
+    algs = ["lloyd", "cached" if form == "csr" else "yinyang"]
+    if div in ("l1_subgradient", "cosine"):
+        algs = ["lloyd"]
+    for alg in algs:
+        k = 3 if div == "l1_subgradient" else 12  # 12 clusters split the sign patterns: d = 0
+        km = _fit(alg, X, k, div, init="k-means++", random_state=0, smoothing=smoothing, sw=w)
+        ww = np.ones(X.shape[0]) if w is None else w
+        ref = _definition(div, X, km.cluster_centers_, km.labels_, ww)
+        assert km.inertia_ == pytest.approx(ref, rel=1e-12, abs=1e-300)
+
+
+@pytest.mark.parametrize("div", OBJ_DIVS)
+@pytest.mark.parametrize("form", ["float32", "csr32"])
+def test_exact_objective_of_float32_rows_is_the_definition(div, form):
+    """Float32 rows (dense or CSR) against float64 centres: the final objective of a fit is the
+    definition in float64 to 1e-12 relative (CSR: the rows widened to float64 before their GEMM parts;
+    the fitted ``cluster_centers_`` are float32 there, so this reads the engine directly)."""
+    from bregclust import get_divergence
+    from bregclust._execution import exact_objective
+
+    rng = np.random.default_rng(OBJ_DIVS.index(div))
+    X = _objective_data(div, "csr" if form == "csr32" else "dense", rng)
+    X = X.astype(np.float32)
+    rec = get_divergence(div, A=SPD) if div == "mahalanobis" else get_divergence(div)
+    Xd = X.toarray() if sp.issparse(X) else X
+    labels = rng.integers(0, 6, X.shape[0])
+    U = np.array([Xd[labels == j].astype(np.float64).mean(axis=0) for j in range(6)])
+    if div in ("kl", "itakura_saito"):
+        U = U + 0.01  # inside the domain for every row
+    w = rng.uniform(0.0, 2.0, X.shape[0]) * (rng.random(X.shape[0]) < 0.8)
+    got = exact_objective(rec, X, np.ascontiguousarray(U), labels, w)
+    assert got == pytest.approx(_definition(div, X, U, labels, w), rel=1e-12)
+
+
+def test_exact_objective_takes_the_definition_outside_the_gemm_form():
+    """A CSR row whose GEMM value overflows, and a centre outside the form (kl: a zero
+    coordinate, log 0 = -inf), are evaluated by the definition: the same objective as the
+    definition (an infinite divergence where the row has mass on the zero coordinate)."""
+    from bregclust import get_divergence
+    from bregclust._execution import exact_objective
+
+    kl = get_divergence("kl")
+    X = sp.csr_matrix(np.array([[0.5, 0.5, 0.0], [0.2, 0.0, 0.8], [0.0, 0.3, 0.7]]))
+    U = np.array([[0.5, 0.5, 0.0], [0.3, 0.3, 0.4]])
+    w = np.ones(3)
+    for labels in ([0, 1, 1], [0, 1, 0]):
+        labels = np.array(labels)
+        ref = _definition("kl", X, U, labels, w)
+        assert exact_objective(kl, X, U, labels, w) == pytest.approx(ref, rel=1e-12)
+    assert exact_objective(kl, X, U, np.array([0, 0, 1]), w) == np.inf
+    sq = get_divergence("sqeuclidean")
+    Y = sp.csr_matrix(np.array([[1e200, 0.0], [1.0, 2.0]]))
+    V = np.array([[1e200, 1.0], [0.0, 0.0]])
+    assert exact_objective(sq, Y, V, np.array([0, 1]), w[:2]) == pytest.approx(6.0, rel=1e-12)

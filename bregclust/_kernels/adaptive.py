@@ -1,6 +1,6 @@
 """The Lloyd pass that also starts the bounds of the pruned passes (``algorithm="auto"``).
 
-:func:`start_step_dense` is :func:`bregclust._kernels.lloyd.lloyd_step_dense` (the same blocks
+:func:`start_block` is a block of :func:`bregclust._kernels.lloyd.lloyd_step_dense` (the same blocks
 of rows, the same BLAS product per chunk, the same argmin :func:`~bregclust._kernels.lloyd.
 _nearest_rows` and the same sums in the same order, so the same labels, minima, sums and
 objective bit for bit) that, while a chunk's scores are in cache, also writes the bounds
@@ -14,9 +14,9 @@ Bregman k-means).
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .generators import JIT, PJIT
+from .generators import JIT
 from .lloyd import _nearest_rows
 from .pruned import _safe_low as _low  # the rounding of the pruned kernels
 from .pruned import _second_in_group
@@ -77,10 +77,16 @@ def _group_bounds(P, c, perm, gstart, grp, labels, s, xn, rho, TN, CN, lb):
 
 
 @njit(**JIT)
-def _start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk, labels, mins,
-                 lb, St, Wt, s0, e0, P):
-    """Rows ``s0..e0-1`` of :func:`start_step_dense`; returns ``sum_r w_r mins_r`` in row
-    order (``lloyd._lloyd_block`` with the bounds)."""
+def start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk, labels, mins,
+                lb, St, Wt, s0, e0, P):
+    """One Lloyd pass over the dense rows ``s0..e0-1`` (OUT ``labels``, ``mins``, the block's
+    sums ``St``/``Wt``, exactly as :func:`bregclust._kernels.lloyd.lloyd_step_dense`; ``P``
+    (chunk x k) scratch) that also writes OUT ``lb`` (n x G): per row and group of centres
+    (``perm`` lists the centres group by group, group ``g`` from ``gstart[g]`` to
+    ``gstart[g + 1]``; ``grp[j]`` is the group of centre ``j``) the smallest score
+    ``c_j - <x, g_j>`` other than the label's, less ``rho (xn_i TN + CN)``: the bounds with
+    which :mod:`bregclust._kernels.pruned` starts. Returns ``sum_r w_r mins_r`` in row order
+    (``lloyd._lloyd_block`` with the bounds)."""
     d = X.shape[1]
     obj = 0.0
     for s in range(s0, e0, chunk):
@@ -97,34 +103,6 @@ def _start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk, 
             for l in range(d):
                 St[bj, l] += wi * X[r, l]
     return obj
-
-
-@njit(**PJIT)
-def start_step_dense(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk, labels,
-                     mins, lb, S, W, O):
-    """One Lloyd pass over dense rows (OUT ``labels``, ``mins``, ``S``/``W``/``O`` one slice per
-    thread, exactly as :func:`bregclust._kernels.lloyd.lloyd_step_dense`) that also writes OUT
-    ``lb`` (n x G): per row and group of centres (``perm`` lists the centres group by group,
-    group ``g`` from ``gstart[g]`` to ``gstart[g + 1]``; ``grp[j]`` is the group of centre
-    ``j``) the smallest score ``c_j - <x, g_j>`` other than the label's, less
-    ``rho (xn_i TN + CN)``: the bounds with which :mod:`bregclust._kernels.pruned` starts."""
-    n = X.shape[0]
-    k = GT.shape[1]
-    T = S.shape[0]
-    per = (n + T - 1) // T
-    for t in prange(T):
-        O[t] = _start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk,
-                            labels, mins, lb, S[t], W[t], t * per, min(n, (t + 1) * per),
-                            np.empty((chunk, k), X.dtype))
-
-
-@njit(**JIT)
-def start_step_dense_serial(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk,
-                            labels, mins, lb, S, W, O):
-    """:func:`start_step_dense` with one block on the calling thread."""
-    O[0] = _start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk, labels,
-                        mins, lb, S[0], W[0], 0, X.shape[0],
-                        np.empty((chunk, GT.shape[1]), X.dtype))
 
 
 @njit(**JIT)

@@ -26,9 +26,9 @@ every peer prune squared Euclidean distances with the triangle inequality only).
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .generators import JIT, PJIT
+from .generators import JIT
 from .lloyd import _nearest, _product_csr
 
 
@@ -273,10 +273,22 @@ def _finish_rows(P, q, rows, c, grp, perm, gstart, phi_x, xn, rho, TN, CN, u, la
 
 
 @njit(**JIT)
-def _pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels, shift_m,
-                        shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
-                        St, Wt, s0, e0):
-    """Rows ``s0..e0-1`` of :func:`pruned_step_dense`; returns ``(objective, rows recomputed)``."""
+def pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels, shift_m,
+                       shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
+                       St, Wt, s0, e0):
+    """One pruned Lloyd pass over the dense rows ``s0..e0-1`` (one block of
+    :func:`bregclust._execution.fused_pass`; the caller runs the blocks on its threads): in/out
+    ``labels`` and ``lb`` (n x G); OUT ``mins`` and the block's sums ``St``/``Wt``, as
+    :func:`bregclust._kernels.lloyd.lloyd_step_dense` adds them. Returns ``(objective, rows
+    whose scores were all evaluated)``.
+
+    ``G`` (k x d, float64) gives the own score ``c_a - <x, g_a>``; ``GT`` (d x k, in the data's
+    type) the full product; ``grp[j]`` is the group of centre ``j``. The bound of row ``i`` for
+    group ``g`` moves by ``shift_m[a or 0, g] - min(r2_i shift_2[g], x1_i shift_inf[g])``
+    where ``r2_i = ||x_i - U0[a]||`` (``use_ref``) or ``xn_i = ||x_i||``;
+    ``rho (xn_i TN + CN)`` bounds the rounding of a score; rows with ``xn_i TN >= lim`` are
+    never skipped (a float32 product could overflow).
+    """
     n, d = X.shape
     k = GT.shape[1]
     ng = lb.shape[1]
@@ -351,51 +363,14 @@ def _pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, la
     return obj, nrec
 
 
-@njit(**PJIT)
-def pruned_step_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels, shift_m,
-                      shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
-                      S, W, O, R):
-    """One pruned Lloyd pass over dense rows: in/out ``labels`` and ``lb`` (n x G); OUT
-    ``mins``, ``S``/``W``/``O`` (one slice per thread, as
-    :func:`bregclust._kernels.lloyd.lloyd_step_dense`) and ``R[t]``, the rows whose scores were
-    all evaluated.
-
-    ``G`` (k x d, float64) gives the own score ``c_a - <x, g_a>``; ``GT`` (d x k, in the data's
-    type) the full product; ``grp[j]`` is the group of centre ``j``. The bound of row ``i`` for
-    group ``g`` moves by ``shift_m[a or 0, g] - min(r2_i shift_2[g], x1_i shift_inf[g])``
-    where ``r2_i = ||x_i - U0[a]||`` (``use_ref``) or ``xn_i = ||x_i||``;
-    ``rho (xn_i TN + CN)`` bounds the rounding of a score; rows with ``xn_i TN >= lim`` are
-    never skipped (a float32 product could overflow).
-    """
-    n = X.shape[0]
-    T = S.shape[0]
-    per = (n + T - 1) // T
-    for t in prange(T):
-        o, nr = _pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels,
-                                    shift_m, shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN,
-                                    CN, lim, chunk, mins, S[t], W[t], t * per,
-                                    min(n, (t + 1) * per))
-        O[t] = o
-        R[t] = nr
-
-
 @njit(**JIT)
-def pruned_step_dense_serial(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels, shift_m,
-                             shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk,
-                             mins, S, W, O, R):
-    """:func:`pruned_step_dense` with one block on the calling thread."""
-    o, nr = _pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels,
-                                shift_m, shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN,
-                                lim, chunk, mins, S[0], W[0], 0, X.shape[0])
-    O[0] = o
-    R[0] = nr
-
-
-@njit(**JIT)
-def _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb,
-                     labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, St, Wt, r0,
-                     r1):
-    """Rows ``r0..r1-1`` of :func:`pruned_step_csr`; returns ``(objective, rows recomputed)``."""
+def pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb,
+                    labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, St, Wt, r0,
+                    r1):
+    """:func:`pruned_block_dense` for the CSR rows ``r0..r1-1`` (no reference point:
+    ``r2_i = ||x_i||``); the failing rows take
+    :func:`bregclust._kernels.lloyd.lloyd_step_csr`'s row product. Returns ``(objective, rows
+    recomputed)``."""
     u = 1.1102230246251565e-16
     acc = np.empty(GT.shape[1])
     m1 = np.empty(lb.shape[1])
@@ -426,39 +401,16 @@ def _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, 
     return obj, nrec
 
 
-@njit(**PJIT)
-def pruned_step_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb,
-                    labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S, W, O, R):
-    """:func:`pruned_step_dense` for CSR rows (no reference point: ``r2_i = ||x_i||``); the
-    failing rows take :func:`bregclust._kernels.lloyd.lloyd_step_csr`'s row product."""
-    n = indptr.shape[0] - 1
-    T = S.shape[0]
-    per = (n + T - 1) // T
-    for t in prange(T):
-        o, nr = _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn,
-                                 x1, lb, labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN,
-                                 mins, S[t], W[t], t * per, min(n, (t + 1) * per))
-        O[t] = o
-        R[t] = nr
-
-
-@njit(**JIT)
-def pruned_step_csr_serial(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb,
-                           labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins, S, W, O,
-                           R):
-    """:func:`pruned_step_csr` with one block on the calling thread."""
-    o, nr = _pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1,
-                             lb, labels, shift_m, shift_2, shift_inf, use_l1, rho, TN, CN, mins,
-                             S[0], W[0], 0, indptr.shape[0] - 1)
-    O[0] = o
-    R[0] = nr
-
-
 # --------------------------------------------------------------------------- cached score columns
 @njit(**JIT)
-def _cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, St, Wt, r0,
-                     r1, acc):
-    """Rows ``r0..r1-1`` of :func:`cached_step_csr`; returns their ``sum_r w_r mins_r``."""
+def cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, St, Wt, r0,
+                    r1, acc):
+    """One Lloyd pass over the CSR rows ``r0..r1-1`` that recomputes only the product columns
+    of the centres that moved: in/out ``P`` (n x k, the products ``<x_i, g_j>`` of the previous
+    pass), ``GTm`` (p x m) the columns ``moved`` of ``G^T``, ``acc`` (m,) scratch; OUT
+    ``labels``, ``mins`` and the block's sums ``St``/``Wt``, as
+    :func:`bregclust._kernels.lloyd.lloyd_step_csr` with the same blocks of rows, the same
+    argmin and the same sums: its results bit for bit. Returns ``sum_r w_r mins_r``."""
     m = moved.shape[0]
     obj = 0.0
     for r in range(r0, r1):
@@ -482,27 +434,3 @@ def _cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, 
         for p in range(indptr[r], indptr[r + 1]):
             St[bj, indices[p]] += wi * data[p]
     return obj
-
-
-@njit(**PJIT)
-def cached_step_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, S, W, O):
-    """One Lloyd pass over CSR rows that recomputes only the product columns of the centres
-    that moved: in/out ``P`` (n x k, the products ``<x_i, g_j>`` of the previous pass), ``GTm``
-    (p x m) the columns ``moved`` of ``G^T``; OUT ``labels``, ``mins``, ``S``/``W``/``O`` one
-    slice per thread, as :func:`bregclust._kernels.lloyd.lloyd_step_csr`, with the same blocks
-    of rows, the same argmin and the same sums: its results bit for bit."""
-    n = indptr.shape[0] - 1
-    T = S.shape[0]
-    per = (n + T - 1) // T
-    for t in prange(T):
-        O[t] = _cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins,
-                                S[t], W[t], t * per, min(n, (t + 1) * per),
-                                np.empty(moved.shape[0]))
-
-
-@njit(**JIT)
-def cached_step_csr_serial(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, S, W,
-                           O):
-    """:func:`cached_step_csr` with one block on the calling thread."""
-    O[0] = _cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, S[0],
-                            W[0], 0, indptr.shape[0] - 1, np.empty(moved.shape[0]))
