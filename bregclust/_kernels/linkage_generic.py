@@ -20,8 +20,17 @@ every kernel) and passed to the driver as a first-class function, it is compiled
 import numpy as np
 from numba import config, njit, prange, typeof, types
 
-from .agglomerative import GAUSS_FULL, NRT_FREE_INLINE, NRT_FREE_INNER, cost, keep, merge
-from .generators import INNER_PJIT, JIT, compiled_pointer
+from .agglomerative import (
+    GAUSS_FULL,
+    NRT_FREE_INLINE,
+    NRT_FREE_INNER,
+    NRT_FREE_INNER_PARALLEL,
+    NRT_FREE_JIT,
+    cost,
+    keep,
+    merge,
+)
+from .generators import compiled_pointer
 
 
 # ---------------------------------------------------------------------------- indexed binary heap
@@ -77,7 +86,7 @@ def _heap_update(heap, where, key, slot, size):
 # With the pruning bounds an entry may be *pending*: a lower bound of the cost to a slot
 # (stored as slot ``-y - 1``, so the slot of an entry ``e`` is ``max(e, -e - 1)``), evaluated
 # exactly only when it reaches the head of the list
-# (:func:`_cand_resolve`). A head that is an exact cost is then the least (cost, slot) of the
+# (:func:`.linkage_pruned._cand_resolve`). A head that is an exact cost is then the least (cost, slot) of the
 # list, so the list certifies the same candidate as before.
 # Entries are dropped lazily: each entry stores the generation ``gen[y]`` of its slot at
 # insertion, a merge gives the surviving slot a new generation and the removed one ``-1``, and
@@ -161,36 +170,6 @@ def _cand_insert(cand, x, c, y):
     ci[x, p] = y
     cg[x, p] = gen[s]
     cn[x] = m + 1
-
-
-@njit(**NRT_FREE_INNER)
-def _cand_resolve(kind, x, st, fc, gcode, fn, work, cand, stats, costf):
-    """Evaluate the pending head of the list of ``x`` exactly (and move it to its place) until
-    the head is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are
-    refused). ``costf``: the driver's (see :func:`pointers`)."""
-    cc, ci, cg, cn, ctau, gen = cand
-    while True:
-        if cn[x] > 0 and gen[_slot(ci[x, 0])] != cg[x, 0]:  # dead head
-            _cand_compact(cand, x)
-        if not (cn[x] > 0 and ci[x, 0] < 0 and cc[x, 0] < ctau[x]):
-            return OK
-        y = -ci[x, 0] - 1
-        g = cg[x, 0]
-        c = costf(kind, x, y, st, fc, gcode, fn, work)
-        stats[ST_EXACT] += 1
-        if c != c:
-            return NAN_COST
-        # the rest of the list is sorted: shift its smaller entries one place to the front
-        p = 0
-        m = cn[x]
-        while p + 1 < m and (cc[x, p + 1] < c or (cc[x, p + 1] == c and _slot(ci[x, p + 1]) < y)):
-            cc[x, p] = cc[x, p + 1]
-            ci[x, p] = ci[x, p + 1]
-            cg[x, p] = cg[x, p + 1]
-            p += 1
-        cc[x, p] = c
-        ci[x, p] = y
-        cg[x, p] = g
 
 
 @njit(**NRT_FREE_INNER)
@@ -311,7 +290,7 @@ def pointers(st, fc, fn):
 
 # The driver runs a task as ``_par_blocks`` when there is enough work and as
 # ``block(..., 0, 1, ...)`` otherwise, written out at each call site.
-@njit(**INNER_PJIT)
+@njit(**NRT_FREE_INNER_PARALLEL)
 def _par_blocks(task, kind, b, act, lo, na, st, fc, gcode, fn, row, cand, status, nb, block,
                 costf):
     """``block`` (:func:`_block`) ``q = 0 .. nb - 1`` in parallel (the engine's only parallel
@@ -369,7 +348,6 @@ def _retire(a, b, t, act, na, cand, mind, stale, heap, where):
     return na - 1
 
 
-@njit(**JIT)
 def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand, stats, first,
                     outs, block, costf):
     """Muellner's generic algorithm (arXiv:1109.2378, Fig. 3) on cluster statistics, exact costs.
@@ -410,37 +388,43 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         incomplete).
     """
     A, B, C, w, sup, slen, aux = st
-    n = A.shape[0]
-    d = A.shape[1]
-    for q in range(stats.shape[0]):
-        stats[q] = 0
-    work = np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1))  # Cholesky scratch
-    ibuf = np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype)
-    if kcand <= 0:
-        kcand = K_CAND_EXACT
-    K = min(kcand, max(n - 1, 1))
+    n, d = A.shape
+    stats[:] = 0
+    K = min(kcand if kcand > 0 else K_CAND_EXACT, max(n - 1, 1))
     # the candidate lists (see the comment above K_CAND)
-    cc = np.empty((n, K))
-    ci, cg = np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64)
-    cn, ctau, gen = np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64)
-    cand = (cc, ci, cg, cn, ctau, gen)
-    status = np.zeros(n, dtype=np.int64)
-    _par_blocks(SCAN, kind, _ZERO, np.arange(n), _ZERO, n, st, fc, gcode, fn, np.empty(0), cand,
-                status, n // 2, block, costf)
+    cand = (np.empty((n, K)), np.empty((n, K), dtype=np.int64), np.empty((n, K), dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.zeros(n, dtype=np.int64))
+    ws = (np.arange(n, dtype=np.int64), np.empty(n), np.full(n, -1, dtype=np.int64),
+          np.full(n, np.inf), np.zeros(n, dtype=np.bool_), np.arange(n, dtype=np.int64),
+          np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+          np.zeros((d + 1, d)) if kind == GAUSS_FULL else np.zeros((1, 1)),  # Cholesky scratch
+          np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype))
+    return _generic_merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first,
+                           outs, cand, ws, block, costf)
+
+
+# The driver's arrays are allocated by numpy in :func:`generic_linkage` (numba compiles every
+# shape and dtype of ``np.empty``, ``np.zeros`` ... it sees as a function of its own, and a kernel
+# that allocates keeps numba's reference counting), so the compiled part allocates nothing.
+@njit(**NRT_FREE_JIT)
+def _generic_merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first, outs,
+                    cand, ws, block, costf):
+    """The compiled part of :func:`generic_linkage`: the initial candidate lists and the merges,
+    on the candidate lists ``cand`` and the workspace ``ws = (act, row, nn, mind, stale, heap,
+    where, status, work, ibuf)`` it allocates. Returns the status."""
+    n = st[0].shape[0]
+    cc, ci, cg, cn, ctau, gen = cand
+    act, row, nn, mind, stale, heap, where, status, work, ibuf = ws
+    # the initial candidate lists (``act`` is every slot, ascending; ``row`` is not read)
+    _par_blocks(SCAN, kind, _ZERO, act, _ZERO, n, st, fc, gcode, fn, row, cand, status, n // 2,
+                block, costf)
     for x in range(n):
         if status[x] != OK:
             return status[x]
-    act = np.arange(n)  # active slots, ascending
     na = n
-    row = np.empty(n)
-    nn = np.full(n, -1, dtype=np.int64)
-    mind = np.full(n, np.inf)
-    stale = np.zeros(n, dtype=np.bool_)
     for x in range(n - 1):
         nn[x] = ci[x, 0]
         mind[x] = cc[x, 0]
-    heap = np.arange(n)
-    where = np.arange(n)
     for p in range(n // 2 - 1, -1, -1):
         _sift_down(heap, where, mind, p, n)
     for t in range(n - 1):
@@ -454,8 +438,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
                 stats[ST_RESCAN] += 1
                 lo = _position(act, na, a) + 1
                 if na - lo > 2 * PAR_REFINE and nthreads > 1:
+                    nb = na - lo if na - lo < 8 * nthreads else 8 * nthreads
                     _par_blocks(COSTS, kind, a, act, lo, na, st, fc, gcode, fn, row, cand, status,
-                                min(na - lo, 8 * nthreads), block, costf)
+                                nb, block, costf)
                 else:
                     block(COSTS, kind, a, act, lo, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
                            status, costf)
@@ -477,8 +462,9 @@ def generic_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcan
         pb = _position(act, na, b)
         # costs of every active slot to the new cluster b, in parallel
         if na > 2 * PAR_REFINE and nthreads > 1:
-            _par_blocks(COSTS, kind, b, act, _ZERO, na, st, fc, gcode, fn, row, cand, status,
-                        min(na, 8 * nthreads), block, costf)
+            nb = na if na < 8 * nthreads else 8 * nthreads  # min (numba's compiles generically)
+            _par_blocks(COSTS, kind, b, act, _ZERO, na, st, fc, gcode, fn, row, cand, status, nb,
+                        block, costf)
         else:
             block(COSTS, kind, b, act, _ZERO, na, _ZERO, _ONE, st, fc, gcode, fn, row, cand,
                    status, costf)

@@ -40,8 +40,8 @@ from .linkage_generic import (
     ST_LISTHIT,
     ST_REFINE,
     ST_RESCAN,
+    _cand_compact,
     _cand_insert,
-    _cand_resolve,
     _certified,
     _heap_update,
     _matrix,
@@ -49,8 +49,8 @@ from .linkage_generic import (
     _retire,
     _set_candidate,
     _sift_down,
+    _slot,
     _vector,
-    cost_signature,
     state_types,
 )
 
@@ -93,44 +93,58 @@ N_MEMO = 32
 NO_BOUND = -np.inf
 
 
-@njit(**NRT_FREE_INLINE)
-def _pivot_set(b, st, fc, pv):
-    """Dense copy ``vb`` of slot ``b``'s statistic (``c_k`` off its support) and ``mark[k] = 1``
-    on its support (every ``k`` for a dense slot); ``vb = fc[1]`` and ``mark = 0`` on entry.
-    ``pv`` from :func:`_make_pv`; the level-1 gathers ``PV`` are set when ``P`` has rows."""
+@njit(**NRT_FREE_INNER)
+def _pivot(b, st, fc, pv, on):
+    """Set (``on = 1``) or clear (``on = 0``) the pivot ``b`` in the scratch ``pv`` of
+    :func:`_make_pv`, ``vb = fc[1]`` and ``mark = 0`` outside a pivot (the state between two
+    scans). Set: ``vb`` a dense copy of slot ``b``'s statistic (``c_k`` off its support) and
+    ``mark[k] = 1`` on its support (every ``k`` for a dense slot). When ``P`` has rows, also the
+    level-1 gathers ``PV = (log v, 1 / v, log c, mark max(0, sqrt v - sqrt c), sqrt c)`` (row 3
+    zero and rows 0-1 ``log c``, ``1 / c`` off the pivot's support; rows 2 and 4 constant) and
+    the level-1b sums ``Qs = (sum D(c, v), sum (c - v)^2 / v, magnitude, [every c > 0])`` over
+    its support (zero when cleared). One function for both directions, called by the scans'
+    callers: compiled once, and the scan (:func:`_scan`) keeps no wrapper around its body."""
     vb, mark, PV, P, LG, Qs = pv
     A, B, C, w, sup, slen, aux = st
     lb = slen[b]
-    if lb < 0:
-        for k in range(A.shape[1]):
-            vb[k] = A[b, k]
+    nk = A.shape[1] if lb < 0 else lb
+    for p in range(nk):
+        k = p if lb < 0 else sup[b, p]
+        if on == 1:
+            vb[k] = A[b, k] if lb < 0 else B[b, p]
             mark[k] = 1
-    else:
-        for p in range(lb):
-            k = sup[b, p]
-            vb[k] = B[b, p]
-            mark[k] = 1
-    if P.shape[0] > 0:
-        _pivot_dense(b, st, fc, vb, mark, PV, Qs, np.int64(1))
-
-
-@njit(**NRT_FREE_INLINE)
-def _pivot_clear(b, st, fc, pv):
-    """Undo :func:`_pivot_set` (``vb = fc[1]``, ``mark = 0``, ``PV = 0``)."""
-    vb, mark, PV, P, LG, Qs = pv
-    A, B, C, w, sup, slen, aux = st
-    if P.shape[0] > 0:
-        _pivot_dense(b, st, fc, vb, mark, PV, Qs, np.int64(0))
-    lb = slen[b]
-    if lb < 0:
-        for k in range(A.shape[1]):
+        else:
             vb[k] = fc[1, k]
             mark[k] = 0
-    else:
-        for p in range(lb):
-            k = sup[b, p]
-            vb[k] = fc[1, k]
-            mark[k] = 0
+    if P.shape[0] == 0:
+        return
+    q1 = 0.0
+    q2 = 0.0
+    qm = 0.0
+    for p in range(nk):
+        k = p if lb < 0 else sup[b, p]
+        c = fc[1, k]
+        if on == 1:
+            v = vb[k]
+            u = math.sqrt(v) - PV[4, k]
+            PV[3, k] = u if u > 0.0 else 0.0
+            if Qs[3] > 0.0:
+                lv = math.log(v)
+                iv = 1.0 / v
+                PV[0, k] = lv
+                PV[1, k] = iv
+                lc = PV[2, k]
+                q1 += c * (lc - lv) - c + v
+                q2 += (c - v) * (c - v) * iv
+                qm += abs(c * lc) + abs(c * lv) + c + abs(v) + (c - v) * (c - v) * iv
+        else:
+            PV[3, k] = 0.0
+            if Qs[3] > 0.0:
+                PV[0, k] = PV[2, k]
+                PV[1, k] = 1.0 / c
+    Qs[0] = q1
+    Qs[1] = q2
+    Qs[2] = qm
 
 
 @njit(**INLINE_JIT)
@@ -189,10 +203,10 @@ def _memo_F(b, wx, st, fc, gcode, fn, memo, stamp):
 # not inlined into _block: numba's inliner deep-copies a function's IR block by block (each copy
 # taking the whole scope), which for this one cost more than compiling it as a library of its own
 # (cold first fit 14.0 / 14.0 s CPU against 14.8 / 15.4 s inlined, alternated)
-@njit(**NRT_FREE_JIT)
+@njit(**NRT_FREE_INNER)
 def _pivot_lower(b, x, st, fc, gcode, fn, pv, memo, stamp, first):
     """Rigorous lower bound of ``cost(min(x, b), max(x, b))`` as computed by :func:`cost` for a
-    sparse separable model, with the pivot ``b`` set by :func:`_pivot_set` (see the comment
+    sparse separable model, with the pivot ``b`` set by :func:`_pivot` (see the comment
     above); :data:`NO_BOUND` where no cheaper form exists. ``memo`` (IN/OUT) caches ``F_b`` per
     weight: with ``stamp > 0`` row ``int(w)`` holds ``(stamp, F, magnitude)`` for integral
     weights below its length; otherwise (``stamp == 0``, or another weight) up to ``N_MEMO``
@@ -276,7 +290,7 @@ _RHO = np.array([2.0 ** (GRID_LO + GRID_STEP * i) / (1.0 + 2.0 ** (GRID_LO + GRI
 N_SUMS = 7 + N_GRID + 3  # level-1 sums, the h_x table, h_x(0), magnitudes of h_x and of I
 
 
-@njit(**NRT_FREE_JIT)
+@njit(**NRT_FREE_INNER)
 def _slot_sums(x, st, fc, P, LG):
     """OUT ``P[x] = (P1, P2, P3, P0, sum c, magnitude, count)`` over the support of slot ``x``
     (every coordinate when dense) for the level-1 bounds, ``LG[x, p] = log B[x, p]`` on a
@@ -408,7 +422,7 @@ def _chord_eval(x, P, j0, j1, mode, lam):
     return h0 + (h1 - h0) * lam
 
 
-@njit(**NRT_FREE_JIT)
+@njit(**NRT_FREE_INNER)
 def _chord_h(x, wx, wb, P):
     """Upper bound of ``h_x(wb / (wx + wb))`` (convex in the ratio) from the table of slot ``x``:
     the chord through the neighbouring grid points (``h_x(0)`` and ``h_x(1) = 0`` at the ends)."""
@@ -446,44 +460,6 @@ def _level2i(b, x, st, fc, vb, mark, P, F, Fmag):
     if lo != lo:
         return NO_BOUND
     return lo
-
-
-@njit(**NRT_FREE_INNER)
-def _pivot_dense(b, st, fc, vb, mark, PV, Qs, sign):
-    """Add (``sign = 1``) or remove (``sign = 0``) the pivot ``b`` in the level-1 gathers
-    ``PV = (log v, 1 / v, log c, mark max(0, sqrt v - sqrt c), sqrt c)`` (row 3 zero and rows
-    0-1 ``log c``, ``1 / c`` off the pivot's support; rows 2 and 4 constant) and the level-1b sums
-    ``Qs = (sum D(c, v), sum (c - v)^2 / v, magnitude, [every c > 0])`` over its support."""
-    A, B, C, w, sup, slen, aux = st
-    lb = slen[b]
-    nk = A.shape[1] if lb < 0 else lb
-    q1 = 0.0
-    q2 = 0.0
-    qm = 0.0
-    for p in range(nk):
-        k = p if lb < 0 else sup[b, p]
-        c = fc[1, k]
-        if sign == 1:
-            v = vb[k]
-            u = math.sqrt(v) - PV[4, k]
-            PV[3, k] = u if u > 0.0 else 0.0
-            if Qs[3] > 0.0:
-                lv = math.log(v)
-                iv = 1.0 / v
-                PV[0, k] = lv
-                PV[1, k] = iv
-                lc = PV[2, k]
-                q1 += c * (lc - lv) - c + v
-                q2 += (c - v) * (c - v) * iv
-                qm += abs(c * lc) + abs(c * lv) + c + abs(v) + (c - v) * (c - v) * iv
-        else:
-            PV[3, k] = 0.0
-            if Qs[3] > 0.0:
-                PV[0, k] = PV[2, k]
-                PV[1, k] = 1.0 / c
-    Qs[0] = q1
-    Qs[1] = q2
-    Qs[2] = qm
 
 
 @njit(**INLINE_JIT)
@@ -630,15 +606,13 @@ def _block(task, kind, b, act, idx, lo, hi, q, nb, st, fc, gcode, fn, pv, out, l
     memo = memos[q]
     memo[0, 0] = 0.0
     if task == EXACT:
-        # separable costs use no scratch: any matrix serves as the argument (an allocation
-        # here would compile numba's np.zeros)
         for r in range(r0, r1):
             t = idx[r]
             x = act[t]
             if x < b:
-                row[t] = costf(kind, x, b, st, fc, gcode, fn, memo)
+                row[t] = costf(x, b, st, fc, gcode, fn)
             else:
-                row[t] = costf(kind, b, x, st, fc, gcode, fn, memo)
+                row[t] = costf(b, x, st, fc, gcode, fn)
     else:
         # one call site of _pivot_lower (it is inlined where it is called: every further call
         # site would compile its code again)
@@ -706,7 +680,7 @@ def _nblocks(m, cap, threshold, nthreads):
     return 1
 
 
-@njit(**NRT_FREE_JIT)
+@njit(**NRT_FREE_INNER)
 def _kth(a, lo, hi, k, buf):
     """The ``k``-th least value (0-based) of ``a[lo:hi]``, as ``np.partition(a[lo:hi], k)[k]``
     (NaN ordered last), by selection on the copy ``buf`` (hand-written: numba's
@@ -761,7 +735,7 @@ def _kth(a, lo, hi, k, buf):
     return v
 
 
-@njit(**NRT_FREE_JIT)
+@njit(**NRT_FREE_INNER)
 def _argsort(vals, g, order, tmp):
     """OUT ``order[:g]``: the positions ``0 .. g-1`` sorted by ``(vals, position)`` - the order
     of a stable sort by value - by a bottom-up merge sort (hand-written for the reason of
@@ -798,6 +772,36 @@ def _argsort(vals, g, order, tmp):
 
 
 @njit(**NRT_FREE_INNER)
+def _cand_resolve(x, st, fc, gcode, fn, cand, stats, costf):
+    """Evaluate the pending head of the list of ``x`` exactly (and move it to its place) until
+    the head is an exact cost or not below ``ctau[x]``. Returns the status (NaN costs are
+    refused). ``costf``: the driver's merge cost (see :func:`pointers`)."""
+    cc, ci, cg, cn, ctau, gen = cand
+    while True:
+        if cn[x] > 0 and gen[_slot(ci[x, 0])] != cg[x, 0]:  # dead head
+            _cand_compact(cand, x)
+        if not (cn[x] > 0 and ci[x, 0] < 0 and cc[x, 0] < ctau[x]):
+            return OK
+        y = -ci[x, 0] - 1
+        g = cg[x, 0]
+        c = costf(x, y, st, fc, gcode, fn)
+        stats[ST_EXACT] += 1
+        if c != c:
+            return NAN_COST
+        # the rest of the list is sorted: shift its smaller entries one place to the front
+        p = 0
+        m = cn[x]
+        while p + 1 < m and (cc[x, p + 1] < c or (cc[x, p + 1] == c and _slot(ci[x, p + 1]) < y)):
+            cc[x, p] = cc[x, p + 1]
+            ci[x, p] = ci[x, p + 1]
+            cg[x, p] = cg[x, p + 1]
+            p += 1
+        cc[x, p] = c
+        ci[x, p] = y
+        cg[x, p] = g
+
+
+@njit(**NRT_FREE_INNER)
 def _list_reset(x, lo, na, lob, cand, buf):
     """Empty the list of ``x`` before a build among the slots ``act[t]``, ``lo <= t < na``, with
     lower bounds ``lob[t]`` of their costs. Returns ``(ninf, lam)``: the number of slots
@@ -820,9 +824,9 @@ def _list_reset(x, lo, na, lob, cand, buf):
 def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, lvl, row, idx,
           done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads, stats, buf, order,
           tmp, block, costf):
-    """The pruned passes of the pivot ``x`` (set by :func:`_pivot_set` on entry, cleared by
-    :func:`_pivot_clear` on exit; the caller's ``pv`` holds no pivot): first-level bounds of
-    its costs to the slots ``act[t]``, ``lo_bounds <= t < na``; when ``a >= 0`` (``a`` was just
+    """The pruned passes of the pivot ``x`` (set in ``pv`` by the caller with :func:`_pivot`,
+    and cleared by it afterwards): first-level bounds of its costs to the slots ``act[t]``,
+    ``lo_bounds <= t < na``; when ``a >= 0`` (``a`` was just
     merged into ``x``, and ``act[:lo_list - 1]`` are the slots below ``x``) the update of the
     slots below ``x``; then the candidate list of ``x`` among ``act[t]``, ``lo_list <= t < na``
     (all above ``x``). Returns the status (NaN costs are refused). ``buf``, ``order``, ``tmp``
@@ -843,23 +847,6 @@ def _scan(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, l
     bound first, then only where the (refined) bound does not exceed the K-th cost. The head is
     the least (cost, slot) above ``x`` either way.
     """
-    _pivot_set(x, st, fc, pv)
-    # 28 arguments: CPython passes more than 30 as a tuple (*args), which numba cannot inline
-    status = _scan_pivot(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob,
-                         lvl, row, idx, done, cand, (nn, mind, stale), heap, where, memos, stamp,
-                         nthreads, stats, (buf, order, tmp), block, costf)
-    _pivot_clear(x, st, fc, pv)
-    return status
-
-
-@njit(**NRT_FREE_INLINE)
-def _scan_pivot(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
-                idx, done, cand, nms, heap, where, memos, stamp, nthreads, stats, scratch, block,
-                costf):
-    """:func:`_scan` with the pivot ``x`` set (inlined there); ``nms = (nn, mind, stale)``,
-    ``scratch = (buf, order, tmp)``."""
-    nn, mind, stale = nms
-    buf, order, tmp = scratch
     cc, ci, cg, cn, ctau, gen = cand
     K = cc.shape[1]
     cap = memos.shape[0]
@@ -960,8 +947,7 @@ def _scan_pivot(kind, x, a, lo_bounds, lo_list, act, na, st, fc, gcode, fn, pv, 
     if g > K and buf[order[K]] < low:
         low = buf[order[K]]
     ctau[x] = low
-    # separable costs use no scratch: any matrix serves as the argument (see _block)
-    if _cand_resolve(kind, x, st, fc, gcode, fn, memos[0], cand, stats, costf) != OK:
+    if _cand_resolve(x, st, fc, gcode, fn, cand, stats, costf) != OK:
         return NAN_COST
     if _certified(x, cand):
         return OK
@@ -1068,9 +1054,11 @@ def _rows_block(kind, q, nb, act, st, fc, gcode, fn, pv, cand, nn, mind, stale, 
             x = i if r == 0 else n - 2 - i
             if r == 1 and x <= i:
                 break
+            _pivot(x, st, fc, pv, _ONE)
             status[x] = scan(kind, x, _MINUS_ONE, x + 1, x + 1, act, n, st, fc, gcode, fn, pv,
                              lob, lvl, row, idx, done, cand, nn, mind, stale, heap, where, memo,
                              0.0, _ONE, stats, buf, order, tmp, block, costf)
+            _pivot(x, st, fc, pv, _ZERO)
 
 
 @njit(**NRT_FREE_JIT)
@@ -1081,7 +1069,7 @@ def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first
     A, B, C, w, sup, slen, aux = st
     cc, ci, cg, cn, ctau, gen = cand
     act, heap, where, nn, mind, stale, P, LG, row, lob, buf, idx, order, tmp, done, lvl, memos, \
-        ibuf, work = ws
+        ibuf = ws
     n = A.shape[0]
     na = n
     stamp = 0.0
@@ -1095,7 +1083,7 @@ def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first
             a = heap[0]
             if not stale[a]:
                 break
-            if _cand_resolve(kind, a, st, fc, gcode, fn, work, cand, stats, costf) != OK:
+            if _cand_resolve(a, st, fc, gcode, fn, cand, stats, costf) != OK:
                 return NAN_COST
             if _certified(a, cand):
                 stats[ST_LISTHIT] += 1
@@ -1104,9 +1092,11 @@ def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first
                 lo = _position(act, na, a) + 1
                 stamp += dstamp
                 stats[ST_B_RESCAN] += na - lo
+                _pivot(a, st, fc, pv, _ONE)
                 status = scan(kind, a, _MINUS_ONE, lo, lo, act, na, st, fc, gcode, fn, pv, lob,
                               lvl, row, idx, done, cand, nn, mind, stale, heap, where, memos,
                               stamp, nthreads, stats, buf, order, tmp, block, costf)
+                _pivot(a, st, fc, pv, _ZERO)
                 if status != OK:
                     return NAN_COST
             _set_candidate(a, cand, nn, mind, stale, heap, where)
@@ -1127,9 +1117,11 @@ def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first
             _slot_sums(b, st, fc, P, LG)
         # the update of the slots below b and the candidate list of b (see _scan)
         stats[ST_B_MERGE] += na - 1
+        _pivot(b, st, fc, pv, _ONE)
         status = scan(kind, b, a, _ZERO, pb + 1, act, na, st, fc, gcode, fn, pv, lob, lvl, row,
                       idx, done, cand, nn, mind, stale, heap, where, memos, stamp, nthreads,
                       stats, buf, order, tmp, block, costf)
+        _pivot(b, st, fc, pv, _ZERO)
         if status != OK:
             return NAN_COST
         _set_candidate(b, cand, nn, mind, stale, heap, where)
@@ -1138,7 +1130,7 @@ def _merges(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, stats, first
 
 def _make_pv(fc, P, LG):
     """Pivot scratch ``pv = (vb, mark, PV, P, LG, Qs)`` for the pruning bounds (see
-    :func:`_pivot_set`, :func:`_pivot_dense`); ``P`` and ``LG`` hold the per-slot level-1 data
+    :func:`_pivot`); ``P`` and ``LG`` hold the per-slot level-1 data
     (no rows: level 2 only)."""
     c = np.ascontiguousarray(fc[1], dtype=np.float64)
     d = c.shape[0]
@@ -1188,7 +1180,7 @@ def _workspace(st, gcode, nthreads, kcand):
           np.zeros(n, dtype=np.bool_), P, LG, np.empty(n), np.empty(n), np.empty(n),
           np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
           np.zeros(n, dtype=np.bool_), np.empty(n, dtype=np.int8), memos,
-          np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype), np.zeros((1, 1)))
+          np.empty(2 * sup.shape[1] + 1, dtype=sup.dtype))
     return cand, ws, 1.0 if integral else 0.0
 
 
@@ -1264,13 +1256,6 @@ def pruned_linkage(kind, st, fc, gcode, fn, out_i, out_j, out_h, nthreads, kcand
     return _merges(*merges, scan, block, costf)
 
 
-def _costf(kind, i, j, st, fc, gcode, fn, work):
-    """The merge cost of a separable model (:func:`.agglomerative.sep_cost`, the driver runs no
-    other) with the arguments of :func:`.agglomerative.cost`: the driver's ``costf``, compiled
-    only as its C callback."""
-    return sep_cost(i, j, st, fc, gcode, fn)
-
-
 def pointer_specs(st_t, fc_t, fn_t):
     """The driver's C callbacks ``(scan, block, costf)`` as ``(function, signature)`` pairs for
     the types of a state, the generator constants and the generator function (see
@@ -1281,7 +1266,7 @@ def pointer_specs(st_t, fc_t, fn_t):
     pv_t = types.Tuple((_vector(f8), _vector(i1), _matrix(f8), _matrix(f8), _matrix(f8),
                         _vector(f8)))
     memos_t = _matrix(f8, 3)
-    cost_sig = cost_signature(st_t, fc_t, fn_t)
+    cost_sig = f8(i8, i8, st_t, fc_t, i8, fn_t)  # sep_cost's arguments
     cost_t = types.FunctionType(cost_sig)
     block_sig = types.void(
         i8, i8, i8, _vector(i8), _vector(i8), i8, i8, i8, i8, st_t, fc_t, i8, fn_t, pv_t,
@@ -1291,17 +1276,18 @@ def pointer_specs(st_t, fc_t, fn_t):
         _vector(f8), _vector(i8), _vector(b1), CAND_TYPE, _vector(i8), _vector(f8), _vector(b1),
         _vector(i8), _vector(i8), memos_t, f8, i8, _vector(i8), _vector(f8), _vector(i8),
         _vector(i8), types.FunctionType(block_sig), cost_t)
-    return [(_scan, scan_sig), (_block, block_sig), (_costf, cost_sig)]
+    return [(_scan, scan_sig), (_block, block_sig), (sep_cost, cost_sig)]
 
 
 def pointers(st, fc, fn):
     """The C callbacks ``(scan, block, costf)`` of :func:`_scan`, :func:`_block` and
-    :func:`_costf` for the types of ``st``, ``fc`` and ``fn`` (compiled or loaded
+    :func:`.agglomerative.sep_cost` (the merge cost of a separable model, the only kind this
+    driver runs) for the types of ``st``, ``fc`` and ``fn`` (compiled or loaded
     from numba's cache on first use, see :func:`.generators.compiled_pointer`): the driver's
     last three arguments. The bounds, the scan and the merge cost are most of the driver's
     code; called through pointers, each is compiled once instead of once in every library that
     calls it (the driver, its two parallel loops, the scan, the list kernels)."""
     if config.DISABLE_JIT:
-        return _scan, _block, _costf
+        return _scan, _block, sep_cost
     return tuple(compiled_pointer(f, sig, _nrt=False)  # no allocation (see NRT_FREE_JIT)
                  for f, sig in pointer_specs(*state_types(st, fc, fn)))
