@@ -289,7 +289,7 @@ def test_selection_equals_numpy_partition():
 
     # the driver compiles it without a Python entry point (calling that from Python crashes):
     # the same source compiled again with one
-    _kth = njit(_kth.py_func)
+    _kth = njit(getattr(_kth, "py_func", _kth))
     rng = np.random.default_rng(0)
     pool = np.array([-np.inf, 0.0, 1.0, 2.5, 3.0, np.inf, np.nan])
     for trial in range(400):
@@ -307,7 +307,7 @@ def test_merge_argsort_is_the_stable_sort():
     """The pruned driver's hand-written argsort is numpy's stable (merge) sort."""
     from bregclust._kernels.linkage_pruned import _argsort
 
-    _argsort = njit(_argsort.py_func)  # as _kth above: the same source, with an entry point
+    _argsort = njit(getattr(_argsort, "py_func", _argsort))  # as _kth above
     rng = np.random.default_rng(1)
     for m in (0, 1, 2, 5, 17, 64):
         v = rng.integers(0, 4, size=m).astype(float)  # many ties
