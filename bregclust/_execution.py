@@ -286,28 +286,19 @@ def exact_pairwise(div, Xd, U):
     return out
 
 
-def exact_objective(div, X, U, labels, w, chunk=4096):
-    """``sum_i w_i d(x_i, u_{labels_i})`` by the definition (rows of zero weight count 0).
+def exact_objective(div, X, U, labels, w):
+    """``sum_i w_i d(x_i, u_{labels_i})`` by the definition (rows of zero weight count 0):
+    :func:`exact_assigned` weighted and summed.
 
-    Sparse ``X`` takes the GEMM form on its non-zeros, each row against its own centre only
-    (:func:`_own_gemm`: ``O(nnz)``, where the definition would densify every row, ``O(n d)``
-    time and memory); rows whose GEMM value is not finite, and the rows of centres outside
-    it, take the definition. Each row's value is :func:`pairwise`'s (float64 rows: the same
-    sum in the same order; float32 rows are widened to float64); the total is one sum over
-    the rows, so it may differ from a sum cluster by cluster in its last digits.
+    Sparse ``X``: one dot product over the rows of positive weight, so the total may differ
+    from a sum cluster by cluster in its last digits; dense ``X``: numpy's sum of ``w * d``
+    over every row.
     """
-    if sp.issparse(X):
-        keep = np.flatnonzero(w > 0)
-        if keep.size == 0:
-            return 0.0
-        Xk = X if keep.size == X.shape[0] else X[keep]
-        lab = np.ascontiguousarray(labels[keep], dtype=np.int64)
-        d = _own_gemm(div, Xk, np.ascontiguousarray(U, dtype=np.float64), lab)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return float(w[keep] @ d)
-    d = np.empty(X.shape[0])
-    div.form.generic_assigned(X, np.ascontiguousarray(U), labels, w, d, parallel(X.size))
+    d = exact_assigned(div, X, U, labels, w=w)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by the caller
+        if sp.issparse(X):
+            keep = np.flatnonzero(w > 0)
+            return float(w[keep] @ d[keep])
         return float(np.sum(w * d))
 
 
@@ -354,19 +345,38 @@ def _own_gemm(div, X, U, labels):
     return d
 
 
-def exact_assigned(div, X, U, labels, *, guard=False):
-    """``d(x_i, u_{labels_i})`` of every row by the definition (sparse rows: the GEMM form of
-    their non-zeros, cluster by cluster; with ``guard`` the rows that may have lost digits
-    there by the definition, as :func:`pairwise`)."""
+def exact_assigned(div, X, U, labels, *, guard=False, w=None):
+    """``d(x_i, u_{labels_i})`` of every row (with ``w``: of the rows with ``w_i > 0``, 0 for
+    the others, which are not evaluated).
+
+    Dense rows: the definition. Sparse rows: the GEMM form of their non-zeros, each row against
+    its own centre only (:func:`_own_gemm`: ``O(nnz)``, where the definition would densify every
+    row, ``O(n d)`` time and memory; float32 rows widened to float64 first); a row whose value
+    is not finite, or whose centre is outside the form, by the definition. With ``guard`` (the
+    values a user reads) sparse rows go through :func:`pairwise` cluster by cluster instead,
+    which also evaluates by the definition the rows that may have lost their digits to
+    cancellation (float32 rows in float32, as every value a user reads).
+    """
     n = X.shape[0]
-    out = np.empty(n)
-    if sp.issparse(X):
-        for j in range(U.shape[0]):
-            idx = np.flatnonzero(labels == j)
-            if idx.size:
-                out[idx] = pairwise(div, X[idx], U[j:j + 1], guard=guard)[:, 0]
+    if not sp.issparse(X):
+        out = np.empty(n)
+        div.form.generic_assigned(X, np.ascontiguousarray(U), labels,
+                                  np.ones(n) if w is None else w, out, parallel(X.size))
         return out
-    div.form.generic_assigned(X, U, labels, np.ones(n), out, parallel(X.size))
+    labels = np.asarray(labels, dtype=np.int64)
+    keep = np.arange(n) if w is None else np.flatnonzero(w > 0)
+    out = np.zeros(n)
+    if keep.size == 0:
+        return out
+    Xk = X if keep.size == n else X[keep]
+    lab = np.ascontiguousarray(labels[keep])
+    if not guard:
+        out[keep] = _own_gemm(div, Xk, np.ascontiguousarray(U, dtype=np.float64), lab)
+        return out
+    for j in range(U.shape[0]):
+        idx = np.flatnonzero(lab == j)
+        if idx.size:
+            out[keep[idx]] = pairwise(div, Xk[idx], U[j:j + 1], guard=True)[:, 0]
     return out
 
 

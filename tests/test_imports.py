@@ -458,6 +458,19 @@ KERNEL_ORACLES = {
         "test_repeated_rows_factorised_once_same_basis_and_w_step":
             "the factorisation of repeated rows against the dense SVD of the stacked rows",
     },
+    "test_execution.py": {  # the engine's exact per-row values and final objective
+        "_by_cluster": "the former sparse branch of exact_assigned (pairwise cluster by cluster)",
+        "test_sparse_exact_assigned_is_pairwise_by_cluster_bit_for_bit":
+            "the own-centre GEMM values of CSR rows against pairwise by cluster, bit for bit",
+        "test_sparse_float32_rows_are_widened_before_their_gemm_parts":
+            "float32 CSR rows' own-centre values against the widened rows' and the definition",
+        "test_rows_of_zero_weight_are_zero_and_not_evaluated":
+            "exact_assigned / exact_objective with weights against the definition",
+        "test_guard_redoes_the_rows_that_lost_their_digits":
+            "the guarded sparse values against the exact value where the GEMM form cancels",
+        "test_exact_objective_is_the_weighted_sum_of_exact_assigned":
+            "the final objective against the weighted sum of exact_assigned and the definition",
+    },
     "test_kernel_mtc.py": {
         "test_spectral_lp_ties_share_weight_and_grid_reuses_problem":
             "the spectral weights' LP compiled once for the whole C grid (the cache's counters)",
