@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _kernel_copies import entry
 from conftest import require_data, run_isolated, uniform_points
 from hypothesis import given, settings
 from hypothesis import strategies as hst
@@ -682,18 +683,8 @@ def test_multinomial_transform_refuses_a_zero_row():
 
 
 # ---------------------------------------------------------------------------- pruning bounds
-_ENTRIES = {}
-
-
-def _entry(kernel):
-    """``kernel``, which the drivers compile without a Python entry point, compiled again with
-    one (the same source) for the oracle tests that call it from Python; cached per kernel."""
-    import numba
-
-    hit = _ENTRIES.get(kernel)
-    if hit is None:
-        hit = _ENTRIES[kernel] = numba.njit(nogil=True)(getattr(kernel, "py_func", kernel))
-    return hit
+# the drivers compile some kernels without a Python entry point: the oracle tests below call
+# a copy compiled from the same source with one (entry, tests/_kernel_copies.py)
 
 
 def _clustered_state(X, model, sample_weight, merges, seed, smoothing="auto"):
@@ -729,12 +720,12 @@ def _bounds_and_costs(plan, st, alive):
     P = np.zeros((n if plan.gcode == KP._GEN_KL else 0, KP.N_SUMS))
     LG = np.zeros((P.shape[0], 2 * sup.shape[1] if P.shape[0] else 0))
     for x in alive if P.shape[0] else []:
-        _entry(KP._slot_sums)(x, st, fc, P, LG)
+        entry(KP._slot_sums)(x, st, fc, P, LG)
     pv = KP._make_pv(fc, P, LG)
     work = np.zeros((1, 1))
     out = []
     for b in alive:
-        _entry(KP._pivot)(b, st, fc, pv, 1)
+        entry(KP._pivot)(b, st, fc, pv, 1)
         xs = np.array([x for x in alive if x != b], dtype=np.int64)
         lob = np.full(xs.size, np.nan)
         lvl = np.full(xs.size, -1, dtype=np.int8)
@@ -746,11 +737,11 @@ def _bounds_and_costs(plan, st, alive):
                 if first and lvl[t] == 1 and lob[t] == lob[t] and lob[t] != KP.NO_BOUND:
                     lo, level = lob[t], 1
                 else:
-                    lo, level = _entry(KP._pivot_lower)(b, x, st, fc, plan.gcode, plan.fn, pv,
-                                                        memo, 0.0, first and lvl[t] != 1)
+                    lo, level = entry(KP._pivot_lower)(b, x, st, fc, plan.gcode, plan.fn, pv,
+                                                       memo, 0.0, first and lvl[t] != 1)
                 exact = KA.cost(plan.kind, min(x, b), max(x, b), st, fc, plan.gcode, plan.fn, work)
                 out.append((lo, level, exact))
-        _entry(KP._pivot)(b, st, fc, pv, 0)
+        entry(KP._pivot)(b, st, fc, pv, 0)
     return np.array(out)
 
 
@@ -979,12 +970,12 @@ def test_one_sided_table_chord_is_an_upper_bound_exact_on_the_grid():
     assert len(sparse) >= 10
     ratios = np.concatenate([2.0 ** rng.uniform(-20, 20, 40), [1.0, 2.0, 0.25, 2.0**-17, 2.0**17]])
     for x in sparse:
-        _entry(KP._slot_sums)(x, st, plan.fc, P, LG)
+        entry(KP._slot_sums)(x, st, plan.fc, P, LG)
         scale = 1.0 + abs(P[x, 7 + KP.N_GRID])
         for q in ratios:
             wx, wb = 1.0, float(q)
             h = _one_sided_sum(plan, st, x, wb / (wx + wb))
-            ch = _entry(KP._chord_h)(x, wx, wb, P)
+            ch = entry(KP._chord_h)(x, wx, wb, P)
             assert ch >= h - 1e-12 * scale, (x, q, ch, h)
             if q in (1.0, 2.0, 0.25):  # grid points: the table value itself
                 assert ch == pytest.approx(h, rel=1e-12, abs=1e-12 * scale)

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _kernel_copies import entry
 from numba import njit, types
 
 pytestmark = pytest.mark.nojit  # all of this module runs with NUMBA_DISABLE_JIT=1 too
@@ -289,7 +290,7 @@ def test_selection_equals_numpy_partition():
 
     # the driver compiles it without a Python entry point (calling that from Python crashes):
     # the same source compiled again with one
-    _kth = njit(getattr(_kth, "py_func", _kth))
+    _kth = entry(_kth)
     rng = np.random.default_rng(0)
     pool = np.array([-np.inf, 0.0, 1.0, 2.5, 3.0, np.inf, np.nan])
     for trial in range(400):
@@ -307,7 +308,7 @@ def test_merge_argsort_is_the_stable_sort():
     """The pruned driver's hand-written argsort is numpy's stable (merge) sort."""
     from bregclust._kernels.linkage_pruned import _argsort
 
-    _argsort = njit(getattr(_argsort, "py_func", _argsort))  # as _kth above
+    _argsort = entry(_argsort)  # as _kth above
     rng = np.random.default_rng(1)
     for m in (0, 1, 2, 5, 17, 64):
         v = rng.integers(0, 4, size=m).astype(float)  # many ties
