@@ -629,6 +629,16 @@ class SharedSubspaceClustering(MultiTaskMixin, ClusterMixin, BaseEstimator):
     an orthonormal basis of the columns of ``P``; they have eigenvalue 0, so for
     ``n_components <= n_clusters`` the shared term only confirms the current partition.
 
+    The ``W`` step takes the directions of least within-cluster scatter, so on data with
+    near-constant features the subspace settles where every row is almost 0 and the shared
+    term stops coupling the tasks. On the bundled digits tasks (``make_digits_tasks``, random
+    start, ``n_components=2``) both directions lie (99.9 % of their mass) on pixels drawn in at
+    most 1 image in 200; ``||X W||^2`` is 4.1 against ``||X||^2 = 6.9e6`` and the shared term
+    1.9 against a within-task term of 7.3e5. ``lam`` then only rescales the within-task term,
+    which neither the multiplicative step (a ratio of parts that all scale by ``lam``) nor the
+    relative ``tol`` sees: ``lam`` from 0.1 to 1 gives the same sweeps and labels (memberships
+    within 1e-4). Remove such features for the tasks to interact.
+
     References
     ----------
     Q. Gu and J. Zhou. Learning the shared subspace for multi-task clustering and transductive

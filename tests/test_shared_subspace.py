@@ -267,6 +267,53 @@ def test_kmeans_init_recovers_and_aligns_clusters():
     assert np.all(np.diff(est.objective_history_) <= 1e-10 * est.objective_history_[0])
 
 
+def _shared_term(est, Xs):
+    """``sum_k ||X_k W - P_k M^T||^2`` of a fitted LSSMTC (the cross-task term without its
+    weight ``1 - lam``)."""
+    return sum(float(np.sum((X @ est.components_.T - P @ est.shared_centers_) ** 2))
+               for X, P in zip(Xs, est.membership_))
+
+
+def test_lam_is_inert_where_the_subspace_falls_on_near_empty_pixels():
+    """Why the demo's LSSMTC rows at ``lam = .75`` and ``lam = 1`` are equal on the digits tasks.
+
+    The ``W`` step takes the directions of least within-cluster scatter in the span of the
+    data; on the bundled digits these are pixels drawn in at most 1 image in 200 (the left
+    column and the corners), where every row is almost 0. There the cross-task term is ~1e-6 of
+    ``J``: ``lam`` only rescales the within-task term, and neither the multiplicative ``P``
+    step (a ratio of parts that all scale by ``lam``) nor the relative stop rule sees a scale,
+    so every ``lam`` in ``(0, 1]`` gives the same sweeps and labels. Drop the near-empty pixels
+    and the subspace carries data again: ``lam`` then moves the partition.
+    """
+    from bregclust.datasets import make_digits_tasks
+
+    Xs = make_digits_tasks(random_state=0).Xs
+    drawn = (np.vstack(Xs) > 0).mean(axis=0)  # share of the images with ink on each pixel
+
+    def fit(Xs, lam):
+        return SharedSubspaceClustering(7, n_components=2, lam=lam, init="random", tol=1e-4,
+                                        random_state=0).fit(Xs)
+
+    fits = {lam: fit(Xs, lam) for lam in (0.5, 0.75, 1.0)}
+    for lam, est in fits.items():
+        mass = (est.components_ ** 2)[:, drawn <= 0.005].sum(axis=1)
+        assert mass.min() > 0.99, mass  # each direction lies on the near-empty pixels
+        J = est.objective_history_
+        assert (1 - lam) * _shared_term(est, Xs) < 1e-5 * J[-1]
+        assert est.n_iter_ == fits[1.0].n_iter_
+        np.testing.assert_allclose(J / lam, fits[1.0].objective_history_, rtol=1e-5)
+        for a, b in zip(est.labels_, fits[1.0].labels_):
+            np.testing.assert_array_equal(a, b)
+    # the memberships do differ (lam enters the P step), below what moves a label
+    gap = max(np.abs(a - b).max() for a, b in zip(fits[0.75].membership_, fits[1.0].membership_))
+    assert 0 < gap < 1e-3
+    # pixels drawn in at least 5 % of the images: the cross-task term weighs, labels move
+    kept = [X[:, drawn >= 0.05] for X in Xs]
+    a, b = fit(kept, 0.75), fit(kept, 1.0)
+    assert 0.25 * _shared_term(a, kept) > 1e-4 * a.objective_history_[-1]
+    assert any(not np.array_equal(la, lb) for la, lb in zip(a.labels_, b.labels_))
+
+
 def test_reproducible_inputs_unchanged_and_picklable():
     Xs, _ = _tasks(seed=11)
     Xs_copy = [X.copy() for X in Xs]
