@@ -1,0 +1,156 @@
+"""Issue 38, session 19: the Ng-Jordan-Weiss rows as a spectral base of SpectralMTC, scored.
+
+Reads ``mtc_compare.py --save`` files (as ``mtc_compare.py --merge`` does) and prints:
+
+1. the table against the issue's three single-task baselines (k-means sq on tf-idf, kl k-means
+   on tf, NCut): the baselines of the first file that has them, exactly ``mtc_compare --merge``;
+2. the same table against four baselines: those three and ``NJW (cosine 10-NN)`` (k-means on
+   the unit rows of NCut's embedding), pooled from every file that ran any of them (the first
+   file's score of a baseline is kept);
+3. the decision rule written in ``benchmarks/RESULTS.md`` before scoring: on the decision cells
+   (``--decision``), each candidate's mean gap to the best of the three baselines against the
+   default's (``--default``); a candidate passes when it is more than ``--margin`` above and no
+   decision cell's W / T / L mark goes down; the other cells are printed as held out.
+
+The runs themselves are ``mtc_compare.py`` runs (``--methods SpecMTC,SpecMTC-njw,...``,
+``--baselines "NJW (cosine 10-NN)"``)::
+
+    python mtc_compare.py --datasets webkb4,tr45,hitech --runs 5 \\
+        --methods SpecMTC,SpecMTC-njw,SpecMTC-njw-both,SpecMTC-njw-mu0,SpecMTC-njw-both-mu0 \\
+        --baselines "NJW (cosine 10-NN)" --save njw_dec.json
+    python spectral_mtc_njw.py bc_export.json kmc_a.json kmc_diag.json kmc_b.json njw_dec.json
+
+``--run DATASETS --save FILE`` first runs ``mtc_compare`` there (all four baselines, the default,
+both candidates and the controls; ``--runs``, ``--quick``) and adds ``FILE`` to the files read
+(the end-to-end check of ``tests/test_benchmarks.py``)::
+
+    python spectral_mtc_njw.py --run digits --runs 1 --quick --save njw_digits.json
+"""
+
+import argparse
+import json
+
+import numpy as np
+from mtc_compare import BASELINES, TIE, _mark, merge, summary
+from mtc_compare import main as mtc_compare_main
+
+#: The issue's three single-task baselines (the headline's); the fourth is the NJW row.
+THREE = ("k-means sq (tf-idf)", "k-means kl (tf)", "NCut (cosine 10-NN)")
+NJW = "NJW (cosine 10-NN)"
+ORDER = {"W": 2, "T": 1, "L": 0}
+
+
+def pooled_baselines(files):
+    """``{(data, task): {baseline: mean NMI}}`` over every file (the first file's score of a
+    baseline kept)."""
+    out = {}
+    for f in files:
+        with open(f) as fh:
+            saved = json.load(fh)
+        for c in saved["cells"]:
+            b = out.setdefault((c["data"], c["task"]), {})
+            for name, v in c.get("baselines", {}).items():
+                b.setdefault(name, v)
+    return out
+
+
+def rebase(cells, pooled, names):
+    """Copies of ``cells`` whose best baseline is the best of ``names`` (cells missing one of
+    them are left out, with a message)."""
+    out = []
+    for c in cells:
+        b = pooled.get((c["data"], c["task"]), {})
+        if not all(n in b for n in names):
+            print(f"  {c['data']}/{c['task']}: baselines {', '.join(n for n in names if n not in b)}"
+                  " not run; left out of this table")
+            continue
+        best_b = max(names, key=lambda n: b[n])
+        d = dict(c, best=float(b[best_b]), best_b=best_b, baselines={n: b[n] for n in names})
+        d["marks"] = {m: _mark(v, d["best"]) for m, v in c["mt"].items()}
+        out.append(d)
+    return out
+
+
+def decide(cells, default, candidates, decision, margin):
+    """The decision rule on ``cells`` (three baselines); prints it and returns the winner."""
+    dec = [c for c in cells if c["data"] in decision]
+    held = [c for c in cells if c["data"] not in decision]
+    print(f"\n## Decision rule: decision cells {', '.join(decision)} ({len(dec)} cells); a "
+          f"candidate must beat {default}'s mean gap by more than {margin} with no mark going "
+          "down\n")
+    print("| method | decision: mean gap | vs default | marks down | marks up | passes | "
+          "held out: cells | held out: mean gap | held out vs default |")
+    print("|---|---|---|---|---|---|---|---|---|")
+
+    def gaps(cs, m):
+        run = [c["mt"][m] - c["best"] for c in cs if m in c["mt"]]
+        return (float(np.mean(run)) if run else float("nan")), len(run)
+
+    g0, _ = gaps(dec, default)
+    h0, _ = gaps(held, default)
+    winner, best = None, -np.inf
+    for m in [default] + list(candidates):
+        if any(m not in c["mt"] for c in dec):
+            print(f"| {m} | not run on every decision cell | | | | | | | |")
+            continue
+        g, _ = gaps(dec, m)
+        down = sum(ORDER[c["marks"][m]] < ORDER[c["marks"][default]] for c in dec)
+        up = sum(ORDER[c["marks"][m]] > ORDER[c["marks"][default]] for c in dec)
+        ok = m != default and g - g0 > margin and down == 0
+        h, nh = gaps(held, m)
+        print(f"| {m} | {g:+.4f} | {g - g0:+.4f} | {down} | {up} | "
+              f"{'-' if m == default else ('yes' if ok else 'no')} | {nh} | {h:+.4f} | "
+              f"{h - h0:+.4f} |")
+        if ok and g > best:
+            winner, best = m, g
+    print(f"\nVerdict: {'the default becomes ' + winner if winner else 'the default stays'} "
+          f"({default} is today's default).")
+    for c in dec:
+        print(f"  {c['data']}/{c['task']}: best {c['best']:.3f} ({c['best_b']}); "
+              + ", ".join(f"{m} {c['mt'][m]:.3f} {c['marks'][m]}" for m in
+                          [default] + list(candidates) if m in c["mt"]))
+    return winner
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("files", nargs="*", help="mtc_compare --save files, baselines first")
+    p.add_argument("--run", metavar="DATASETS",
+                   help="first run mtc_compare on these data sets (comma-separated) into --save")
+    p.add_argument("--save", metavar="FILE", help="with --run: where mtc_compare saves")
+    p.add_argument("--runs", type=int, default=5, help="with --run: seeds 0..runs-1")
+    p.add_argument("--quick", action="store_true", help="with --run: mtc_compare --quick")
+    p.add_argument("--methods", default="SpecMTC,SpecMTC-njw,SpecMTC-njw-both,SpecMTC-mu0,"
+                   "SpecMTC-njw-mu0,SpecMTC-njw-both-mu0", help="columns to show")
+    p.add_argument("--default", default="SpecMTC")
+    p.add_argument("--candidates", default="SpecMTC-njw,SpecMTC-njw-both")
+    p.add_argument("--decision", default="webkb4,tr45,hitech")
+    p.add_argument("--margin", type=float, default=0.005)
+    args = p.parse_args(argv)
+    if args.run:
+        if not args.save:
+            p.error("--run needs --save FILE")
+        mtc_compare_main(["--datasets", args.run, "--runs", str(args.runs), "--methods",
+                          args.methods, "--baselines", ",".join(BASELINES), "--save",
+                          args.save] + (["--quick"] if args.quick else []))
+        args.files = list(args.files) + [args.save]
+    if not args.files:
+        p.error("give mtc_compare --save files, or --run DATASETS --save FILE")
+    cells, methods = merge(args.files)
+    shown = [m for m in args.methods.split(",") if m in methods]
+    for c in cells:
+        c["mt"] = {m: v for m, v in c["mt"].items() if m in shown}
+    pooled = pooled_baselines(args.files)
+    three = rebase(cells, pooled, THREE)
+    print(f"# Against the issue's three baselines ({', '.join(THREE)}); W / T / L by more than "
+          f"{TIE} NMI")
+    summary(three, shown)
+    decide(three, args.default, [m for m in args.candidates.split(",") if m],
+           [d for d in args.decision.split(",") if d], args.margin)
+    four = rebase(cells, pooled, THREE + (NJW,))
+    print(f"\n# Against four baselines (the three and {NJW}); not used to decide")
+    summary(four, shown)
+
+
+if __name__ == "__main__":
+    main()
