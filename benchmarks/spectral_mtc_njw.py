@@ -112,6 +112,44 @@ def decide(cells, default, candidates, decision, margin):
     return winner
 
 
+def cost(datasets, repeats, seed=0):
+    """CPU seconds (best of ``repeats``, one process) of one fit of the default and of each
+    candidate, and of the per-task NCut and NJW baselines, on each data set (seed ``seed``)."""
+    import time
+    import warnings
+
+    from mtc_compare import fit_baseline, load, representations
+
+    from bregclust.spectral_mtc import SpectralMTC
+
+    print(f"\n## Cost: CPU seconds of one fit (best of {repeats}, seed {seed}; "
+          "time.process_time)\n")
+    print("| data | NCut per task | NJW per task | SpectralMTC() | spectral_rows='unit' | "
+          "spectral_rows='both' | unit / default | both / default |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in datasets:
+        Xs, ys, _, is_text = load(name)
+        Xs = representations(Xs, is_text)["tfidf"]
+        ks = [int(np.unique(y).size) for y in ys]
+        fits = {"ncut": lambda: [fit_baseline("NCut (cosine 10-NN)", X, k, seed)
+                                 for X, k in zip(Xs, ks)],
+                "njw": lambda: [fit_baseline(NJW, X, k, seed) for X, k in zip(Xs, ks)]}
+        for rows in ("scaled", "unit", "both"):
+            fits[rows] = (lambda r=rows: SpectralMTC(ks, spectral_rows=r, random_state=seed)
+                          .fit(Xs))
+        best = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            for _ in range(repeats):
+                for key, f in fits.items():
+                    t0 = time.process_time()
+                    f()
+                    best[key] = min(best.get(key, np.inf), time.process_time() - t0)
+        print(f"| {name} | {best['ncut']:.2f} | {best['njw']:.2f} | {best['scaled']:.2f} | "
+              f"{best['unit']:.2f} | {best['both']:.2f} | {best['unit'] / best['scaled']:.2f} | "
+              f"{best['both'] / best['scaled']:.2f} |")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("files", nargs="*", help="mtc_compare --save files, baselines first")
@@ -126,7 +164,13 @@ def main(argv=None):
     p.add_argument("--candidates", default="SpecMTC-njw,SpecMTC-njw-both")
     p.add_argument("--decision", default="webkb4,tr45,hitech")
     p.add_argument("--margin", type=float, default=0.005)
+    p.add_argument("--cost", metavar="DATASETS",
+                   help="only time one fit of the default and the candidates on these data sets")
+    p.add_argument("--repeats", type=int, default=2, help="with --cost: best of this many")
     args = p.parse_args(argv)
+    if args.cost:
+        cost([d for d in args.cost.split(",") if d], args.repeats)
+        return
     if args.run:
         if not args.save:
             p.error("--run needs --save FILE")
