@@ -150,6 +150,46 @@ def cost(datasets, repeats, seed=0):
               f"{best['both'] / best['scaled']:.2f} |")
 
 
+def modularity_check(datasets, runs):
+    """Per data set: on how many task-seeds ``spectral_rows="both"`` keeps the unit rows, and
+    whether the larger modularity went with the larger NMI (a diagnostic of the rule)."""
+    import warnings
+
+    from mtc_compare import load, representations
+
+    from bregclust.metrics import nmi
+    from bregclust.spectral_mtc import SpectralMTC
+
+    print(f"\n## spectral_rows='both' at coupling 0 (seeds 0..{runs - 1}): which rows each "
+          "task-seed keeps, and whether modularity picked the larger NMI\n")
+    print("| data | task-seeds | unit kept | unit NMI > scaled NMI | modularity picked the "
+          "larger NMI | mean NMI scaled | mean NMI unit |")
+    print("|---|---|---|---|---|---|---|")
+    for name in datasets:
+        Xs, ys, _, is_text = load(name)
+        Xs = representations(Xs, is_text)["tfidf"]
+        ks = [int(np.unique(y).size) for y in ys]
+        kept = better = right = n = 0
+        s_nmi, u_nmi = [], []
+        for seed in range(runs):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                fits = {r: SpectralMTC(ks, base="spectral", coupling=0.0, spectral_rows=r,
+                                       random_state=seed).fit(Xs)
+                        for r in ("scaled", "unit", "both")}
+            for t, y in enumerate(ys):
+                a, b = nmi(y, fits["scaled"].labels_[t]), nmi(y, fits["unit"].labels_[t])
+                u = fits["both"].spectral_rows_[t] == "unit"
+                n += 1
+                kept += u
+                better += b > a
+                right += (b >= a) if u else (a >= b)
+                s_nmi.append(a)
+                u_nmi.append(b)
+        print(f"| {name} | {n} | {kept} | {better} | {right} | {np.mean(s_nmi):.3f} | "
+              f"{np.mean(u_nmi):.3f} |")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("files", nargs="*", help="mtc_compare --save files, baselines first")
@@ -167,7 +207,12 @@ def main(argv=None):
     p.add_argument("--cost", metavar="DATASETS",
                    help="only time one fit of the default and the candidates on these data sets")
     p.add_argument("--repeats", type=int, default=2, help="with --cost: best of this many")
+    p.add_argument("--modularity", metavar="DATASETS",
+                   help="only the diagnostic of spectral_rows='both' (--runs seeds)")
     args = p.parse_args(argv)
+    if args.modularity:
+        modularity_check([d for d in args.modularity.split(",") if d], args.runs)
+        return
     if args.cost:
         cost([d for d in args.cost.split(",") if d], args.repeats)
         return
