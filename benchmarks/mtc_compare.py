@@ -66,9 +66,11 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from _common import machine
-from sklearn.cluster import SpectralClustering
+from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.manifold import spectral_embedding
+from sklearn.neighbors import kneighbors_graph
 from sklearn.preprocessing import normalize
 
 from bregclust import datasets as ds
@@ -140,6 +142,17 @@ MT_SETTINGS = {
     # k-means apart from the multi-task coupling.
     "LNKMTC-C0": dict(rep="tfidf", est=NonparametricKernelMTC, kw=dict(C=0.0), control=True),
     "MBC-sq-g": dict(rep="tfidf", est=MultitaskBregmanClustering, kw=dict(guard="task"), control=True),
+    # issue 38, session 19: k-means on the unit rows of every spectral embedding (Ng, Jordan &
+    # Weiss 2002) in place of the scaled rows ("njw"), or per task the one of larger modularity
+    # ("njw-both"); with the coupling off (-mu0: the method's own single-task base)
+    "SpecMTC-njw": dict(rep="tfidf", est=SpectralMTC, kw=dict(spectral_rows="unit"),
+                        control=True),
+    "SpecMTC-njw-both": dict(rep="tfidf", est=SpectralMTC, kw=dict(spectral_rows="both"),
+                             control=True),
+    "SpecMTC-njw-mu0": dict(rep="tfidf", est=SpectralMTC,
+                            kw=dict(spectral_rows="unit", coupling=0.0), control=True),
+    "SpecMTC-njw-both-mu0": dict(rep="tfidf", est=SpectralMTC,
+                                 kw=dict(spectral_rows="both", coupling=0.0), control=True),
 }
 #: Methods run by default (every entry of MT_SETTINGS that is not a control).
 DEFAULT_METHODS = tuple(m for m, s in MT_SETTINGS.items() if not s.get("control"))
@@ -149,6 +162,8 @@ BASELINES = {
     "k-means sq (tf-idf)": "tfidf",
     "k-means kl (tf)": "tf",
     "NCut (cosine 10-NN)": "tfidf",
+    # NCut's graph and embedding, k-means on the embedding's unit rows (Ng, Jordan & Weiss 2002)
+    "NJW (cosine 10-NN)": "tfidf",
 }
 
 CLUTO = ("tr11", "tr23", "tr45", "reviews", "hitech", "ohscal")
@@ -209,6 +224,15 @@ def ncut_eigen_solver(n):
 
 def fit_baseline(name, X, k, seed):
     """Labels of one single-task baseline on one task."""
+    if name.startswith("NJW"):
+        # NCut's steps, seeds drawn in the same order (SpectralClustering has no NJW rounding:
+        # its assign_labels are k-means on the scaled rows, discretize, cluster_qr)
+        rng = np.random.RandomState(seed)
+        Xn = normalize(X)
+        A = kneighbors_graph(Xn, n_neighbors=min(10, X.shape[0] - 1), include_self=True)
+        maps = spectral_embedding(0.5 * (A + A.T), n_components=k, random_state=rng,
+                                  eigen_solver=ncut_eigen_solver(X.shape[0]), drop_first=False)
+        return KMeans(k, n_init=10, random_state=rng).fit(normalize(maps)).labels_
     if name.startswith("NCut"):
         Xn = normalize(X)
         nn = min(10, X.shape[0] - 1)

@@ -30,8 +30,10 @@ partition of largest modularity on its own cosine kNN graph (:func:`modularity`,
 objectives as gains over chance, :func:`base_regret`); only tasks that keep the spectral base
 are coupled, unless ``kmeans_coupling="mbc"``: then the tasks on a k-means base are coupled in
 the manner of MBC (transport between the tasks' clusters, ``lam="auto"``) and each keeps the
-coupled partition only when its modularity is not lower. The maths
-is restated in the guide page ``docs/guide/spectral_mtc.rst``.
+coupled partition only when its modularity is not lower. ``spectral_rows="unit"`` clusters the
+unit-norm rows of every spectral embedding (Ng, Jordan & Weiss 2002) instead of the rows
+scikit-learn's ``SpectralClustering`` clusters; ``"both"`` keeps per task the one of larger
+modularity. The maths is restated in the guide page ``docs/guide/spectral_mtc.rst``.
 """
 
 import numbers
@@ -346,13 +348,17 @@ def _joint_embedding(J, n_components, eigen_solver, random_state):
 
 
 def spectral_labels(W, n_clusters, *, n_components=None, rows=None, eigen_solver="auto",
-                    n_init=10, random_state=None):
+                    n_init=10, random_state=None, unit_rows=False):
     """Spectral clustering of a graph: scikit-learn's embedding, then k-means on its rows.
 
     The steps of ``SpectralClustering(affinity="precomputed", assign_labels="kmeans")``:
     ``sklearn.manifold.spectral_embedding(W, n_components, drop_first=False)`` (the normalised
     Laplacian's eigenvectors scaled by ``D^-1/2``) and ``KMeans(n_clusters, n_init)`` on the
-    embedding's rows (only the rows ``rows`` when given).
+    embedding's rows (only the rows ``rows`` when given). ``unit_rows=True``: every row scaled
+    to unit norm first, the algorithm of Ng, Jordan & Weiss (2002) (NJW): their rows are the
+    normalised adjacency's eigenvectors ``U`` scaled to unit norm, and the rows of
+    ``D^-1/2 U`` have the same directions, since ``D^-1/2`` scales each row by a positive
+    number (a row of zeros stays zero).
 
     Parameters
     ----------
@@ -366,11 +372,30 @@ def spectral_labels(W, n_clusters, *, n_components=None, rows=None, eigen_solver
         ``"auto"``: ARPACK up to :data:`ARPACK_MAX_N` nodes, LOBPCG above.
     n_init : int, default=10
     random_state : int, RandomState or None
+    unit_rows : bool, default=False
+        Scale every row of the embedding to unit norm before k-means (NJW).
 
     Returns
     -------
     labels : ndarray of shape (n_rows,), int64
     """
+    variants = ("unit",) if unit_rows else ("scaled",)
+    return _spectral_variants(W, n_clusters, variants, n_components=n_components, rows=rows,
+                              eigen_solver=eigen_solver, n_init=n_init,
+                              random_state=random_state)[variants[0]]
+
+
+def _rows_of(maps, variant):
+    """The embedding's rows as k-means sees them: as they are (``"scaled"``) or at unit norm
+    (``"unit"``, NJW)."""
+    return normalize(maps) if variant == "unit" else maps
+
+
+def _spectral_variants(W, n_clusters, variants, *, n_components=None, rows=None,
+                       eigen_solver="auto", n_init=10, random_state=None):
+    """``{variant: labels}`` of :func:`spectral_labels` for each of ``variants`` (``"scaled"``,
+    ``"unit"``) from one embedding: each k-means starts from the generator's state after the
+    embedding, so every variant's labels equal those of its own :func:`spectral_labels` call."""
     rng = check_random_state(random_state)
     n_components = n_clusters if n_components is None else n_components
     # the same seeds, in the same order, as SpectralClustering draws from its random_state
@@ -379,7 +404,16 @@ def spectral_labels(W, n_clusters, *, n_components=None, rows=None, eigen_solver
                               random_state=rng, drop_first=False)
     if rows is not None:
         maps = maps[rows]
-    return _kmeans_labels(maps, n_clusters, n_init, rng)
+    if len(variants) == 1:
+        return {variants[0]: _kmeans_labels(_rows_of(maps, variants[0]), n_clusters, n_init,
+                                            rng)}
+    state = rng.get_state()
+    out = {}
+    for v in variants:
+        km_rng = np.random.RandomState()
+        km_rng.set_state(state)
+        out[v] = _kmeans_labels(_rows_of(maps, v), n_clusters, n_init, km_rng)
+    return out
 
 
 _OPENMP = None
@@ -597,6 +631,15 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         a task on that base takes the coupled partition when MBC's guard kept it and its
         modularity on the task's own graph is not below that of its base partition (see the
         guide).
+    spectral_rows : {"scaled", "unit", "both"}, default="scaled"
+        The rows of a spectral embedding (a task's own, and a task's rows of every joint one)
+        that k-means clusters. ``"scaled"``: as scikit-learn's ``spectral_embedding`` returns
+        them (the normalised Laplacian's eigenvectors scaled by ``D^-1/2``, the rows of
+        ``SpectralClustering``). ``"unit"``: every row scaled to unit norm first, the algorithm
+        of Ng, Jordan & Weiss (2002) (:func:`spectral_labels` with ``unit_rows=True``).
+        ``"both"``: per task, the single-task spectral partition of larger :func:`modularity`
+        on the task's own graph (ties to ``"scaled"``) is its spectral base, and that task's
+        rows of the joint embeddings are clustered the same way.
     random_state : int, RandomState or None, default=None
     verbose : bool, default=False
         Print the normalised cut of every task at every candidate coupling.
@@ -644,6 +687,12 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         MBC's partition of each task on a k-means base, kept or not (None for the others).
     labels_without_kmeans_coupling_ : list of ndarray of shape (n_t,)
         The labels ``kmeans_coupling="none"`` gives (same seeds).
+    spectral_rows_ : list of str
+        Per task, ``"scaled"`` or ``"unit"``: the rows of the spectral embeddings its spectral
+        partitions come from (``spectral_rows``; with ``"both"`` the one it kept).
+    spectral_modularity_ : ndarray of shape (n_tasks, 2)
+        :func:`modularity` of the single-task spectral partition from scaled and from unit
+        rows (NaN for the variant not fitted: only ``"both"`` fits the two).
     agreement_ : ndarray of shape (n_candidates, n_tasks)
         Adjusted Rand index of every candidate partition with the task's single-task one
         (with ``coupling="auto"``; for a fixed coupling the one candidate, so all ones).
@@ -683,14 +732,17 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "base_rule": [Options("modularity", "gain")],
         "guard": [Options("pareto", "agreement")],
         "kmeans_coupling": [Options("none", "mbc")],
+        "spectral_rows": [Options("scaled", "unit", "both")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0)],
     }
 
     def __init__(self, n_clusters=8, *, base="auto", base_rule="modularity", coupling="auto",
                  coupling_grid=(0.02, 0.05, 0.1), transfer="joint", guard="pareto",
                  min_agreement=0.5, n_neighbors=10, eigen_solver="auto", n_init=10,
-                 kmeans_coupling="none", random_state=None, verbose=False):
+                 kmeans_coupling="none", spectral_rows="scaled", random_state=None,
+                 verbose=False):
         self.n_clusters = n_clusters
+        self.spectral_rows = spectral_rows
         self.kmeans_coupling = kmeans_coupling
         self.base = base
         self.base_rule = base_rule
@@ -760,9 +812,20 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max,
                                                                   size=T)
         Ws = [task_graph(X, self.n_neighbors) for X in Xs]
-        single = [spectral_labels(Ws[t], ks[t], eigen_solver=self.eigen_solver,
-                                  n_init=self.n_init, random_state=int(seeds[t]))
-                  for t in range(T)]
+        variants = ("scaled", "unit") if self.spectral_rows == "both" else (self.spectral_rows,)
+        rows_t, single = [], []
+        self.spectral_modularity_ = np.full((T, 2), np.nan)
+        for t in range(T):
+            lab = _spectral_variants(Ws[t], ks[t], variants, eigen_solver=self.eigen_solver,
+                                     n_init=self.n_init, random_state=int(seeds[t]))
+            for j, v in enumerate(("scaled", "unit")):
+                if v in lab and len(variants) > 1:
+                    self.spectral_modularity_[t, j] = modularity(Ws[t], lab[v])
+            # "both": the larger modularity on the task's own graph, ties to "scaled"
+            v = ("unit" if self.spectral_modularity_[t, 1] > self.spectral_modularity_[t, 0]
+                 + 1e-12 else "scaled") if len(variants) > 1 else variants[0]
+            rows_t.append(v)
+            single.append(lab[v])
         bases, base_obj, base_chance, chosen, base_labels, base_mod, base_cands = \
             self._choose_bases(Xs, Ws, ks, seeds, single)
         spectral_tasks = [t for t in range(T) if chosen[t] == "spectral"]
@@ -784,7 +847,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                     H = transfer_graph(Xs, t, self.n_neighbors, Ws[t])
                     cand_labels[i, t] = spectral_labels(
                         sp.csr_matrix(Ws[t] + mu * H), ks[t], eigen_solver=self.eigen_solver,
-                        n_init=self.n_init, random_state=int(seeds[t]))
+                        n_init=self.n_init, random_state=int(seeds[t]),
+                        unit_rows=rows_t[t] == "unit")
         elif np.any(mus > 0):
             cross = _cross_blocks(Xs, Ws, self.n_neighbors)
             starts = np.concatenate([[0], np.cumsum(sizes)])
@@ -796,8 +860,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 maps = _joint_embedding(J, min(sum(ks), J.shape[0]), self.eigen_solver,
                                         int(seeds[0]))
                 for t in range(T):
-                    cand_labels[i, t] = _kmeans_labels(maps[starts[t]:starts[t + 1]], ks[t],
-                                                       self.n_init, int(seeds[t]))
+                    cand_labels[i, t] = _kmeans_labels(
+                        _rows_of(maps[starts[t]:starts[t + 1]], rows_t[t]), ks[t],
+                        self.n_init, int(seeds[t]))
         units = [_unit(X) for X in Xs]
         ncut = np.array([[normalized_cut(Ws[t], cand_labels[i, t]) for t in range(T)]
                          for i in range(mus.size)])
@@ -820,6 +885,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 print(f"SpectralMTC coupling {mu:g}: normalised cut per task "
                       + " / ".join(f"{v:.4f}" for v in ncut[i]))
             print("SpectralMTC base per task: " + ", ".join(chosen))
+            print("SpectralMTC spectral rows per task: " + ", ".join(rows_t))
         labels = [cand_labels[best[t], t] if chosen[t] == "spectral" else base_labels[t]
                   for t in range(T)]
         self.kmeans_coupled_ = [False] * T
@@ -834,6 +900,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                       + ", ".join(f"task {t} lam {self.kmeans_lam_[t]:g}"
                                   for t in range(T) if self.kmeans_coupled_[t]))
         self.couplings_ = mus
+        self.spectral_rows_ = rows_t
         self.labels_per_coupling_ = [list(cand_labels[i]) for i in range(mus.size)]
         self.ncut_ = ncut
         self.within_ = within

@@ -98,3 +98,14 @@ def modularity(W, labels):
             if labels[i] == labels[j]:
                 q += W[i, j] - d[i] * d[j] / two_m
     return q / two_m
+
+
+def njw_embedding(W, m):
+    """Ng, Jordan & Weiss (2002), steps 2-4 as printed: the ``m`` eigenvectors of the largest
+    eigenvalues of ``D^-1/2 W D^-1/2`` (self-loops removed, as :func:`embedding`) as columns,
+    each row scaled to unit norm (no ``D^-1/2`` scaling of the vectors)."""
+    W = W - np.diag(np.diag(W))
+    d = W.sum(axis=1)
+    Dm = np.diag(1.0 / np.sqrt(d))
+    vals, vecs = np.linalg.eigh(Dm @ W @ Dm)
+    return vals[::-1][:m], unit(vecs[:, ::-1][:, :m])

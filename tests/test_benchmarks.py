@@ -59,6 +59,8 @@ CASES = [
     ("spectral_mtc_guard.py --quick --runs 1 --datasets digits", None, "pareto: above the"),
     ("spectral_mtc_kmeans_coupling.py --quick --runs 1 --datasets digits --check", None,
      "SpecMTC-kmc"),
+    ("spectral_mtc_njw.py --run digits --runs 1 --quick --save {tmp}/njw.json", None,
+     "# Against four baselines (the three and NJW (cosine 10-NN))"),
     ("minibatch_speed.py --n-dense 20000 --repeat 1 --skip-kl --out-of-core 200000 "
      "--rows-per-chunk 50000 --memory-limit 1GB --compile", None, "time ours / sklearn:"),
     ("minibatch_speed.py --skip-dense --kl-seeds 1 --repeat 1", "20newsgroups",
