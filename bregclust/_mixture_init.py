@@ -24,13 +24,19 @@ import scipy.sparse as sp
 
 from ._smoothing import resolve_smoothing
 
-__all__ = ["TEXT_STARTS", "TEXT_SHORT_ITER", "TEXT_KMEANS_ITER", "MULTINOMIAL_PSEUDO_PER_TERM", "tfidf_rows",
-           "spherical_kmeans", "tfidf_partitions", "one_hot", "mixture_smoothing"]
+__all__ = ["TEXT_STARTS", "TEXT_SHORT_ITER", "TEXT_KEEP", "TEXT_MID_ITER", "TEXT_KMEANS_ITER",
+           "MULTINOMIAL_PSEUDO_PER_TERM", "tfidf_rows", "spherical_kmeans", "tfidf_partitions",
+           "best_runs", "one_hot", "mixture_smoothing"]
 
 #: ``init="auto"`` on counts draws at least this many tf-idf k-means partitions ...
 TEXT_STARTS = 6
-#: ... runs this many EM iterations from each, and continues the best.
+#: ... runs this many EM iterations from each, ...
 TEXT_SHORT_ITER = 3
+#: ... keeps this many of the best (by the EM objective) ...
+TEXT_KEEP = 1
+#: ... runs that many EM iterations more from each kept start when more than one, and
+#: continues the best to convergence.
+TEXT_MID_ITER = 3
 #: Lloyd iterations of each tf-idf k-means start (the start only needs the right basin).
 TEXT_KMEANS_ITER = 10
 #: The multinomial mixture's ``smoothing="auto"``: pseudo-words per vocabulary term.
@@ -168,6 +174,31 @@ def tfidf_partitions(X, k, n_starts, random_state, sample_weight=None,
     T = tfidf_rows(X, sample_weight)
     return [spherical_kmeans(T, k, random_state, max_iter=max_iter, sample_weight=sample_weight)
             for _ in range(n_starts)]
+
+
+def best_runs(runs, keep):
+    """The ``keep`` runs with the highest final objective (``lower_bound``), best first.
+
+    Ties keep the order of the starts (a stable sort), so the choice is reproducible.
+
+    Parameters
+    ----------
+    runs : list
+        EM runs, each with a ``lower_bound``.
+    keep : int
+
+    Returns
+    -------
+    list
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> [r.lower_bound for r in best_runs([R(lower_bound=v) for v in (1, 3, 2, 3)], 2)]
+    [3, 3]
+    """
+    order = sorted(range(len(runs)), key=lambda i: -runs[i].lower_bound)
+    return [runs[i] for i in order[:max(int(keep), 1)]]
 
 
 def one_hot(labels, k, eps=1e-6):
