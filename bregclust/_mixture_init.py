@@ -84,7 +84,8 @@ def tfidf_rows(X, sample_weight=None):
     return T * inv[:, None]
 
 
-def spherical_kmeans(T, k, random_state, *, max_iter=TEXT_KMEANS_ITER, sample_weight=None):
+def spherical_kmeans(T, k, random_state, *, max_iter=TEXT_KMEANS_ITER, sample_weight=None,
+                     transposed=None):
     """Labels of spherical k-means (Dhillon & Modha, 2001) on unit rows, k-means++ seeds.
 
     Maximises ``sum_i w_i <t_i, c_{l(i)}>`` over unit centres: seeds drawn with probability
@@ -103,6 +104,9 @@ def spherical_kmeans(T, k, random_state, *, max_iter=TEXT_KMEANS_ITER, sample_we
     random_state : RandomState
     max_iter : int, default=TEXT_KMEANS_ITER
     sample_weight : ndarray of shape (n_samples,), optional
+    transposed : CSR matrix of shape (n_features, n_samples), optional
+        ``T.T`` in CSR form when ``T`` is sparse (computed when not given; pass it to share
+        it between starts).
 
     Returns
     -------
@@ -120,10 +124,20 @@ def spherical_kmeans(T, k, random_state, *, max_iter=TEXT_KMEANS_ITER, sample_we
     n = T.shape[0]
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     sparse = sp.issparse(T)
-    Tt = T.T.tocsr() if sparse else np.ascontiguousarray(T.T)
+    if sparse and T.format != "csr":
+        T = sp.csr_matrix(T)
+    if transposed is not None:
+        Tt = transposed
+    else:
+        Tt = T.T.tocsr() if sparse else np.ascontiguousarray(T.T)
 
     def row(i):
-        return np.asarray(T[i].todense()).ravel() if sparse else T[i]
+        if not sparse:
+            return T[i]
+        out = np.zeros(T.shape[1])
+        a, b = T.indptr[i], T.indptr[i + 1]
+        np.add.at(out, T.indices[a:b], T.data[a:b])  # duplicates add, as in T @ v
+        return out
 
     idx = [int(random_state.choice(n, p=w / w.sum()))]
     best = np.asarray(T @ row(idx[0])).ravel()
@@ -172,7 +186,9 @@ def tfidf_partitions(X, k, n_starts, random_state, sample_weight=None,
     list of ndarray of shape (n_samples,)
     """
     T = tfidf_rows(X, sample_weight)
-    return [spherical_kmeans(T, k, random_state, max_iter=max_iter, sample_weight=sample_weight)
+    Tt = T.T.tocsr() if sp.issparse(T) else np.ascontiguousarray(T.T)  # shared by the starts
+    return [spherical_kmeans(T, k, random_state, max_iter=max_iter, sample_weight=sample_weight,
+                             transposed=Tt)
             for _ in range(n_starts)]
 
 
