@@ -23,9 +23,12 @@ Part ``search``: the schedule of ``init="auto"``'s start search (``bregclust._mi
 passes each, ``TEXT_SHORT_ITER`` EM iterations from each, the best ``TEXT_KEEP`` continued
 ``TEXT_MID_ITER`` more, the best to convergence) - each candidate schedule in ``SCHEDULES`` fitted
 with ``random_state`` = seed, the former default fitted just before it for the time ratio, every
-model scored against the reference as in part ``starts``. The rule choosing the default (fixed
-in writing before the scoring run of session 19; likelihood and time only, NMI printed, never
-used): a schedule is eligible when its median seconds per fit over the seeds over the former
+model scored against the reference as in part ``starts``. Time is the process CPU time of a fit
+(run with ``NUMBA_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``; the wall-clock ratios of the first
+scoring run swung 1.3-5x between seeds of the same schedule at a load of 30-60; the
+log-likelihoods do not depend on the load). The rule choosing the default (fixed in writing
+before the scoring run of session 19; likelihood and time only, NMI printed, never used): a
+schedule is eligible when its median CPU seconds per fit over the seeds over the former
 default's median (same run) is at most 3.0 on every data set; among the eligible, the most
 (set, seed) pairs with a log-likelihood at least the reference's best, ties broken by the
 larger worst relative gap ``min (loglik - ref) / |ref|`` over the pairs, then by the smaller
@@ -157,16 +160,16 @@ def search(datasets, seeds, ref_seeds, which=tuple(SCHEDULES)):
                                smoothing=3.0 * X.sum() / k).fit(X)
                 BregmanMixture(k, divergence="kl", max_iter=2).fit(X)
             for s in range(seeds):
-                t1 = time.perf_counter()
+                t1 = time.process_time()
                 BregmanMixture(k, divergence="kl", init="k-means++", smoothing=3.0 * X.sum() / k,
                                random_state=s).fit(X)
-                t_old.append(time.perf_counter() - t1)
+                t_old.append(time.process_time() - t1)
                 for w in which:
                     for a, v in zip(_KNOBS, SCHEDULES[w]):
                         setattr(MI, a, v)
-                    t1 = time.perf_counter()
+                    t1 = time.process_time()
                     gm = BregmanMixture(k, divergence="kl", random_state=s).fit(X)
-                    t = time.perf_counter() - t1
+                    t = time.process_time() - t1
                     ll = loglik(X, gm.weights_, gm.means_)
                     res[w].append((ll, nmi(y, gm.predict(X)), t))
                     rows.append((name, w, s, f"{ll:.6e}", f"{res[w][-1][1]:.3f}",
@@ -187,7 +190,7 @@ def search(datasets, seeds, ref_seeds, which=tuple(SCHEDULES)):
         for a, v in zip(_KNOBS, default):
             setattr(MI, a, v)
     table(["data", "schedule", "seed", "log-likelihood", "NMI", "vs reference best",
-           "time / former default"], rows)
+           "CPU time / former default"], rows)
     eligible = [w for w in which if score[w][2] <= 3.0]
     pick = max(eligible, key=lambda w: (score[w][0], score[w][1], -score[w][2]), default=None)
     table(["schedule", "(starts, passes, short, keep, mid)", "wins", "worst gap",
