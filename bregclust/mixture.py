@@ -1129,11 +1129,13 @@ BregmanKMeans, ndarray or dict, default="auto"
             p0 = self._initial(srcc, st, k, ("resp", one_hot(labels, k)), fixed_c, cond, rng)
             runs.append(_em(srcc, st, p0, min(MI.TEXT_SHORT_ITER, self.max_iter), self.tol,
                             verbose=self.verbose, desc=f"{desc} start {r}"))
-        runs = MI.best_runs(runs, MI.TEXT_KEEP)
-        if len(runs) > 1:
-            runs = MI.best_runs([self._more_em(srcc, st, run, MI.TEXT_MID_ITER, desc)
-                                 for run in runs], 1)
-        best = self._more_em(srcc, st, runs[0], self.max_iter, desc)
+        kept = MI.best_runs(runs, MI.TEXT_KEEP)
+        if len(kept) > 1:  # each continued under its start's name (progress and callbacks)
+            start = {id(run): r for r, run in enumerate(runs)}
+            kept = MI.best_runs([self._more_em(srcc, st, run, MI.TEXT_MID_ITER,
+                                               f"{desc} start {start[id(run)]}")
+                                 for run in kept], 1)
+        best = self._more_em(srcc, st, kept[0], self.max_iter, desc)
         self._warn_run(best, desc, 0)
         if not best.converged:
             self._warn_convergence(desc)
