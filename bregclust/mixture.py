@@ -26,15 +26,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _conditioning as C
 from . import _execution as E
+from . import _mixture_init as MI
 from . import _mixture_pass as MP
 from ._callbacks import fit_callbacks
 from ._centroid import DivergenceEstimatorMixin, lloyd
 from ._mixture_init import (
-    TEXT_SHORT_ITER,
-    TEXT_STARTS,
     mixture_smoothing,
     one_hot,
-    tfidf_partitions,
 )
 from ._progress import progress
 from ._seeding import seed_centres, seeding_method
@@ -813,8 +811,9 @@ BregmanKMeans, ndarray or dict, default="auto"
         hard assignment gives the means (the seeds' cluster means), mixing weights and
         dispersions. ``"kmeans"``: a Bregman k-means fit from k-means++ seeds (k-means|| on a
         dask array); its centres are the means. ``"tfidf-kmeans"`` (multinomial, in-memory
-        counts): ``max(n_init, 6)`` partitions by spherical k-means on the tf-idf rows, three EM
-        iterations from each, then EM from the best (``bregclust._mixture_init``).
+        counts): ``max(n_init, 10)`` partitions by spherical k-means on the tf-idf rows, one EM
+        iteration from each, two more from the best three, then EM from the best
+        (``bregclust._mixture_init``).
         ``"auto"``: ``"k-means||"`` for a dask array, ``"tfidf-kmeans"`` for the multinomial
         family, ``"k-means++"`` otherwise.
         A fitted :class:`~bregclust.BregmanKMeans` (its centres), an array of means
@@ -1118,28 +1117,40 @@ BregmanKMeans, ndarray or dict, default="auto"
         return best
 
     def _fit_text(self, srcc, st, k, fixed_c, cond, rng, desc):
-        """``init="tfidf-kmeans"``: a few EM iterations from each of ``max(n_init,
-        TEXT_STARTS)`` spherical k-means partitions of the tf-idf rows, then EM to convergence
-        from the start with the highest objective."""
+        """``init="tfidf-kmeans"``: ``max(n_init, TEXT_STARTS)`` spherical k-means partitions
+        of the tf-idf rows, a few EM iterations from each, the best few continued a few more
+        (``bregclust._mixture_init``: ``TEXT_SHORT_ITER``, ``TEXT_KEEP``, ``TEXT_MID_ITER``),
+        then EM to convergence from the start with the highest objective."""
         blk = srcc.block
-        parts = tfidf_partitions(blk.X, k, max(self.n_init, TEXT_STARTS), rng, blk.weights())
-        short = min(TEXT_SHORT_ITER, self.max_iter)
-        best = None
+        parts = MI.tfidf_partitions(blk.X, k, max(self.n_init, MI.TEXT_STARTS), rng,
+                                    blk.weights(), max_iter=MI.TEXT_KMEANS_ITER)
+        runs = []
         for r, labels in enumerate(parts):
             p0 = self._initial(srcc, st, k, ("resp", one_hot(labels, k)), fixed_c, cond, rng)
-            run = _em(srcc, st, p0, short, self.tol, verbose=self.verbose,
-                      desc=f"{desc} start {r}")
-            if best is None or run.lower_bound > best.lower_bound:
-                best = run
-        if not best.converged and self.max_iter > best.n_iter:
-            more = _em(srcc, st, best.params, self.max_iter - best.n_iter, self.tol,
-                       verbose=self.verbose, desc=desc, lower=best.lower_bound)
-            best = _Run(more.params, best.history + more.history, best.n_iter + more.n_iter,
-                        more.converged, best.dead | more.dead)
+            runs.append(_em(srcc, st, p0, min(MI.TEXT_SHORT_ITER, self.max_iter), self.tol,
+                            verbose=self.verbose, desc=f"{desc} start {r}"))
+        kept = MI.best_runs(runs, MI.TEXT_KEEP)
+        if len(kept) > 1:  # each continued under its start's name (progress and callbacks)
+            start = {id(run): r for r, run in enumerate(runs)}
+            kept = MI.best_runs([self._more_em(srcc, st, run, MI.TEXT_MID_ITER,
+                                               f"{desc} start {start[id(run)]}")
+                                 for run in kept], 1)
+        best = self._more_em(srcc, st, kept[0], self.max_iter, desc)
         self._warn_run(best, desc, 0)
         if not best.converged:
             self._warn_convergence(desc)
         return best
+
+    def _more_em(self, srcc, st, run, iters, desc):
+        """``run`` continued by at most ``iters`` EM iterations (never past ``max_iter`` in
+        all); a converged run is returned as it is."""
+        iters = min(iters, self.max_iter - run.n_iter)
+        if run.converged or iters <= 0:
+            return run
+        more = _em(srcc, st, run.params, iters, self.tol, verbose=self.verbose, desc=desc,
+                   lower=run.lower_bound)
+        return _Run(more.params, run.history + more.history, run.n_iter + more.n_iter,
+                    more.converged, run.dead | more.dead)
 
     @staticmethod
     def _warn_run(run, desc, r):

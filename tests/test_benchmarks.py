@@ -95,6 +95,8 @@ CASES = [
      "kappa vs source SVM"),
     ("mixture_text.py --part spread --seeds 5 --datasets tr23", "cluto_docs/tr23.mat",
      "Spearman (loglik, NMI)"),
+    ("mixture_text.py --part search --seeds 1 --ref-seeds 1 --datasets tr23 --schedules A C",
+     "cluto_docs/tr23.mat", "largest time ratio"),
     ("mbc_mtcmrl.py --datasets reuters --runs 1 --variants tfidf-sq --skip-grid --skip-snmf",
      "reuters21578", "as run [tfidf-sq] MBC lam=auto guard=task"),
     ("mbc_golden.py write {tmp}/golden.npz", None, "wrote 312 arrays"),

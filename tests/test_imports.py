@@ -407,6 +407,12 @@ KERNEL_ORACLES = {
             "the stability score against scikit-learn's adjusted Rand index",
         "test_cross_validation_keeps_the_fold_models_labels_on_request":
             "the cross-validation's kept fold partitions against the planted topics",
+        "test_start_search_keeps_the_best_objective_among_the_candidates":
+            "the start search's choice against the same starts refitted through the public API",
+        "test_start_search_is_reproducible_and_leaves_the_input_alone":
+            "the start search's schedule knobs set for the test (reproducibility, inputs)",
+        "test_spherical_kmeans_shared_transpose_and_layouts_give_the_same_labels":
+            "the start's spherical k-means against itself on other layouts of the same rows",
     },
     "test_spectral_mtc.py": {
         "test_cross_knn_both_is_two_neighbour_searches":

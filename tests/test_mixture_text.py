@@ -231,3 +231,90 @@ def test_cv_criterion_refuses_dask_arrays():
     Xd = da.from_array(X.toarray(), chunks=(20, -1))
     with pytest.raises(ValueError, match="criterion='cv' refits every candidate"):
         BregmanMixture([1, 2], divergence="kl", criterion="cv", init="k-means||").fit(Xd)
+
+
+# ----------------------------------------------------------------------------- the start search
+SCHEDULES = [(6, 10, 3, 1, 3), (7, 3, 1, 3, 2), (5, 2, 2, 2, 4)]
+KNOBS = ("TEXT_STARTS", "TEXT_KMEANS_ITER", "TEXT_SHORT_ITER", "TEXT_KEEP", "TEXT_MID_ITER")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_start_search_keeps_the_best_objective_among_the_candidates(monkeypatch, schedule):
+    """Oracle through the public API: every start's partition (the same tf-idf k-means draws)
+    fitted for the short iterations, the best ``keep`` refitted for ``short + mid``, the best of
+    those fitted to convergence - the default fit must be that model."""
+    import bregclust._mixture_init as MI
+
+    for a, v in zip(KNOBS, schedule):
+        monkeypatch.setattr(MI, a, v)
+    starts, passes, short, keep, mid = schedule
+    X, _ = topic_corpus(k=4, per=30, seed=6)
+    k, seed = 4, 3
+    gm = BregmanMixture(k, divergence="kl", random_state=seed).fit(X)
+    parts = MI.tfidf_partitions(X, k, starts, np.random.RandomState(seed), np.ones(X.shape[0]),
+                                max_iter=passes)
+
+    def fit(labels, iters):
+        return BregmanMixture(k, divergence="kl", max_iter=iters, init={
+            "responsibilities": MI.one_hot(labels, k)}).fit(X)
+
+    bounds = [fit(p, short).lower_bounds_[-1] for p in parts]
+    order = np.argsort(-np.array(bounds), kind="stable")[:keep]
+    if keep > 1:
+        mids = [fit(parts[i], short + mid).lower_bounds_[-1] for i in order]
+        order = [order[int(np.argmax(mids))]]
+    want = fit(parts[order[0]], 100)
+    np.testing.assert_allclose(gm.means_, want.means_, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(gm.weights_, want.weights_, rtol=1e-12, atol=1e-15)
+    assert gm.lower_bounds_[-1] == pytest.approx(want.lower_bounds_[-1], rel=1e-12)
+    # the objective EM increases never fell along the chosen start's whole history
+    lb = np.array(gm.lower_bounds_)
+    assert np.all(np.diff(lb) >= -1e-9 * np.abs(lb[1:]))
+    # and the chosen start ends at least as high as any candidate did after its short run
+    assert gm.lower_bounds_[-1] >= max(bounds) - 1e-12 * abs(max(bounds))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES[1:])
+def test_start_search_is_reproducible_and_leaves_the_input_alone(monkeypatch, schedule):
+    import bregclust._mixture_init as MI
+
+    for a, v in zip(KNOBS, schedule):
+        monkeypatch.setattr(MI, a, v)
+    X, _ = topic_corpus(k=4, per=25, seed=8)
+    X0 = X.copy()
+    a = BregmanMixture(4, divergence="kl", random_state=5).fit(X)
+    b = BregmanMixture(4, divergence="kl", random_state=5).fit(X)
+    np.testing.assert_array_equal(a.means_, b.means_)
+    np.testing.assert_array_equal(a.lower_bounds_, b.lower_bounds_)
+    for attr in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(X, attr), getattr(X0, attr))
+
+
+def test_spherical_kmeans_shared_transpose_and_layouts_give_the_same_labels():
+    """The transposed rows passed in, CSC rows, dense rows and rows with duplicate stored
+    entries (summed, as scipy's products do) all give the labels of the plain CSR call."""
+    from bregclust._mixture_init import spherical_kmeans, tfidf_rows
+
+    X, _ = topic_corpus(k=3, per=30, seed=9)
+    T = tfidf_rows(X)
+    want = spherical_kmeans(T, 3, np.random.RandomState(2), max_iter=4)
+    got = spherical_kmeans(T, 3, np.random.RandomState(2), max_iter=4, transposed=T.T.tocsr())
+    np.testing.assert_array_equal(got, want)
+    Tc = T.tocsc()
+    Tc0 = Tc.copy()
+    np.testing.assert_array_equal(spherical_kmeans(Tc, 3, np.random.RandomState(2), max_iter=4),
+                                  want)
+    np.testing.assert_array_equal(Tc.data, Tc0.data)
+    dense = spherical_kmeans(T.toarray(), 3, np.random.RandomState(2), max_iter=4)
+    np.testing.assert_array_equal(dense, want)
+    # every stored entry split in two halves: the same matrix with duplicate entries
+    lengths = np.diff(T.indptr)
+    idx = np.concatenate([np.r_[T.indices[a:b], T.indices[a:b]]
+                          for a, b in zip(T.indptr[:-1], T.indptr[1:])])
+    val = np.concatenate([np.r_[T.data[a:b], T.data[a:b]] / 2
+                          for a, b in zip(T.indptr[:-1], T.indptr[1:])])
+    dup = sp.csr_matrix((val, idx, np.r_[0, np.cumsum(2 * lengths)]), shape=T.shape)
+    assert not dup.has_canonical_format and dup.nnz == 2 * T.nnz
+    np.testing.assert_array_equal(spherical_kmeans(dup, 3, np.random.RandomState(2), max_iter=4),
+                                  want)
