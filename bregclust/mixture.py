@@ -811,9 +811,8 @@ BregmanKMeans, ndarray or dict, default="auto"
         hard assignment gives the means (the seeds' cluster means), mixing weights and
         dispersions. ``"kmeans"``: a Bregman k-means fit from k-means++ seeds (k-means|| on a
         dask array); its centres are the means. ``"tfidf-kmeans"`` (multinomial, in-memory
-        counts): ``max(n_init, 10)`` partitions by spherical k-means on the tf-idf rows, one EM
-        iteration from each, two more from the best three, then EM from the best
-        (``bregclust._mixture_init``).
+        counts): ``max(n_init, 6)`` partitions by spherical k-means on the tf-idf rows, three EM
+        iterations from each, then EM from the best (``bregclust._mixture_init``).
         ``"auto"``: ``"k-means||"`` for a dask array, ``"tfidf-kmeans"`` for the multinomial
         family, ``"k-means++"`` otherwise.
         A fitted :class:`~bregclust.BregmanKMeans` (its centres), an array of means
