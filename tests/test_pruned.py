@@ -47,6 +47,9 @@ def debug_bounds(monkeypatch):
     import bregclust._pruned as P
 
     monkeypatch.setattr(P, "DEBUG", True)
+    # the cached passes split every moved centre's gradient change (constant + sparse part)
+    # however few moved, so the small fits here run the bounds of that path too
+    monkeypatch.setattr(P, "SPARSE_MIN_MOVED", 1)
 
 
 def _data(div, rng, n, d, grid):
@@ -298,6 +301,26 @@ def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
     Z = np.abs(np.random.default_rng(0).normal(size=(300, 4)))
     with pytest.raises(AssertionError, match="cached"):
         _fit("cached", sp.csr_matrix(Z), 20, "kl", init=Z[:20] + 0.1, max_iter=20)
+
+
+def test_cached_debug_mode_catches_a_wrong_sparse_change(monkeypatch):
+    """The debug check of the sparse gradient changes can fail: dropping the sparse parts
+    (the cached products then miss them, beyond their bounds) is caught."""
+    import bregclust._pruned as P
+
+    real = P.KP.sparse_change
+
+    def dropped(*args):
+        sq, delta, eptr, eq, ev, eps, dq, tabs = real(*args)
+        return sq, delta, eptr, eq, ev * 0.0, eps, dq, tabs
+
+    monkeypatch.setattr(P.KP, "sparse_change", dropped)
+    rng = np.random.default_rng(0)
+    Z = rng.gamma(1.0, 1.0, size=(400, 30)) * (rng.random((400, 30)) < 0.3)
+    Z[:, 0] += 0.1
+    with pytest.raises(AssertionError, match="cached"):
+        _fit("cached", sp.csr_matrix(Z), 20, "kl", init=Z[:20] + 0.1, max_iter=20,
+             smoothing=0.5)
 
 
 def test_cached_refuses_dense_rows():

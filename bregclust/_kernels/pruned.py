@@ -434,3 +434,258 @@ def cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, m
         for p in range(indptr[r], indptr[r + 1]):
             St[bj, indices[p]] += wi * data[p]
     return obj
+
+
+# --------------------------------------------------------------------------------------------
+# Sparse gradient changes (``algorithm="cached"``, passes after the first)
+#
+# For kl with smoothing, a centre whose members changed keeps ``u'_f / u_f = (W + beta) /
+# (W' + beta)`` on every term its moved rows do not contain, so its gradient moves by one
+# constant ``delta_j`` there: ``t'_j - t_j = delta_j + e_j`` with ``e_j`` nonzero on a few
+# terms. The decomposition is found from the numbers (nothing is assumed of the divergence): a
+# centre whose ``e_j`` is not sparse is recomputed exactly, as before.
+
+
+@njit(**JIT)
+def sparse_change(Gn, Go, moved, dense_max, u):
+    """Split the gradient change of each centre in ``moved`` into a constant and a sparse part.
+
+    ``Gn``/``Go`` (k x d) the new and previous gradients, ``moved`` (m,) the centres whose row
+    changed, ``dense_max`` the most nonzeros a sparse part may have, ``u`` the unit roundoff.
+    For each moved centre ``j``: ``delta_j`` the median of ``Gn[j] - Go[j]`` over 63 evenly
+    spread terms; ``e_jf`` the computed ``(Gn[jf] - Go[jf]) - delta_j``, kept where it exceeds
+    ``32 u max_f(|Gn[jf]|, |Go[jf]|)`` (the rounding of two logarithms is far below it) and
+    dropped elsewhere. A centre with more than ``dense_max`` kept terms, or a non-finite change,
+    is "dense" (its column is recomputed exactly for every row).
+
+    Returns ``(sq, delta, eptr, eq, ev, eps, dq, tabs)``: ``sq`` the sparse centres, ``delta``
+    their constants, ``eptr`` (d + 1), ``eq``, ``ev`` the kept ``e`` by term (term ``f``'s
+    entries ``eptr[f]:eptr[f + 1]``: index into ``sq`` and value), ``dq`` the dense centres,
+    ``eps`` an upper bound, over the sparse centres and terms, of ``|(Gn_jf - Go_jf) - delta_j
+    - e_jf|`` in exact arithmetic (the dropped values plus every rounding of the split), and
+    ``tabs`` (m,) ``max_f |Gn[jf]|`` of every moved centre.
+    """
+    m = moved.shape[0]
+    d = Gn.shape[1]
+    delta = np.zeros(m)
+    cnt = np.zeros(m, dtype=np.int64)
+    tau = np.zeros(m)
+    tabs = np.zeros(m)
+    dense = np.zeros(m, dtype=np.bool_)
+    ns = min(63, d)
+    sample = np.empty(ns)
+    eps = 0.0
+    for q in range(m):
+        gn = Gn[moved[q]]
+        go = Go[moved[q]]
+        for s in range(ns):
+            f = (s * d) // ns
+            sample[s] = gn[f] - go[f]
+        sample.sort()
+        dl = sample[ns // 2]
+        mx = 0.0
+        for f in range(d):
+            a = abs(gn[f])
+            b = abs(go[f])
+            if a > mx:
+                mx = a
+            if b > mx:
+                mx = b
+            if not (a < np.inf and b < np.inf):
+                mx = np.inf
+        tabs[q] = mx
+        if not (mx < np.inf) or not (abs(dl) < np.inf):
+            dense[q] = True
+            continue
+        t = 32.0 * u * mx
+        c = 0
+        ep = 0.0
+        for f in range(d):
+            df = gn[f] - go[f]
+            e = df - dl
+            r = u * (abs(df) + abs(e))
+            if abs(e) > t:
+                c += 1
+            else:
+                r += abs(e)
+            if r > ep:
+                ep = r
+        delta[q] = dl
+        tau[q] = t
+        cnt[q] = c
+        if c > dense_max:
+            dense[q] = True
+        elif ep > eps:
+            eps = ep
+    ns_ = 0
+    nd = 0
+    for q in range(m):
+        if dense[q]:
+            nd += 1
+        else:
+            ns_ += 1
+    sq = np.empty(ns_, dtype=np.int64)
+    dq = np.empty(nd, dtype=np.int64)
+    dls = np.empty(ns_)
+    slot = np.full(m, -1, dtype=np.int64)
+    a = 0
+    b = 0
+    for q in range(m):
+        if dense[q]:
+            dq[b] = moved[q]
+            b += 1
+        else:
+            sq[a] = moved[q]
+            dls[a] = delta[q]
+            slot[q] = a
+            a += 1
+    eptr = np.zeros(d + 1, dtype=np.int64)
+    for q in range(m):
+        if dense[q] or cnt[q] == 0:
+            continue
+        gn = Gn[moved[q]]
+        go = Go[moved[q]]
+        for f in range(d):
+            if abs((gn[f] - go[f]) - delta[q]) > tau[q]:
+                eptr[f + 1] += 1
+    for f in range(d):
+        eptr[f + 1] += eptr[f]
+    fill = eptr[:d].copy()
+    eq = np.empty(eptr[d], dtype=np.int64)
+    ev = np.empty(eptr[d])
+    for q in range(m):
+        if dense[q] or cnt[q] == 0:
+            continue
+        gn = Gn[moved[q]]
+        go = Go[moved[q]]
+        for f in range(d):
+            e = (gn[f] - go[f]) - delta[q]
+            if abs(e) > tau[q]:
+                eq[fill[f]] = slot[q]
+                ev[fill[f]] = e
+                fill[f] += 1
+    return sq, dls, eptr, eq, ev, eps * (1.0 + 8.0 * u), dq, tabs
+
+
+@njit(**JIT)
+def sparse_rows_csr(data, indices, indptr, phi_x, x1, xs, G, c, w, P, ex, err, labels, mins,
+                    St, Wt, r0, r1, sq, delta, eptr, eq, ev, eps, dq, GTd, tmax, u, stats):
+    """One Lloyd pass over the CSR rows ``r0..r1-1`` from a score cache that holds bounds.
+
+    IN/OUT ``P`` (n x k): ``P[i, j]`` within ``err[i]`` of the exact product ``<x_i, g_j>``
+    (real arithmetic on the stored ``G``); IN/OUT ``ex`` (n x k, uint8) marks the entries of
+    ``P`` that are the value of Lloyd's row product for the present ``G``. Each row first updates its cache: the centres
+    ``dq`` (dense change) by Lloyd's row product with their columns ``GTd`` (d x len(dq)),
+    the centres ``sq`` (sparse change) by ``P + delta s_i + <x_i, e>`` with ``s_i`` the row
+    sum, ``e`` the kept sparse parts by term (``eptr``, ``eq``, ``ev``, see
+    :func:`sparse_change`), and ``err[i]`` grows by ``eps ||x_i||_1`` plus the rounding of the
+    update. Then every centre whose cached score ``c_j - P[i, j]`` lies within twice the
+    margin ``M`` of the smallest one is recomputed by Lloyd's row product (the same sum over
+    the same stored entries in the same order, so Lloyd's value), and the label is the
+    lowest index attaining the smallest recomputed score (an entry marked in ``ex`` is Lloyd's
+    value already and is read, not recomputed), the minimum ``phi_x + score`` clamped
+    at 0, as :func:`bregclust._kernels.lloyd._nearest`. ``M`` bounds the distance of a cached
+    score from the score Lloyd's kernel computes (``err[i]``, the rounding ``gamma_nnz
+    ||x_i||_1 tmax`` of Lloyd's product, ``tmax >= max |G|``, and of the subtraction), so a
+    centre left out scores above the recomputed minimum in Lloyd's arithmetic, strictly: the
+    label and minimum are Lloyd's, ties included. A non-finite cached score makes the row's
+    minimum NaN (the caller then runs Lloyd's pass). ``x1`` bounds ``||x_i||_1`` from above.
+    The sums as :func:`cached_rows_csr`. ``stats[0]`` counts the recomputed products.
+    Returns ``sum_r w_r mins_r``."""
+    k = c.shape[0]
+    ms = sq.shape[0]
+    md = dq.shape[0]
+    acc = np.zeros(ms)
+    accd = np.zeros(md)
+    dmax = 0.0
+    for q in range(ms):
+        if abs(delta[q]) > dmax:
+            dmax = abs(delta[q])
+    emax = 0.0
+    for e in range(ev.shape[0]):
+        if abs(ev[e]) > emax:
+            emax = abs(ev[e])
+    obj = 0.0
+    exact = 0
+    for r in range(r0, r1):
+        p0 = indptr[r]
+        p1 = indptr[r + 1]
+        nz = p1 - p0
+        gm = (nz + 4) * u / (1.0 - (nz + 4) * u)
+        Pr = P[r]
+        if md > 0:
+            accd[:] = 0.0
+            for p in range(p0, p1):
+                v = data[p]
+                g = GTd[indices[p]]
+                for q in range(md):
+                    accd[q] += v * g[q]
+            for q in range(md):
+                Pr[dq[q]] = accd[q]
+                ex[r, dq[q]] = 1
+        er = err[r]
+        if ms > 0:
+            acc[:] = 0.0
+            for p in range(p0, p1):
+                v = data[p]
+                for e in range(eptr[indices[p]], eptr[indices[p] + 1]):
+                    acc[eq[e]] += v * ev[e]
+            s = xs[r]
+            pm = 0.0
+            for q in range(ms):
+                j = sq[q]
+                old = Pr[j]
+                new = (old + delta[q] * s) + acc[q]
+                Pr[j] = new
+                ex[r, j] = 0
+                pm = max(pm, abs(old), abs(new))
+            er = er + x1[r] * (eps + gm * (dmax + emax)) + 4.0 * u * pm
+        lerr = gm * x1[r] * tmax
+        vmin = np.inf
+        vabs = 0.0
+        tot = 0.0
+        for j in range(k):
+            v = c[j] - Pr[j]
+            tot += v
+            if v < vmin:
+                vmin = v
+            if abs(v) > vabs:
+                vabs = abs(v)
+        marg = 2.0 * (er + lerr) + 4.0 * u * (vabs + er + lerr)
+        thr = vmin + 2.0 * marg
+        thr += 4.0 * u * abs(thr)
+        best = np.inf
+        bj = 0
+        tb = 0.0
+        for j in range(k):
+            if c[j] - Pr[j] <= thr:
+                if ex[r, j]:
+                    a = Pr[j]
+                else:
+                    a = 0.0
+                    gj = G[j]
+                    for p in range(p0, p1):
+                        a += data[p] * gj[indices[p]]
+                    Pr[j] = a
+                    ex[r, j] = 1
+                    exact += 1
+                v = c[j] - a
+                tb += v
+                if v < best:
+                    best = v
+                    bj = j
+        err[r] = max(er, lerr)
+        labels[r] = bj
+        v = phi_x[r] + best
+        if (tot != tot or tb != tb or not (abs(tot) < np.inf) or not (abs(v) < np.inf)
+                or vabs > 1e290):
+            mins[r] = np.nan
+        else:
+            mins[r] = v if v > 0.0 else 0.0
+        wi = w[r]
+        Wt[bj] += wi
+        obj += wi * mins[r]
+        for p in range(p0, p1):
+            St[bj, indices[p]] += wi * data[p]
+    stats[0] += exact
+    return obj
