@@ -182,6 +182,7 @@ class CachedPasses:
         self.T = PrunedPasses._threads(self)
         self.err = None  # per row: a bound on |P[i, j] - <x_i, g_j>| (sparse changes)
         self.tabs = None  # per centre: an upper bound on max_f |G[j, f]|
+        self.exact = True  # every cached product is Lloyd's value (ex all ones)
         data = np.asarray(self.Xg.data)
         nz = int(np.diff(self.Xg.indptr).max()) if self.n else 0
         rows = np.repeat(np.arange(self.n), np.diff(self.Xg.indptr))
@@ -248,8 +249,10 @@ class CachedPasses:
         O = np.zeros(T)
         Xg = self.Xg
         per = (n + T - 1) // T
-        if self.err is None or moved.shape[0] == k:
-            # every column by Lloyd's row product: the cache then holds Lloyd's values
+        if (self.err is None or moved.shape[0] == k
+                or (self.exact and moved.shape[0] < SPARSE_MIN_MOVED)):
+            # every cached product is Lloyd's value (no sparse change applied yet): the moved
+            # columns by Lloyd's row product keep it so
             GTm = np.ascontiguousarray(G[moved].T)  # the rows of G that moved, as columns
 
             def block(t):
@@ -259,11 +262,17 @@ class CachedPasses:
                                           np.empty(moved.shape[0]))
 
             _run_blocks(block, T)
-            self.tabs = np.abs(G).max(axis=1)
-            self.ex = np.ones((n, k), dtype=np.uint8)
-            self.err = self.gm * self.x1 * float(self.tabs.max())
+            if self.err is None or moved.shape[0] == k:
+                self.tabs = np.abs(G).max(axis=1)
+                self.ex = np.ones((n, k), dtype=np.uint8)
+                self.err = self.gm * self.x1 * float(self.tabs.max())
+                self.exact = True
+            else:
+                self.tabs[moved] = np.abs(G[moved]).max(axis=1)
+                self.err = np.maximum(self.err, self.gm * self.x1 * float(self.tabs.max()))
             computed = n * moved.shape[0]
         else:
+            self.exact = False
             sq, delta, eptr, eq, ev, eps, dq, tabs = KP.sparse_change(
                 G, self.G, moved, max(d // 4, 1) if moved.shape[0] >= SPARSE_MIN_MOVED else -1, _U)
             self.tabs[moved] = tabs

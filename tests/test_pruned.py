@@ -685,10 +685,16 @@ def test_hamerly_and_sparse_rows_equal_lloyd():
             assert _whole_rows(b, k)
 
 
+@pytest.mark.parametrize("min_moved", [1, 8, 10**9])
 @pytest.mark.parametrize("div", ["sqeuclidean", "kl"])
-def test_cached_columns_are_lloyds_row_product(div):
+def test_cached_columns_are_lloyds_row_product(div, min_moved, monkeypatch):
     """The cached pass computes the moved columns with Lloyd's own row product: objectives,
-    labels and centres bit for bit, on a fit where some centres stay and some move."""
+    labels and centres bit for bit, on a fit where some centres stay and some move; the
+    sparse changes from ``min_moved`` moved centres on (1: every pass after the first; 8: the
+    exact columns until a pass moves 8 centres, then the bounds; never)."""
+    import bregclust._pruned as P
+
+    monkeypatch.setattr(P, "SPARSE_MIN_MOVED", min_moved)
     rng = np.random.default_rng(9)
     Z = rng.gamma(1.0, 1.0, size=(1500, 40)) * (rng.random((1500, 40)) < 0.25)
     Z[:, 0] += 0.1

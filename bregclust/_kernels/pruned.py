@@ -454,27 +454,32 @@ def sparse_change(Gn, Go, moved, dense_max, u):
     changed, ``dense_max`` the most nonzeros a sparse part may have, ``u`` the unit roundoff.
     For each moved centre ``j``: ``delta_j`` the median of ``Gn[j] - Go[j]`` over 63 evenly
     spread terms; ``e_jf`` the computed ``(Gn[jf] - Go[jf]) - delta_j``, kept where it exceeds
-    ``32 u max_f(|Gn[jf]|, |Go[jf]|)`` (the rounding of two logarithms is far below it) and
-    dropped elsewhere. A centre with more than ``dense_max`` kept terms, or a non-finite change,
-    is "dense" (its column is recomputed exactly for every row).
+    ``16 u (|Gn[jf]| + |Go[jf]|)`` (a term whose two values differ by the constant up to the
+    rounding of the generator stays below it) and dropped elsewhere. A centre with more than
+    ``dense_max`` kept terms, or a non-finite value, is "dense" (its column is recomputed
+    exactly for every row). One pass over the moved rows of ``Gn`` and ``Go``.
 
     Returns ``(sq, delta, eptr, eq, ev, eps, dq, tabs)``: ``sq`` the sparse centres, ``delta``
     their constants, ``eptr`` (d + 1), ``eq``, ``ev`` the kept ``e`` by term (term ``f``'s
-    entries ``eptr[f]:eptr[f + 1]``: index into ``sq`` and value), ``dq`` the dense centres,
-    ``eps`` an upper bound, over the sparse centres and terms, of ``|(Gn_jf - Go_jf) - delta_j
-    - e_jf|`` in exact arithmetic (the dropped values plus every rounding of the split), and
-    ``tabs`` (m,) ``max_f |Gn[jf]|`` of every moved centre.
+    entries ``eptr[f]:eptr[f + 1]``: index into ``sq`` and value, ascending in the index),
+    ``dq`` the dense centres, ``eps`` an upper bound, over the sparse centres and terms, of
+    ``|(Gn_jf - Go_jf) - delta_j - e_jf|`` in exact arithmetic (the dropped values plus every
+    rounding of the split), and ``tabs`` (m,) ``max_f |Gn[jf]|`` of every moved centre.
     """
     m = moved.shape[0]
     d = Gn.shape[1]
-    delta = np.zeros(m)
-    cnt = np.zeros(m, dtype=np.int64)
-    tau = np.zeros(m)
-    tabs = np.zeros(m)
-    dense = np.zeros(m, dtype=np.bool_)
     ns = min(63, d)
     sample = np.empty(ns)
+    tabs = np.zeros(m)
+    dense = np.zeros(m, dtype=np.bool_)
+    dl_all = np.zeros(m)
+    cap = 1024
+    ef = np.empty(cap, dtype=np.int64)
+    eqq = np.empty(cap, dtype=np.int64)
+    evv = np.empty(cap)
+    ne = 0
     eps = 0.0
+    ns_ = 0
     for q in range(m):
         gn = Gn[moved[q]]
         go = Go[moved[q]]
@@ -483,88 +488,95 @@ def sparse_change(Gn, Go, moved, dense_max, u):
             sample[s] = gn[f] - go[f]
         sample.sort()
         dl = sample[ns // 2]
+        if ne + d > cap:
+            cap = 2 * cap + d
+            ef = _grow_to(ef, ne, cap)
+            eqq = _grow_to(eqq, ne, cap)
+            evv = _grow_to(evv, ne, cap)
         mx = 0.0
+        ep = 0.0
+        start = ne
+        ok = abs(dl) < np.inf
         for f in range(d):
             a = abs(gn[f])
             b = abs(go[f])
-            if a > mx:
-                mx = a
-            if b > mx:
-                mx = b
-            if not (a < np.inf and b < np.inf):
-                mx = np.inf
-        tabs[q] = mx
-        if not (mx < np.inf) or not (abs(dl) < np.inf):
-            dense[q] = True
-            continue
-        t = 32.0 * u * mx
-        c = 0
-        ep = 0.0
-        for f in range(d):
+            mx = max(mx, a)
             df = gn[f] - go[f]
             e = df - dl
             r = u * (abs(df) + abs(e))
-            if abs(e) > t:
-                c += 1
+            if not (a < np.inf and b < np.inf and abs(e) < np.inf):
+                ok = False
+            if abs(e) > 16.0 * u * (a + b):
+                ef[ne] = f
+                evv[ne] = e
+                ne += 1
             else:
                 r += abs(e)
-            if r > ep:
-                ep = r
-        delta[q] = dl
-        tau[q] = t
-        cnt[q] = c
-        if c > dense_max:
+            ep = max(ep, r)
+        tabs[q] = mx if ok else np.inf
+        if not ok or ne - start > dense_max:
             dense[q] = True
-        elif ep > eps:
-            eps = ep
-    ns_ = 0
-    nd = 0
-    for q in range(m):
-        if dense[q]:
-            nd += 1
-        else:
-            ns_ += 1
+            ne = start
+            continue
+        for t in range(start, ne):
+            eqq[t] = ns_
+        dl_all[ns_] = dl
+        ns_ += 1
+        eps = max(eps, ep)
     sq = np.empty(ns_, dtype=np.int64)
-    dq = np.empty(nd, dtype=np.int64)
-    dls = np.empty(ns_)
-    slot = np.full(m, -1, dtype=np.int64)
+    dq = np.empty(m - ns_, dtype=np.int64)
     a = 0
-    b = 0
     for q in range(m):
         if dense[q]:
-            dq[b] = moved[q]
-            b += 1
+            dq[q - a] = moved[q]
         else:
             sq[a] = moved[q]
-            dls[a] = delta[q]
-            slot[q] = a
             a += 1
     eptr = np.zeros(d + 1, dtype=np.int64)
-    for q in range(m):
-        if dense[q] or cnt[q] == 0:
-            continue
-        gn = Gn[moved[q]]
-        go = Go[moved[q]]
-        for f in range(d):
-            if abs((gn[f] - go[f]) - delta[q]) > tau[q]:
-                eptr[f + 1] += 1
+    for t in range(ne):
+        eptr[ef[t] + 1] += 1
     for f in range(d):
         eptr[f + 1] += eptr[f]
     fill = eptr[:d].copy()
-    eq = np.empty(eptr[d], dtype=np.int64)
-    ev = np.empty(eptr[d])
-    for q in range(m):
-        if dense[q] or cnt[q] == 0:
-            continue
-        gn = Gn[moved[q]]
-        go = Go[moved[q]]
-        for f in range(d):
-            e = (gn[f] - go[f]) - delta[q]
-            if abs(e) > tau[q]:
-                eq[fill[f]] = slot[q]
-                ev[fill[f]] = e
-                fill[f] += 1
-    return sq, dls, eptr, eq, ev, eps * (1.0 + 8.0 * u), dq, tabs
+    eq = np.empty(ne, dtype=np.int64)
+    ev = np.empty(ne)
+    for t in range(ne):
+        f = ef[t]
+        eq[fill[f]] = eqq[t]
+        ev[fill[f]] = evv[t]
+        fill[f] += 1
+    return sq, dl_all[:ns_].copy(), eptr, eq, ev, eps * (1.0 + 8.0 * u), dq, tabs
+
+
+@njit(**JIT)
+def _grow_to(a, m, cap):
+    """``a`` (its first ``m`` values) in an array of ``cap`` values."""
+    b = np.empty(cap, dtype=a.dtype)
+    b[:m] = a[:m]
+    return b
+
+
+@njit(**JIT)
+def _grow(a, m):
+    """``a`` (its first ``m`` values) in an array twice as long."""
+    b = np.empty(2 * a.shape[0] + 16, dtype=a.dtype)
+    b[:m] = a[:m]
+    return b
+
+
+@njit(**JIT)
+def _candidates(c, Pr, thr, exr, cj, need, nc, nn):
+    """Append to ``cj`` the centres whose cached score ``c_j - Pr_j`` is at most ``thr`` (and
+    to ``need`` the positions of those whose product is not Lloyd's value yet); room for ``k``
+    more in each. Returns the new counts."""
+    for j in range(c.shape[0]):
+        if c[j] - Pr[j] <= thr:
+            cj[nc] = j
+            if not exr[j]:
+                need[nn] = nc
+                nn += 1
+            nc += 1
+    return nc, nn
 
 
 @njit(**JIT)
@@ -606,7 +618,13 @@ def sparse_rows_csr(data, indices, indptr, phi_x, x1, xs, G, c, w, P, ex, err, l
         if abs(ev[e]) > emax:
             emax = abs(ev[e])
     obj = 0.0
-    exact = 0
+    nr = r1 - r0
+    cstart = np.zeros(nr + 1, dtype=np.int64)
+    cj = np.empty(2 * nr + k, dtype=np.int64)  # candidates, row by row (centres ascending)
+    need = np.empty(nr + k, dtype=np.int64)  # the candidates whose product is recomputed
+    bad = np.zeros(nr, dtype=np.bool_)
+    nc = 0
+    nn = 0
     for r in range(r0, r1):
         p0 = indptr[r]
         p1 = indptr[r + 1]
@@ -654,38 +672,63 @@ def sparse_rows_csr(data, indices, indptr, phi_x, x1, xs, G, c, w, P, ex, err, l
         marg = 2.0 * (er + lerr) + 4.0 * u * (vabs + er + lerr)
         thr = vmin + 2.0 * marg
         thr += 4.0 * u * abs(thr)
+        bad[r - r0] = (tot != tot or not (abs(tot) < np.inf) or vabs > 1e290)
+        err[r] = max(er, lerr)
+        if nc + k > cj.shape[0]:
+            cj = _grow(cj, nc)
+        if nn + k > need.shape[0]:
+            need = _grow(need, nn)
+        nc, nn = _candidates(c, Pr, thr, ex[r], cj, need, nc, nn)
+        cstart[r - r0 + 1] = nc
+    # the candidates' exact products, centre by centre (each centre's gradient row stays in
+    # cache while its rows are multiplied; the row's product is the same sum in the same order)
+    crow = np.empty(nc, dtype=np.int64)
+    for i in range(r1 - r0):
+        for q in range(cstart[i], cstart[i + 1]):
+            crow[q] = r0 + i
+    cnt = np.zeros(k + 1, dtype=np.int64)
+    for t in range(nn):
+        cnt[cj[need[t]] + 1] += 1
+    for j in range(k):
+        cnt[j + 1] += cnt[j]
+    order = np.empty(nn, dtype=np.int64)
+    for t in range(nn):
+        j = cj[need[t]]
+        order[cnt[j]] = need[t]
+        cnt[j] += 1
+    for t in range(nn):
+        q = order[t]
+        j = cj[q]
+        r = crow[q]
+        a = 0.0
+        gj = G[j]
+        for p in range(indptr[r], indptr[r + 1]):
+            a += data[p] * gj[indices[p]]
+        P[r, j] = a
+        ex[r, j] = 1
+    for i in range(r1 - r0):
+        r = r0 + i
+        Pr = P[r]
         best = np.inf
         bj = 0
         tb = 0.0
-        for j in range(k):
-            if c[j] - Pr[j] <= thr:
-                if ex[r, j]:
-                    a = Pr[j]
-                else:
-                    a = 0.0
-                    gj = G[j]
-                    for p in range(p0, p1):
-                        a += data[p] * gj[indices[p]]
-                    Pr[j] = a
-                    ex[r, j] = 1
-                    exact += 1
-                v = c[j] - a
-                tb += v
-                if v < best:
-                    best = v
-                    bj = j
-        err[r] = max(er, lerr)
+        for q in range(cstart[i], cstart[i + 1]):
+            j = cj[q]
+            v = c[j] - Pr[j]
+            tb += v
+            if v < best:
+                best = v
+                bj = j
         labels[r] = bj
         v = phi_x[r] + best
-        if (tot != tot or tb != tb or not (abs(tot) < np.inf) or not (abs(v) < np.inf)
-                or vabs > 1e290):
+        if bad[i] or tb != tb or not (abs(v) < np.inf):
             mins[r] = np.nan
         else:
             mins[r] = v if v > 0.0 else 0.0
         wi = w[r]
         Wt[bj] += wi
         obj += wi * mins[r]
-        for p in range(p0, p1):
+        for p in range(indptr[r], indptr[r + 1]):
             St[bj, indices[p]] += wi * data[p]
-    stats[0] += exact
+    stats[0] += nn
     return obj
