@@ -486,8 +486,7 @@ def sparse_change(Gn, Go, moved, dense_max, u):
         for s in range(ns):
             f = (s * d) // ns
             sample[s] = gn[f] - go[f]
-        sample.sort()
-        dl = sample[ns // 2]
+        dl = _median(sample)
         if ne + d > cap:
             cap = 2 * cap + d
             ef = _grow_to(ef, ne, cap)
@@ -537,7 +536,9 @@ def sparse_change(Gn, Go, moved, dense_max, u):
         eptr[ef[t] + 1] += 1
     for f in range(d):
         eptr[f + 1] += eptr[f]
-    fill = eptr[:d].copy()
+    fill = np.empty(d, dtype=np.int64)
+    for f in range(d):
+        fill[f] = eptr[f]
     eq = np.empty(ne, dtype=np.int64)
     ev = np.empty(ne)
     for t in range(ne):
@@ -545,23 +546,36 @@ def sparse_change(Gn, Go, moved, dense_max, u):
         eq[fill[f]] = eqq[t]
         ev[fill[f]] = evv[t]
         fill[f] += 1
-    return sq, dl_all[:ns_].copy(), eptr, eq, ev, eps * (1.0 + 8.0 * u), dq, tabs
+    return sq, _grow_to(dl_all, ns_, ns_), eptr, eq, ev, eps * (1.0 + 8.0 * u), dq, tabs
+
+
+@njit(**JIT)
+def _median(a):
+    """The middle value of ``a`` (sorted in place by insertion: at most 63 values; numba's
+    ``sort`` would add seconds to a cold first fit's compilation)."""
+    for i in range(1, a.shape[0]):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+    return a[a.shape[0] // 2]
 
 
 @njit(**JIT)
 def _grow_to(a, m, cap):
     """``a`` (its first ``m`` values) in an array of ``cap`` values."""
     b = np.empty(cap, dtype=a.dtype)
-    b[:m] = a[:m]
+    for i in range(m):  # a loop: numba compiles a slice assignment for seconds
+        b[i] = a[i]
     return b
 
 
 @njit(**JIT)
 def _grow(a, m):
     """``a`` (its first ``m`` values) in an array twice as long."""
-    b = np.empty(2 * a.shape[0] + 16, dtype=a.dtype)
-    b[:m] = a[:m]
-    return b
+    return _grow_to(a, m, 2 * a.shape[0] + 16)
 
 
 @njit(**JIT)
