@@ -52,12 +52,6 @@ AUTO_CACHED_MIN_CLUSTERS = 128
 #: The largest score cache ``algorithm="auto"`` allocates (``n k`` float64 values).
 CACHE_MAX_BYTES = 1 << 30
 
-#: ``algorithm="cached"`` splits the gradient change of the moved centres into a constant and a
-#: sparse part (:func:`bregclust._kernels.pruned.sparse_change`) from this many moved centres on;
-#: below it their columns are recomputed whole (the split's fixed cost, a pass over the moved
-#: rows of ``G`` and over every stored entry, then exceeds the products it saves).
-SPARSE_MIN_MOVED = 40
-
 #: Centres per group of ``algorithm="yinyang"`` (Ding et al. use ``k / 10`` groups).
 GROUP_SIZE = 10
 
@@ -180,17 +174,6 @@ class CachedPasses:
         self.skipped = []
         self.total = 0
         self.T = PrunedPasses._threads(self)
-        self.err = None  # per row: a bound on |P[i, j] - <x_i, g_j>| (sparse changes)
-        self.tabs = None  # per centre: an upper bound on max_f |G[j, f]|
-        self.exact = True  # every cached product is Lloyd's value (ex all ones)
-        data = np.asarray(self.Xg.data)
-        nz = int(np.diff(self.Xg.indptr).max()) if self.n else 0
-        rows = np.repeat(np.arange(self.n), np.diff(self.Xg.indptr))
-        # row sums of |x| (rounded up) and of x, for the bounds of the sparse changes
-        self.x1 = (np.bincount(rows, weights=np.abs(data).astype(np.float64), minlength=self.n)
-                   * (1.0 + 2.0 * _gamma(nz + 2, _U)))
-        self.xs = np.bincount(rows, weights=data.astype(np.float64), minlength=self.n)
-        self.gm = np.array([_gamma(m + 4, _U) for m in np.diff(self.Xg.indptr)])
 
     def prepare(self, div, U):
         """:func:`bregclust._execution.prepare_centres` of ``U``, recomputing only the rows
@@ -225,7 +208,7 @@ class CachedPasses:
     def __call__(self, div, pc, extra=None, sums=True):
         k = pc.U.shape[0]
         if self.k != k:
-            self.k, self.total, self.G, self.P, self.err = k, self.n * k, None, None, None
+            self.k, self.total, self.G, self.P = k, self.n * k, None, None
         if not pc.fused or extra is not None or not sums or self.n == 0:
             self.skipped.append(0)
             return self.src.lloyd(div, pc, extra, sums)
@@ -241,6 +224,7 @@ class CachedPasses:
             bits = f"u{G.itemsize}"
             same = (G.view(bits) == self.G.view(bits)).all(axis=1)
             moved = np.flatnonzero(~same).astype(np.int64)
+        GTm = np.ascontiguousarray(G[moved].T)  # the rows of G that moved, as columns
         n, d, T = self.n, self.d, self.T
         labels = np.empty(n, dtype=np.int64)
         mins = np.empty(n)
@@ -249,57 +233,20 @@ class CachedPasses:
         O = np.zeros(T)
         Xg = self.Xg
         per = (n + T - 1) // T
-        if (self.err is None or moved.shape[0] == k
-                or (self.exact and moved.shape[0] < SPARSE_MIN_MOVED)):
-            # every cached product is Lloyd's value (no sparse change applied yet): the moved
-            # columns by Lloyd's row product keep it so
-            GTm = np.ascontiguousarray(G[moved].T)  # the rows of G that moved, as columns
 
-            def block(t):
-                O[t] = KP.cached_rows_csr(Xg.data, Xg.indices, Xg.indptr, self.phi_x, GTm,
-                                          moved, pc.c, self.w, self.P, labels, mins, S[t],
-                                          W[t], t * per, min(n, (t + 1) * per),
-                                          np.empty(moved.shape[0]))
+        def block(t):
+            O[t] = KP.cached_rows_csr(Xg.data, Xg.indices, Xg.indptr, self.phi_x, GTm, moved,
+                                      pc.c, self.w, self.P, labels, mins, S[t], W[t], t * per,
+                                      min(n, (t + 1) * per), np.empty(moved.shape[0]))
 
-            _run_blocks(block, T)
-            if self.err is None or moved.shape[0] == k:
-                self.tabs = np.abs(G).max(axis=1)
-                self.ex = np.ones((n, k), dtype=np.uint8)
-                self.err = self.gm * self.x1 * float(self.tabs.max())
-                self.exact = True
-            else:
-                self.tabs[moved] = np.abs(G[moved]).max(axis=1)
-                self.err = np.maximum(self.err, self.gm * self.x1 * float(self.tabs.max()))
-            computed = n * moved.shape[0]
-        else:
-            self.exact = False
-            sq, delta, eptr, eq, ev, eps, dq, tabs = KP.sparse_change(
-                G, self.G, moved, max(d // 4, 1) if moved.shape[0] >= SPARSE_MIN_MOVED else -1, _U)
-            self.tabs[moved] = tabs
-            tmax = float(self.tabs.max())
-            GTd = np.ascontiguousarray(G[dq].T)
-            stats = np.zeros((T, 1), dtype=np.int64)
-            err = self.err
-
-            def block(t):
-                O[t] = KP.sparse_rows_csr(Xg.data, Xg.indices, Xg.indptr, self.phi_x,
-                                          self.x1, self.xs, G, pc.c, self.w, self.P,
-                                          self.ex, err, labels, mins, S[t], W[t], t * per,
-                                          min(n, (t + 1) * per), sq, delta, eptr, eq, ev,
-                                          eps, dq, GTd, tmax, _U, stats[t])
-
-            _run_blocks(block, T)
-            computed = n * dq.shape[0] + int(stats.sum())
-            if self.debug:
-                self._check_bounds(G, tmax)
+        _run_blocks(block, T)
         self.G = G  # prepare_centres makes a new G every pass (never written to)
-        self.skipped.append(max(n * k - computed, 0))
+        self.skipped.append(n * (k - moved.shape[0]))
         obj = float(O[0])
         for t in range(1, T):  # as fused_pass adds the threads' sums
             S[0] += S[t]
             obj += float(O[t])
         if not np.isfinite(obj):  # a minimum to evaluate by the definition: Lloyd's pass
-            self.P = self.err = None  # (the cache starts again from the next pass)
             return self.src.lloyd(div, pc)
         part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels, mins=mins)
         if self.debug:
@@ -310,15 +257,6 @@ class CachedPasses:
             assert np.array_equal(ref.S, part.S), "cached cluster sums differ from Lloyd's"
             assert ref.objective == part.objective, "cached objective differs from Lloyd's"
         return part
-
-    def _check_bounds(self, G, tmax):
-        """Debug: every cached product lies within its row's bound of the exact product
-        (scipy's product, itself within ``gamma_nnz ||x||_1 max |G|`` of it)."""
-        R = np.asarray(self.Xg.astype(np.float64) @ G.T)
-        assert tmax >= np.abs(G).max(), "cached: tmax below max |G|"
-        slack = self.err + 2.0 * self.gm * self.x1 * tmax
-        assert (np.abs(self.P - R) <= slack[:, None]).all(), (
-            "cached: a cached product lies outside its bound")
 
 
 class PrunedPasses:

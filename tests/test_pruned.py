@@ -47,9 +47,6 @@ def debug_bounds(monkeypatch):
     import bregclust._pruned as P
 
     monkeypatch.setattr(P, "DEBUG", True)
-    # the cached passes split every moved centre's gradient change (constant + sparse part)
-    # however few moved, so the small fits here run the bounds of that path too
-    monkeypatch.setattr(P, "SPARSE_MIN_MOVED", 1)
 
 
 def _data(div, rng, n, d, grid):
@@ -246,8 +243,7 @@ CSR_DIVS = ["sqeuclidean", "kl"]
 def test_cached_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init, smoothing, density,
                              float32):
     """Sparse rows (ties, duplicate rows and centres, empty clusters, zero weights, float32):
-    the cached passes give Lloyd's labels, centres, iterations and objectives bit for bit (the
-    sparse gradient changes after the first pass, see ``debug_bounds``)."""
+    the cached passes give Lloyd's labels, centres, iterations and objectives bit for bit."""
     rng = np.random.default_rng(seed)
     Z = _data(div, rng, n, d, grid)
     Z[rng.random(Z.shape) > density] = 0.0
@@ -304,69 +300,6 @@ def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
     Z = np.abs(np.random.default_rng(0).normal(size=(300, 4)))
     with pytest.raises(AssertionError, match="cached"):
         _fit("cached", sp.csr_matrix(Z), 20, "kl", init=Z[:20] + 0.1, max_iter=20)
-
-
-@pytest.mark.parametrize("float32", [False, True])
-@pytest.mark.parametrize("grid", [False, True])
-@pytest.mark.parametrize("smoothing", [0.5, 2.0])
-def test_cached_sparse_changes_equal_lloyd(float32, grid, smoothing, monkeypatch):
-    """Term counts (kl, a wide vocabulary): the passes after the first update the moved
-    centres' products by a constant and a sparse part (counted here, so the path runs), with
-    weights (zeros included), duplicate rows (``grid``: small integer counts, exact ties) and
-    float32 rows: Lloyd's fit bit for bit, every pass checked by the debug mode."""
-    import bregclust._pruned as P
-
-    real, used = P.KP.sparse_change, []
-
-    def counted(*args):
-        out = real(*args)
-        used.append(out[0].shape[0])
-        return out
-
-    monkeypatch.setattr(P.KP, "sparse_change", counted)
-    rng = np.random.default_rng(11)
-    n, d, k = 600, 80, 40
-    Z = (rng.integers(0, 3, size=(n, d)).astype(float) if grid
-         else rng.gamma(0.7, 1.0, size=(n, d)))
-    Z[rng.random((n, d)) < 0.8] = 0.0
-    Z[:, 0] += 1.0
-    X = sp.csr_matrix(Z.astype(np.float32) if float32 else Z)
-    sw = rng.integers(0, 3, n).astype(float)
-    sw[0] = 1.0
-    kw = dict(init=Z[rng.choice(n, k, replace=False)] + 0.05, max_iter=60, tol=0.0,
-              smoothing=smoothing, sw=sw)
-    a, b = _fit("lloyd", X, k, "kl", **dict(kw)), _fit("cached", X, k, "kl", **dict(kw))
-    _same(a, b)
-    np.testing.assert_array_equal(a.objective_history_, b.objective_history_)
-    assert sum(used) > 0
-    if not (float32 or grid) and smoothing == 0.5:  # the slow reference on 150 rows
-        from naive import pairwise
-
-        D = pairwise("kl", X[:150], b.cluster_centers_)
-        two = np.sort(D, axis=1)[:, :2]
-        clear = two[:, 1] - two[:, 0] > 1e-9 * (1.0 + two[:, 0])
-        assert clear.sum() > 100
-        np.testing.assert_array_equal(b.labels_[:150][clear], D.argmin(axis=1)[clear])
-
-
-def test_cached_debug_mode_catches_a_wrong_sparse_change(monkeypatch):
-    """The debug check of the sparse gradient changes can fail: dropping the sparse parts
-    (the cached products then miss them, beyond their bounds) is caught."""
-    import bregclust._pruned as P
-
-    real = P.KP.sparse_change
-
-    def dropped(*args):
-        sq, delta, eptr, eq, ev, eps, dq, tabs = real(*args)
-        return sq, delta, eptr, eq, ev * 0.0, eps, dq, tabs
-
-    monkeypatch.setattr(P.KP, "sparse_change", dropped)
-    rng = np.random.default_rng(0)
-    Z = rng.gamma(1.0, 1.0, size=(400, 30)) * (rng.random((400, 30)) < 0.3)
-    Z[:, 0] += 0.1
-    with pytest.raises(AssertionError, match="cached"):
-        _fit("cached", sp.csr_matrix(Z), 20, "kl", init=Z[:20] + 0.1, max_iter=20,
-             smoothing=0.5)
 
 
 def test_cached_refuses_dense_rows():
@@ -731,16 +664,10 @@ def test_hamerly_and_sparse_rows_equal_lloyd():
             assert _whole_rows(b, k)
 
 
-@pytest.mark.parametrize("min_moved", [1, 8, 10**9])
 @pytest.mark.parametrize("div", ["sqeuclidean", "kl"])
-def test_cached_columns_are_lloyds_row_product(div, min_moved, monkeypatch):
+def test_cached_columns_are_lloyds_row_product(div):
     """The cached pass computes the moved columns with Lloyd's own row product: objectives,
-    labels and centres bit for bit, on a fit where some centres stay and some move; the
-    sparse changes from ``min_moved`` moved centres on (1: every pass after the first; 8: the
-    exact columns until a pass moves 8 centres, then the bounds; never)."""
-    import bregclust._pruned as P
-
-    monkeypatch.setattr(P, "SPARSE_MIN_MOVED", min_moved)
+    labels and centres bit for bit, on a fit where some centres stay and some move."""
     rng = np.random.default_rng(9)
     Z = rng.gamma(1.0, 1.0, size=(1500, 40)) * (rng.random((1500, 40)) < 0.25)
     Z[:, 0] += 0.1
