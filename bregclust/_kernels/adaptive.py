@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from .generators import JIT
-from .lloyd import _nearest_rows, own_mins32
+from .lloyd import _nearest_rows
 from .pruned import _safe_low as _low  # the rounding of the pruned kernels
 from .pruned import _second_in_group
 
@@ -95,8 +95,6 @@ def start_block(X, phi_x, GT, c, perm, gstart, grp, xn, rho, TN, CN, w, chunk, l
         np.dot(X[s:e], GT, Pc)
         _nearest_rows(Pc, c, phi_x, s, labels, mins)
         _group_bounds(Pc, c, perm, gstart, grp, labels, s, xn, rho, TN, CN, lb)
-        if X.itemsize == 4:
-            own_mins32(X, phi_x, GT, c, labels, mins, s, e)
         for r in range(s, e):
             bj = labels[r]
             wi = w[r]

@@ -214,32 +214,6 @@ def _nearest_rows(P, c, phi_x, s, labels, mins):
 
 
 @njit(**JIT)
-def own_mins32(X, phi_x, GT, c, labels, mins, s, e):
-    """Float32 rows ``s..e-1``: ``mins[r] = phi_x[r] + (c[a] - <x_r, GT[:, a]>)`` clamped at 0,
-    ``a = labels[r]``, the product of the float32 values added in float64 in index order (no
-    reordering), NaN where not finite; a minimum already NaN (a flagged row) stays NaN.
-
-    Every dense float32 pass (Lloyd's, the pruned one, the one that starts the bounds) takes
-    its minima from here after its argmin: a pruned pass proves a row's label without its
-    float32 product, and Lloyd's float32 product rounds at ~eps32 of ``|phi(x)| + |c|``, so
-    minima read from the products would differ between the passes by that much, and with
-    ``tol=0`` the objective histories' rounding could decide the stop rule. One arithmetic for
-    every pass gives the same minima and objectives (and float64-accurate ones)."""
-    for r in range(s, e):
-        if mins[r] != mins[r]:
-            continue
-        a = labels[r]
-        t = 0.0
-        for l in range(X.shape[1]):
-            t += np.float64(X[r, l]) * np.float64(GT[l, a])
-        v = phi_x[r] + (c[a] - t)
-        if not (abs(v) < np.inf):
-            mins[r] = np.nan
-        else:
-            mins[r] = v if v > 0.0 else 0.0
-
-
-@njit(**JIT)
 def _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, St, Wt, s0, e0, P):
     """Rows ``s0..e0-1`` of :func:`lloyd_step_dense`, ``chunk`` rows per BLAS call into ``P``,
     summing into ``St``/``Wt``. Returns ``sum_r w_r mins_r`` over the rows, in row order."""
@@ -250,8 +224,6 @@ def _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, St, Wt, s0, e0, P):
         Pc = P[:e - s]
         np.dot(X[s:e], GT, Pc)
         _nearest_rows(Pc, c, phi_x, s, labels, mins)
-        if X.itemsize == 4:
-            own_mins32(X, phi_x, GT, c, labels, mins, s, e)
         for r in range(s, e):
             bj = labels[r]
             wi = w[r]

@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from .generators import JIT
-from .lloyd import _nearest, _product_csr, own_mins32
+from .lloyd import _nearest, _product_csr
 
 
 # The own score and the distance to the reference point are this module's values, not Lloyd's:
@@ -351,8 +351,6 @@ def pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, lab
                     _finish_row(P[i], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
                                 rho * (xn[r] * TN + CN), u, m1)
             q = 0
-    if X.itemsize == 4:  # float32: the minima of every dense float32 pass (lloyd.own_mins32)
-        own_mins32(X, phi_x, GT, c, labels, mins, s0, e0)
     # the sums in row order, as lloyd._lloyd_block adds them
     obj = 0.0
     for r in range(s0, e0):
