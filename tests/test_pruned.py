@@ -238,17 +238,19 @@ CSR_DIVS = ["sqeuclidean", "kl"]
 @given(div=st.sampled_from(CSR_DIVS), seed=st.integers(0, 2**31 - 1), n=st.integers(2, 90),
        d=st.integers(1, 6), k=st.integers(1, 30), grid=st.booleans(),
        weights=st.sampled_from(["none", "random", "zeros"]), dup_init=st.booleans(),
-       smoothing=st.sampled_from([0.0, 0.5]), density=st.sampled_from([0.3, 0.7, 1.0]))
-def test_cached_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init, smoothing, density):
-    """Sparse rows (ties, duplicate rows and centres, empty clusters, zero weights): the cached
-    passes give Lloyd's labels, centres, iterations and objectives bit for bit."""
+       smoothing=st.sampled_from([0.0, 0.5]), density=st.sampled_from([0.3, 0.7, 1.0]),
+       float32=st.booleans())
+def test_cached_equals_lloyd(div, seed, n, d, k, grid, weights, dup_init, smoothing, density,
+                             float32):
+    """Sparse rows (ties, duplicate rows and centres, empty clusters, zero weights, float32):
+    the cached passes give Lloyd's labels, centres, iterations and objectives bit for bit."""
     rng = np.random.default_rng(seed)
     Z = _data(div, rng, n, d, grid)
     Z[rng.random(Z.shape) > density] = 0.0
     if div == "kl":
         Z = np.abs(Z)
         Z[:, 0] += 0.5  # no empty row (a kl centre of zeros has no gradient)
-    X = sp.csr_matrix(Z)
+    X = sp.csr_matrix(Z.astype(np.float32) if float32 else Z)
     k = min(k, n)
     sw = None
     if weights == "random":
