@@ -535,16 +535,24 @@ def fused_pass(prepared, GT, c, w):
     O = np.zeros(T)
     if n == 0:
         return labels, mins, S[0], W[0], 0.0
+    # One block of rows per thread (the blocks of the prange kernels lloyd_step_dense/_csr,
+    # so their sums bit for bit), each a serial kernel on the pool: a cold first fit compiles
+    # one serial kernel instead of a parallel one (benchmarks/RESULTS.md, "Lloyd's passes on
+    # the pool").
     if sp.issparse(Xg):
-        kern = K.lloyd_step_csr if T > 1 else KL.lloyd_step_csr_serial
-        kern(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins, S, W, O)
+        def block(t):
+            KL.lloyd_block_csr(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, w, labels, mins,
+                               S, W, O, t)
+        run_chunks(block, range(T))
     else:
         Xg = np.ascontiguousarray(Xg)
         if GT.dtype != Xg.dtype:  # the product runs in the data's type (BLAS needs one type)
             GT = np.ascontiguousarray(GT, dtype=Xg.dtype)
-        kern = K.lloyd_step_dense if T > 1 else KL.lloyd_step_dense_serial
+
+        def block(t):
+            KL.lloyd_block_dense(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W, O, t)
         with blas_one_thread():
-            kern(Xg, phi_x, GT, c, w, _LLOYD_CHUNK, labels, mins, S, W, O)
+            run_chunks(block, range(T))
     obj = float(O[0])
     for t in range(1, T):  # the threads' sums, added in place (no k x d temporary)
         S[0] += S[t]

@@ -488,6 +488,9 @@ KERNEL_ORACLES = {
         "test_lloyd_passes_return_the_objective_of_their_minima":
             "the serial and threaded Lloyd passes' objective against their minima",
         "test_fused_kernels_clamp_rounding_negatives": "the clamp of rounding negatives to 0",
+        "_prange_pass": "the prange Lloyd kernels of main 2325843, the pool pass' oracle",
+        "test_pool_lloyd_pass_equals_the_prange_kernels":
+            "the pool Lloyd pass and block kernels against the prange kernels, bit for bit",
         "test_rowsum_dense_and_csr": "the phi row sums (dense, CSR, custom pointer) against loops",
         "test_builtin_rowsum_without_a_pointer_equals_rowsum":
             "the pointer-free built-in phi row sums against the pointer kernel, bit for bit",

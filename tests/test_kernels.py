@@ -428,3 +428,79 @@ def test_compile_command_leaves_the_built_in_models_nothing_to_compile(tmp_path)
     assert "COMPILED []" in later.stdout.split("POINTERS")[1], later.stdout[-2000:]
     assert "POINTERS 0 " not in later.stdout
     assert "compiling the agglomerative engine" not in later.stderr
+
+
+def _lloyd_case(case, n, k, dtype=np.float64):
+    """Rows (dense or CSR), ``phi_x``, ``GT``, ``c`` and weights (a quarter of them zero) of a
+    squared Euclidean Lloyd pass."""
+    rng = np.random.default_rng(n + 7 * k)
+    X = rng.random((n, 9)).astype(dtype)
+    X[X < 0.5] = 0.0
+    U = rng.random((k, 9))
+    w = rng.random(n) + 0.5
+    w[rng.random(n) < 0.25] = 0.0
+    phi_x = (X.astype(np.float64) ** 2).sum(axis=1)
+    return (sp.csr_matrix(X) if case == "csr" else X), phi_x, np.ascontiguousarray(2.0 * U.T), \
+        (U * U).sum(axis=1), w
+
+
+def _prange_pass(X, phi_x, GT, c, w, T):
+    """The fused Lloyd pass of main 2325843 with ``T`` threads: the ``prange`` kernel, then its
+    ``T`` slices added in order (the oracle of the pool pass)."""
+    from bregclust import _kernels as K
+    from bregclust._execution import _LLOYD_CHUNK
+
+    n, d = X.shape
+    k = GT.shape[1]
+    labels, mins = np.empty(n, dtype=np.int64), np.empty(n)
+    S, W, O = np.zeros((T, k, d)), np.zeros((T, k)), np.zeros(T)
+    if sp.issparse(X):
+        K.lloyd_step_csr(X.data, X.indices, X.indptr, phi_x, GT, c, w, labels, mins, S, W, O)
+    else:
+        K.lloyd_step_dense(X, phi_x, GT.astype(X.dtype), c, w, _LLOYD_CHUNK, labels, mins, S,
+                           W, O)
+    obj = float(O[0])
+    for t in range(1, T):
+        S[0] += S[t]
+        obj += float(O[t])
+    return labels, mins, S[0], W.sum(axis=0), obj
+
+
+@pytest.mark.parametrize("case,dtype", [("dense", np.float64), ("dense", np.float32),
+                                        ("csr", np.float64), ("csr", np.float32)])
+@pytest.mark.parametrize("n,k", [(1100, 7), (1100, 1), (3, 4)])
+def test_pool_lloyd_pass_equals_the_prange_kernels(monkeypatch, case, dtype, n, k):
+    """:func:`bregclust._execution.fused_pass` (serial block kernels on the thread pool) gives
+    the labels, minima, sums, weights and objective of the ``prange`` kernels it replaced, bit
+    for bit, for 1 and 2 threads; and the block kernels run in reverse order for ``T`` blocks
+    (more blocks than rows when ``n = 3``) fill the ``prange`` kernel's ``T`` slices bit for
+    bit."""
+    import numba
+
+    from bregclust import _execution as E
+    from bregclust._kernels import lloyd as KL
+
+    X, phi_x, GT, c, w = _lloyd_case(case, n, k, dtype)
+    monkeypatch.setattr(E, "PARALLEL_MIN", 0)  # thread small problems too
+    for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+        monkeypatch.setenv("BREGCLUST_NUM_THREADS", str(threads))
+        T = max(1, min(threads, numba.get_num_threads(), n))
+        got = E.fused_pass((X, phi_x), GT, c, w)
+        ref = _prange_pass(X, phi_x, GT, c, w, T)
+        for a, b in zip(got[:4], ref[:4]):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+        assert got[4] == ref[4]
+    for T in (3, 5):
+        out = [(np.empty(n, dtype=np.int64), np.empty(n), np.zeros((T, k, 9)), np.zeros((T, k)),
+                np.zeros(T)) for _ in range(2)]
+        if case == "csr":
+            KL.lloyd_step_csr(X.data, X.indices, X.indptr, phi_x, GT, c, w, *out[0])
+            for t in reversed(range(T)):
+                KL.lloyd_block_csr(X.data, X.indices, X.indptr, phi_x, GT, c, w, *out[1], t)
+        else:
+            G = GT.astype(dtype)
+            KL.lloyd_step_dense(X, phi_x, G, c, w, 16, *out[0])
+            for t in reversed(range(T)):
+                KL.lloyd_block_dense(X, phi_x, G, c, w, 16, *out[1], t)
+        for a, b in zip(*out):
+            assert np.array_equal(a, b)

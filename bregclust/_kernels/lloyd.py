@@ -269,6 +269,21 @@ def lloyd_step_dense_serial(X, phi_x, GT, c, w, chunk, labels, mins, S, W, O):
 
 
 @njit(**JIT)
+def lloyd_block_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W, O, t):
+    """Block ``t`` of :func:`lloyd_step_dense` on the calling thread: rows ``t * per`` to
+    ``(t + 1) * per``, ``per = ceil(n / T)``, ``T = S.shape[0]``, into ``S[t]``/``W[t]``/``O[t]``
+    with the same arithmetic, so the ``T`` blocks run in any order on any threads give that
+    kernel's results bit for bit. :func:`bregclust._execution.fused_pass` runs the blocks on
+    its thread pool: a serial kernel compiles in a fraction of a ``prange`` kernel's time
+    (a new user's first fit pays it)."""
+    n = X.shape[0]
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    O[t] = _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, S[t], W[t], t * per,
+                        min(n, (t + 1) * per), np.empty((chunk, GT.shape[1]), X.dtype))
+
+
+@njit(**JIT)
 def _product_csr(data, indices, indptr, GT, r, acc):
     """OUT ``acc[j] = <x_r, GT[:, j]>`` for CSR row ``r``, over its stored entries in order
     (the one product of every CSR pass, so labels and minima agree bit for bit)."""
@@ -314,6 +329,17 @@ def lloyd_step_csr_serial(data, indices, indptr, phi_x, GT, c, w, labels, mins, 
     """:func:`lloyd_step_csr` with ``T = 1`` on the calling thread (no parallel launch)."""
     O[0] = _lloyd_rows_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S[0], W[0],
                            0, indptr.shape[0] - 1, np.empty(GT.shape[1]))
+
+
+@njit(**JIT)
+def lloyd_block_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S, W, O, t):
+    """Block ``t`` of :func:`lloyd_step_csr` on the calling thread (as
+    :func:`lloyd_block_dense` for :func:`lloyd_step_dense`)."""
+    n = indptr.shape[0] - 1
+    T = S.shape[0]
+    per = (n + T - 1) // T
+    O[t] = _lloyd_rows_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S[t], W[t],
+                           t * per, min(n, (t + 1) * per), np.empty(GT.shape[1]))
 
 
 @njit(**JIT)
