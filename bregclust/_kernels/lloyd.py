@@ -250,6 +250,9 @@ def lloyd_step_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W, O):
     Written by hand because no library fuses the product, the argmin and the centre sums
     (scikit-learn does the same fusion in Cython for the squared Euclidean case only); BLAS is
     called through numba's ``np.dot(a, b, out)``, so the caller must limit BLAS to one thread.
+
+    The library runs these blocks as :func:`lloyd_block_dense` on its thread pool (a serial
+    kernel compiles in less time); this ``prange`` kernel stays as their oracle in the tests.
     """
     n = X.shape[0]
     k = GT.shape[1]
@@ -314,7 +317,8 @@ def _lloyd_rows_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, St, Wt
 @njit(**PJIT)
 def lloyd_step_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S, W, O):
     """:func:`lloyd_step_dense` for a CSR matrix: the product row by row over stored entries
-    (``GT`` rows are contiguous in ``k``), then the argmin and the sums over stored entries."""
+    (``GT`` rows are contiguous in ``k``), then the argmin and the sums over stored entries.
+    The library runs its blocks as :func:`lloyd_block_csr` (the oracle of which this is)."""
     n = indptr.shape[0] - 1
     k = GT.shape[1]
     T = S.shape[0]
