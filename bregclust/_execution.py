@@ -574,10 +574,10 @@ def nearest_csr(prepared, GT, c):
         return labels, mins
     T = min(n_workers(), numba.get_num_threads()) if Xg.nnz * k > PARALLEL_MIN else 1
     T = max(1, min(T, n))
-    if T > 1:
-        KL.nearest_csr(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, T, labels, mins)
-    else:
-        KL.nearest_csr_serial(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, labels, mins)
+
+    def block(t):  # serial block kernels on the pool, as in fused_pass
+        KL.nearest_block_csr(Xg.data, Xg.indices, Xg.indptr, phi_x, GT, c, T, labels, mins, t)
+    run_chunks(block, range(T))
     return labels, mins
 
 

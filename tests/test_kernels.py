@@ -490,6 +490,9 @@ def test_pool_lloyd_pass_equals_the_prange_kernels(monkeypatch, case, dtype, n, 
         for a, b in zip(got[:4], ref[:4]):
             assert a.dtype == b.dtype and np.array_equal(a, b)
         assert got[4] == ref[4]
+        if case == "csr":  # the labels-only pass: Lloyd's labels and minima
+            lab, mins = E.nearest_csr((X, phi_x), GT, c)
+            assert np.array_equal(lab, ref[0]) and np.array_equal(mins, ref[1])
     for T in (3, 5):
         out = [(np.empty(n, dtype=np.int64), np.empty(n), np.zeros((T, k, 9)), np.zeros((T, k)),
                 np.zeros(T)) for _ in range(2)]

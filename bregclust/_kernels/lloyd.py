@@ -359,13 +359,24 @@ def nearest_csr(data, indices, indptr, phi_x, GT, c, T, labels, mins):
     """OUT the labels and minima of :func:`lloyd_step_csr` without the sums: the nearest
     centre of every CSR row (the same product and argmin, so the same values bit for bit),
     ``T`` blocks of rows in parallel. A labels pass reads each stored entry once and writes
-    no ``k x d`` buffer."""
+    no ``k x d`` buffer. The library runs the blocks as :func:`nearest_block_csr` on its
+    thread pool; this ``prange`` kernel stays as their oracle in the tests."""
     n = indptr.shape[0] - 1
     k = GT.shape[1]
     per = (n + T - 1) // T
     for t in prange(T):
         _nearest_rows_csr(data, indices, indptr, phi_x, GT, c, labels, mins, t * per,
                           min(n, (t + 1) * per), np.empty(k))
+
+
+@njit(**JIT)
+def nearest_block_csr(data, indices, indptr, phi_x, GT, c, T, labels, mins, t):
+    """Block ``t`` of the ``T`` of :func:`nearest_csr` on the calling thread (the engine runs
+    the blocks on its thread pool, as :func:`lloyd_block_csr`)."""
+    n = indptr.shape[0] - 1
+    per = (n + T - 1) // T
+    _nearest_rows_csr(data, indices, indptr, phi_x, GT, c, labels, mins, t * per,
+                      min(n, (t + 1) * per), np.empty(GT.shape[1]))
 
 
 @njit(**JIT)
