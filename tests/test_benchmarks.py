@@ -100,6 +100,8 @@ CASES = [
     ("mbc_mtcmrl.py --datasets reuters --runs 1 --variants tfidf-sq --skip-grid --skip-snmf",
      "reuters21578", "as run [tfidf-sq] MBC lam=auto guard=task"),
     ("mbc_golden.py write {tmp}/golden.npz", None, "wrote 312 arrays"),
+    ("spectral_mtc_external.py --datasets reuters --runs 1 --quick --quick-n 60",
+     "reuters21578", "Verdict:"),
 ]
 
 
