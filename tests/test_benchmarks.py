@@ -177,3 +177,33 @@ def test_kl_smoothing_blocks_and_merge():
     assert m["nmi"]["1"] == [0.30, 0.50, 0.30, 0.50]
     with pytest.raises(ValueError, match="repeat"):
         ks.merge([a, a])
+
+
+def test_spectral_mtc_external_rule(capsys):
+    """The issue-38 rule of spectral_mtc_external.py: switch only when the candidate's mean gain
+    over the default is above max(.01, 2 SE) and no data set's mean is below -.02."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import spectral_mtc_external as ext
+    finally:
+        sys.path.remove(str(BENCH))
+
+    def cell(data, default, unit):
+        rows = {m: [[v, v]] for m, v in [(ext.DEFAULT, default), (ext.CANDIDATE, unit),
+                                          ("SpecMTC-mu0", default), ("SpecMTC-njw-mu0", unit)]}
+        return dict(data=data, task="t", k=2, n=10, rows=rows)
+
+    # gains .03 .04 .05 .04: D = .04, SE = .0041 -> margin .01; both data sets up: switch
+    up = [cell("a", .5, .53), cell("a", .5, .54), cell("b", .5, .55), cell("b", .5, .54)]
+    assert ext.decide(up)
+    # six cells of a gain .06, two of b lose .025: D = .0388 > 2 SE = .0278, but data set b's
+    # mean is below -.02: condition (2) alone fails
+    down = [cell("a", .5, .56)] * 6 + [cell("b", .5, .475)] * 2
+    assert not ext.decide(down)
+    # D = .0525 but carried by one cell: 2 SE = .1 > D, condition (1) fails
+    spike = [cell("a", .5, .5), cell("a", .5, .5), cell("b", .5, .5), cell("b", .5, .71)]
+    assert not ext.decide(spike)
+    out = capsys.readouterr().out
+    assert out.count("Verdict: SWITCH") == 1 and out.count("Verdict: KEEP") == 2
+    assert "(1) D = +0.0388 > max(0.01, 2 SE = 0.0278) = 0.0278: yes" in out
+    assert "(2) min D_s = -0.0250 >= -0.02: no" in out
