@@ -61,6 +61,7 @@ Usage::
     python spectral_mtc_external.py --runs 5 --save ext.json          # every external cell
     python spectral_mtc_external.py --merge ext_a.json ext_b.json      # decide from saved runs
     python spectral_mtc_external.py --datasets reuters --runs 1 --quick  # smoke test
+    python spectral_mtc_external.py --diagnose 20ng-mtcmrl --runs 5    # base / coupling per task
 """
 
 import argparse
@@ -290,6 +291,27 @@ def paper_table(cells):
                 f"{np.mean([v[:, 0].mean() for v in vals]):.2f} |")
 
 
+def diagnose(name, runs):
+    """Per task and seed: the base each of the default and "unit" chose and the coupling it took
+    (``base_``, ``coupling_``), with the NMI: where do the two differ? (Not used to decide.)"""
+    from bregclust.spectral_mtc import SpectralMTC
+
+    Xs, ys, task_names, is_text = load(name)
+    Xs = representations(Xs, is_text)["tfidf"]
+    ks = [int(np.unique(y).size) for y in ys]
+    print(f"\n## Diagnostic ({name}): base chosen / coupling taken / NMI per seed, default "
+          "(scaled rows) vs unit rows\n")
+    print("| task | seed | default: base, coupling, NMI | unit: base, coupling, NMI |")
+    print("|---|---|---|---|")
+    fits = {seed: {r: SpectralMTC(ks, spectral_rows=r, random_state=seed).fit(Xs)
+                   for r in ("scaled", "unit")} for seed in range(runs)}
+    for t, y in enumerate(ys):
+        for seed in range(runs):
+            cols = [f"{f.base_[t]}, {f.coupling_[t]:g}, {nmi(y, f.labels_[t]):.3f}"
+                    for f in fits[seed].values()]
+            print(f"| {task_names[t]} | {seed} | " + " | ".join(cols) + " |")
+
+
 def report(cells):
     cell_table(cells, FOUR)
     wtl_summary(cells, FOUR)
@@ -308,7 +330,15 @@ def main(argv=None):
     p.add_argument("--quick-n", type=int, default=120)
     p.add_argument("--save", metavar="FILE", help="write the cells as JSON after every data set")
     p.add_argument("--merge", nargs="+", metavar="FILE", help="report saved cells, run nothing")
+    p.add_argument("--diagnose", metavar="DATASETS",
+                   help="only the per-task base / coupling diagnostic on these data sets")
     args = p.parse_args(argv)
+    if args.diagnose:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            for name in args.diagnose.split(","):
+                diagnose(name, args.runs)
+        return
     if args.merge:
         cells = []
         for f in args.merge:

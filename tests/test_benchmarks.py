@@ -102,6 +102,8 @@ CASES = [
     ("mbc_golden.py write {tmp}/golden.npz", None, "wrote 312 arrays"),
     ("spectral_mtc_external.py --datasets reuters --runs 1 --quick --quick-n 60",
      "reuters21578", "Verdict:"),
+    ("spectral_mtc_external.py --diagnose reuters --runs 1", "reuters21578",
+     "| task 3 | 0 | spectral, 0, 0.901 | spectral, 0, 0.901 |"),
 ]
 
 
