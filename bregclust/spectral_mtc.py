@@ -748,7 +748,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         The labels ``kmeans_coupling="none"`` gives (same seeds).
     spectral_rows_ : list of str
         Per task, ``"scaled"`` or ``"unit"``: the rows of the spectral embeddings its spectral
-        partitions come from (``spectral_rows``; with ``"both"`` the one it kept).
+        partitions come from (``spectral_rows``; with ``"both"`` the one it kept: by
+        modularity, or with ``base_rule="consensus"`` the rule's pick for a task it keeps on
+        the spectral base).
     spectral_modularity_ : ndarray of shape (n_tasks, 2)
         :func:`modularity` of the single-task spectral partition from scaled and from unit
         rows (NaN for the variant not fitted: only ``"both"`` fits the two).

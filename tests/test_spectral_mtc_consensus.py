@@ -13,7 +13,6 @@ from naive_consensus import coassociation as naive_coassociation
 from naive_consensus import embedding as naive_embedding
 from sklearn.cluster import KMeans
 from sklearn.preprocessing import normalize
-from test_spectral_mtc_njw import _tasks
 
 from bregclust.kmeans import BregmanKMeans
 from bregclust.metrics import nmi
@@ -27,6 +26,19 @@ from bregclust.spectral_mtc import (
     spectral_labels,
     task_graph,
 )
+
+
+def _tasks(seed=4, sizes=((15, 14), (12, 13, 11), (10, 12)), d=5, noise=3.0):
+    """Tasks sharing cluster directions (the draws of tests/test_spectral_mtc_njw.py); with
+    ``noise=5.0`` the candidate bases disagree enough that consensus takes kl on a task."""
+    rng = np.random.default_rng(seed)
+    dirs = np.eye(d) * 4.0 + 0.5
+    Xs = []
+    for t, part in enumerate(sizes):
+        blocks = [dirs[(c + t) % d] + 0.6 * rng.random((m, d)) for c, m in enumerate(part)]
+        Xs.append(np.vstack(blocks))
+    rng = np.random.default_rng(seed)
+    return [X + noise * rng.random(X.shape) for X in Xs]
 
 
 def _ensemble(seed, n=40, m=5, k=(2, 3, 4, 3, 5)):
