@@ -27,7 +27,8 @@ its single-task partition keeps it.
 on the unit rows and kl k-means on the rows scaled to sum one, and the task keeps the
 partition of largest modularity on its own cosine kNN graph (:func:`modularity`,
 ``base_rule="modularity"``; ``base_rule="gain"``: the smallest regret over the three bases'
-objectives as gains over chance, :func:`base_regret`); only tasks that keep the spectral base
+objectives as gains over chance, :func:`base_regret`; ``base_rule="consensus"``: the partition
+that agrees most with the other bases' partitions, :func:`consensus_scores`); only tasks that keep the spectral base
 are coupled, unless ``kmeans_coupling="mbc"``: then the tasks on a k-means base are coupled in
 the manner of MBC (transport between the tasks' clusters, ``lam="auto"``) and each keeps the
 coupled partition only when its modularity is not lower. ``spectral_rows="unit"`` clusters the
@@ -54,6 +55,7 @@ from threadpoolctl import ThreadpoolController
 
 from . import _knn
 from ._callbacks import fit_callbacks
+from ._consensus import anmi, coassociation, coassociation_labels
 from ._multitask import (
     BOOLEAN,
     Interval,
@@ -69,7 +71,8 @@ from .kmeans import BregmanKMeans
 
 __all__ = ["SpectralMTC", "task_graph", "transfer_graph", "cross_task_graph", "joint_graph", "normalized_cut",
            "spectral_labels", "ARPACK_MAX_N", "BASES", "base_regret", "within_cluster_unit",
-           "kl_objective", "modularity"]
+           "kl_objective", "modularity", "consensus_scores", "coassociation",
+           "coassociation_labels", "anmi", "CONSENSUS_SEEDS"]
 
 #: ``eigen_solver="auto"`` uses ARPACK up to this many nodes and LOBPCG above (ARPACK in
 #: scikit-learn's shift-invert mode factorises the Laplacian, too slow on large kNN graphs);
@@ -550,6 +553,50 @@ def base_regret(objectives, chance):
     return np.mean(rel, axis=1)
 
 
+#: Seed offsets of ``base_rule="consensus"``: every candidate method runs at the task's seed
+#: ``s`` (the partition it offers) and at ``s + 100``, ``s + 200`` (its partitions the others
+#: are compared with).
+CONSENSUS_SEEDS = (0, 100, 200)
+
+
+def consensus_scores(runs):
+    """Consensus score of each candidate method: the mean NMI of its partition with the
+    partitions of the other methods.
+
+    ``runs[j][m]`` is method ``m``'s partition at seed ``j`` (``j = 0``: the partition the
+    method offers). The score of method ``m`` is
+    ``(1 / (M - 1)) sum_{o != m} (1 / J) sum_j NMI(P_m^0, P_o^j)``: the average normalised
+    mutual information (Strehl & Ghosh 2002) of its offered partition with the ensemble of the
+    other methods' runs, each method weighted equally (:func:`anmi`; NMI with square-root
+    normalisation). A method that agrees with the others scores high; its own runs at other
+    seeds do not count, so a method is not rewarded for being stable alone.
+
+    Parameters
+    ----------
+    runs : list of list of ndarray of shape (n,)
+        ``J >= 1`` lists of ``M >= 2`` partitions of the same rows, the methods in the same
+        order in every list.
+
+    Returns
+    -------
+    scores : ndarray of shape (M,)
+
+    Examples
+    --------
+    >>> a, b = [0, 0, 1, 1], [0, 1, 0, 1]
+    >>> consensus_scores([[a, a, b]]).round(3).tolist()
+    [0.5, 0.5, 0.0]
+    """
+    J, M = len(runs), len(runs[0])
+    if M < 2 or any(len(r) != M for r in runs):
+        raise ValueError("runs must give the same two or more methods at every seed.")
+    out = np.empty(M)
+    for m in range(M):
+        others = [runs[j][o] for o in range(M) if o != m for j in range(J)]
+        out[m] = anmi(runs[0][m], others)
+    return out
+
+
 #: The single-task bases of ``SpectralMTC(base="auto")``, in order of preference on ties.
 BASES = ("spectral", "spherical", "kl")
 
@@ -578,14 +625,20 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         ``"auto"``: all three (``"kl"`` only when every row is non-negative with a positive
         sum), and per task the partition ``base_rule`` prefers. Only tasks on the spectral
         base are coupled.
-    base_rule : {"modularity", "gain"}, default="modularity"
+    base_rule : {"modularity", "gain", "consensus"}, default="modularity"
         How ``base="auto"`` chooses. ``"modularity"``: the partition of largest modularity on
         the task's own cosine kNN graph (:func:`modularity`: within-cluster edge weight beyond
         what chance gives for the same cluster volumes; every base judged on the same graph).
         ``"gain"``: the partition whose regret over the three objectives - normalised cut on
         the task's graph, k-means sum of squares on unit rows, kl k-means objective, each as a
-        gain over chance - is smallest (:func:`base_regret`). Neither matches the better base
-        on every task of ``benchmarks/mtc_compare.py`` (see the guide).
+        gain over chance - is smallest (:func:`base_regret`). ``"consensus"``: the candidate
+        partition that agrees most with the other candidates (:func:`consensus_scores`: its
+        mean NMI with their runs at the task's seed and two more, :data:`CONSENSUS_SEEDS`);
+        the candidates are the spectral partitions of the rows ``spectral_rows`` names
+        (``"both"``: scaled and unit rows, the setting measured for issue 38) and the two
+        k-means, so the rule also chooses each task's spectral rows. It fits every candidate
+        three times. None of the three matches the better base on every task of
+        ``benchmarks/mtc_compare.py`` (see the guide).
     coupling : float or "auto", default="auto"
         ``mu >= 0``, the weight of the transferred edges relative to a task's own graph (both
         scaled to the same total weight). ``"auto"``: fit every value of ``coupling_grid`` and
@@ -669,6 +722,12 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     base_modularity_ : ndarray of shape (n_tasks, n_bases)
         :func:`modularity` of each base's partition on the task's own graph (NaN with a fixed
         ``base``).
+    consensus_candidates_ : tuple of str
+        With ``base_rule="consensus"`` (and ``base="auto"``), the candidates in the order of
+        ``base_consensus_``'s columns (``"spectral-scaled"``, ``"spectral-unit"``,
+        ``"spherical"``, ``"kl"``, as fitted); empty otherwise.
+    base_consensus_ : ndarray of shape (n_tasks, n_candidates)
+        :func:`consensus_scores` of every candidate per task (no columns without the rule).
     kmeans_coupled_ : list of bool
         Per task, whether it took the coupled k-means partition (``kmeans_coupling="mbc"``).
     kmeans_lam_ : list of float
@@ -689,7 +748,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         The labels ``kmeans_coupling="none"`` gives (same seeds).
     spectral_rows_ : list of str
         Per task, ``"scaled"`` or ``"unit"``: the rows of the spectral embeddings its spectral
-        partitions come from (``spectral_rows``; with ``"both"`` the one it kept).
+        partitions come from (``spectral_rows``; with ``"both"`` the one it kept: by
+        modularity, or with ``base_rule="consensus"`` the rule's pick for a task it keeps on
+        the spectral base).
     spectral_modularity_ : ndarray of shape (n_tasks, 2)
         :func:`modularity` of the single-task spectral partition from scaled and from unit
         rows (NaN for the variant not fitted: only ``"both"`` fits the two).
@@ -729,7 +790,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "n_init": [Interval(numbers.Integral, 1)],
         "min_agreement": [Interval(numbers.Real, -1.0, 1.0)],
         "base": [Options("auto", *BASES)],
-        "base_rule": [Options("modularity", "gain")],
+        "base_rule": [Options("modularity", "gain", "consensus")],
         "guard": [Options("pareto", "agreement")],
         "kmeans_coupling": [Options("none", "mbc")],
         "spectral_rows": [Options("scaled", "unit", "both")],
@@ -813,11 +874,12 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                                                                   size=T)
         Ws = [task_graph(X, self.n_neighbors) for X in Xs]
         variants = ("scaled", "unit") if self.spectral_rows == "both" else (self.spectral_rows,)
-        rows_t, single = [], []
+        rows_t, single, spec = [], [], []
         self.spectral_modularity_ = np.full((T, 2), np.nan)
         for t in range(T):
             lab = _spectral_variants(Ws[t], ks[t], variants, eigen_solver=self.eigen_solver,
                                      n_init=self.n_init, random_state=int(seeds[t]))
+            spec.append(lab)
             for j, v in enumerate(("scaled", "unit")):
                 if v in lab and len(variants) > 1:
                     self.spectral_modularity_[t, j] = modularity(Ws[t], lab[v])
@@ -827,7 +889,11 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             rows_t.append(v)
             single.append(lab[v])
         bases, base_obj, base_chance, chosen, base_labels, base_mod, base_cands = \
-            self._choose_bases(Xs, Ws, ks, seeds, single)
+            self._choose_bases(Xs, Ws, ks, seeds, single, spec, variants)
+        if self._consensus_rows is not None:  # base_rule="consensus" also chose the rows
+            for t, v in enumerate(self._consensus_rows):
+                if v is not None:
+                    rows_t[t], single[t] = v, spec[t][v]
         spectral_tasks = [t for t in range(T) if chosen[t] == "spectral"]
         if not spectral_tasks:
             mus = mus[:1] if mus[0] == 0 else mus  # nothing to couple: no joint graph
@@ -983,9 +1049,10 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                     self.kmeans_refusal_[t] = None
         return labels
 
-    def _choose_bases(self, Xs, Ws, ks, seeds, single):
-        """Per task, the single-task base ``base_rule`` prefers (largest :func:`modularity`
-        or smallest :func:`base_regret`)."""
+    def _choose_bases(self, Xs, Ws, ks, seeds, single, spec, variants):
+        """Per task, the single-task base ``base_rule`` prefers (largest :func:`modularity`,
+        smallest :func:`base_regret`, or the consensus choice of :func:`consensus_scores`,
+        which also chooses the spectral rows among ``variants``: ``self._consensus_rows``)."""
         # kl k-means needs non-negative rows with a positive sum (counts, tf-idf, pixels)
         simplex = all((X.data if sp.issparse(X) else np.asarray(X)).min(initial=0.0) >= 0
                       and np.all(np.asarray(abs(X).sum(axis=1)).ravel() > 0) for X in Xs)
@@ -998,17 +1065,15 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             bases = BASES if simplex else BASES[:2]
         chosen, labels, objs, chance, cands = [], [], [], [], []
         mods = [[np.nan] * len(bases) for _ in Xs]
+        consensus = self.base_rule == "consensus" and len(bases) > 1
+        self._consensus_rows = [None] * len(Xs) if consensus else None
+        names = [f"spectral-{v}" for v in variants] + list(bases[1:])
+        self.consensus_candidates_ = tuple(names) if consensus else ()
+        self.base_consensus_ = np.full((len(Xs), len(names)), np.nan) if consensus else \
+            np.full((len(Xs), 0), np.nan)
         for t, X in enumerate(Xs):
-            cand = {}
-            for b in bases:
-                if b == "spectral":
-                    cand[b] = single[t]
-                elif b == "spherical":
-                    cand[b] = BregmanKMeans(ks[t], random_state=int(seeds[t])).fit(
-                        _unit(X)).labels_.astype(np.int64)
-                else:
-                    cand[b] = BregmanKMeans(ks[t], divergence="kl", random_state=int(seeds[t])
-                                            ).fit(normalize(X, norm="l1")).labels_.astype(np.int64)
+            cand = {b: single[t] if b == "spectral" else
+                    self._kmeans_base(b, X, ks[t], int(seeds[t])) for b in bases}
             cands.append(cand)
             if len(bases) == 1:
                 objs.append(np.zeros((1, 1)))
@@ -1016,6 +1081,25 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 chosen.append(bases[0])
                 labels.append(cand[bases[0]])
                 continue
+            if consensus:
+                own = [spec[t][v] for v in variants] + [cand[b] for b in bases[1:]]
+                runs = [own]
+                for j in CONSENSUS_SEEDS[1:]:  # the same methods at other seeds
+                    sub = (int(seeds[t]) + j) % (2 ** 31 - 1)
+                    lab = _spectral_variants(Ws[t], ks[t], variants,
+                                             eigen_solver=self.eigen_solver, n_init=self.n_init,
+                                             random_state=sub)
+                    runs.append([lab[v] for v in variants]
+                                + [self._kmeans_base(b, X, ks[t], sub) for b in bases[1:]])
+                score = consensus_scores(runs)
+                self.base_consensus_[t] = score
+                i = int(np.flatnonzero(score >= score.max() - 1e-12)[0])  # ties: earlier
+                if i < len(variants):
+                    self._consensus_rows[t] = variants[i]
+                    cand["spectral"] = spec[t][variants[i]]
+                    b = "spectral"
+                else:
+                    b = bases[1 + i - len(variants)]
             Xn = _unit(X)
             P = normalize(X, norm="l1") if "kl" in bases else None
             crit = {"spectral": lambda lab: normalized_cut(Ws[t], lab),
@@ -1030,6 +1114,10 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             objs.append(o)
             chance.append(np.array([ref[c] for c in bases]))
             mods[t] = [modularity(Ws[t], cand[b]) for b in bases]
+            if consensus:
+                chosen.append(b)
+                labels.append(cand[b])
+                continue
             if self.base_rule == "gain":
                 r = base_regret(o, chance[-1])
             else:  # the largest modularity on the task's own graph
@@ -1039,6 +1127,15 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             chosen.append(b)
             labels.append(cand[b])
         return bases, objs, chance, chosen, labels, np.array(mods), cands
+
+    @staticmethod
+    def _kmeans_base(b, X, k, seed):
+        """The partition of one k-means base (``"spherical"``: squared Euclidean on the unit
+        rows; ``"kl"``: kl on the rows scaled to sum one)."""
+        if b == "spherical":
+            return BregmanKMeans(k, random_state=seed).fit(_unit(X)).labels_.astype(np.int64)
+        return BregmanKMeans(k, divergence="kl", random_state=seed).fit(
+            normalize(X, norm="l1")).labels_.astype(np.int64)
 
     def predict(self, X, task=None):
         """Cluster of new rows of task ``task``: the label of the most similar training row.

@@ -61,6 +61,8 @@ CASES = [
      "SpecMTC-kmc"),
     ("spectral_mtc_njw.py --run digits --runs 1 --quick --save {tmp}/njw.json", None,
      "# Against four baselines (the three and NJW (cosine 10-NN))"),
+    ("spectral_mtc_base.py --datasets digits --runs 1 --quick --save {tmp}/base.json", None,
+     "Decision rule A (set E; decision cells webkb4, tr45, hitech)"),
     ("minibatch_speed.py --n-dense 20000 --repeat 1 --skip-kl --out-of-core 200000 "
      "--rows-per-chunk 50000 --memory-limit 1GB --compile", None, "time ours / sklearn:"),
     ("minibatch_speed.py --skip-dense --kl-seeds 1 --repeat 1", "20newsgroups",
