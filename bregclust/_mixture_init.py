@@ -29,7 +29,8 @@ from ._smoothing import resolve_smoothing
 
 __all__ = ["TEXT_STARTS", "TEXT_SHORT_ITER", "TEXT_KEEP", "TEXT_MID_ITER", "TEXT_KMEANS_ITER",
            "MULTINOMIAL_PSEUDO_PER_TERM", "tfidf_rows", "spherical_kmeans", "tfidf_partitions",
-           "best_runs", "one_hot", "mixture_smoothing"]
+           "best_runs", "one_hot", "mixture_smoothing", "TEXT_ANNEAL", "ANNEAL_NATS", "ANNEAL_RATE",
+           "ANNEAL_ITER", "logit_gaps", "anneal_schedule"]
 
 #: ``init="auto"`` on counts draws at least this many tf-idf k-means partitions ...
 TEXT_STARTS = 6
@@ -46,6 +47,18 @@ TEXT_KEEP = 1
 TEXT_MID_ITER = 3
 #: Lloyd iterations of each tf-idf k-means start (the start only needs the right basin).
 TEXT_KMEANS_ITER = 10
+#: Deterministic-annealing EM (Ueda & Nakano, 1998) after the start search: the chosen start's
+#: parameters are refined by annealed EM (responsibilities proportional to
+#: ``(pi_h p(x | h))^b``, ``b`` raised from ``b0`` to 1, :func:`anneal_schedule`) before plain EM
+#: to convergence. Session 20 measured it (``benchmarks/mixture_text.py --part anneal``).
+TEXT_ANNEAL = False
+#: ``b0 = ANNEAL_NATS / median gap``: at ``b0`` the median row's most probable component is
+#: ``exp(ANNEAL_NATS)`` times as probable as its second (:func:`anneal_schedule`).
+ANNEAL_NATS = 1.0
+#: ``b`` is multiplied by this after each temperature ...
+ANNEAL_RATE = 2.0
+#: ... at which at most this many annealed EM iterations run.
+ANNEAL_ITER = 5
 #: The multinomial mixture's ``smoothing="auto"``: pseudo-words per vocabulary term.
 MULTINOMIAL_PSEUDO_PER_TERM = 0.1
 
@@ -222,6 +235,68 @@ def best_runs(runs, keep):
     """
     order = sorted(range(len(runs)), key=lambda i: -runs[i].lower_bound)
     return [runs[i] for i in order[:max(int(keep), 1)]]
+
+
+def logit_gaps(logits):
+    """Per row, the largest logit minus the second largest (``inf`` when only one is finite).
+
+    Parameters
+    ----------
+    logits : ndarray of shape (n_samples, k)
+        ``log pi_h + log p(x_i | h)`` up to a per-row constant (``-inf`` allowed), ``k >= 2``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> logit_gaps(np.array([[0.0, -3.0, -1.0], [-5.0, -np.inf, 2.0]])).tolist()
+    [1.0, 7.0]
+    """
+    L = np.asarray(logits, dtype=np.float64)
+    top2 = -np.sort(-L, axis=1)[:, :2]
+    with np.errstate(invalid="ignore"):
+        return np.where(top2[:, 0] > -np.inf, top2[:, 0] - top2[:, 1], np.nan)
+
+
+def anneal_schedule(gaps, nats=None, rate=None):
+    """The inverse temperatures of annealed EM below 1: ``b0, b0 r, b0 r^2, ...`` (< 1).
+
+    ``b0 = nats / median(gaps)`` over the rows with a finite positive gap: at ``b0`` the median
+    row's most probable component is ``exp(nats)`` times as probable as its second under the
+    start's parameters (multinomial documents have gaps of hundreds of nats, so ``b0`` is
+    small); empty when ``b0 >= 1`` (the rows are already that uncertain).
+
+    Parameters
+    ----------
+    gaps : ndarray
+        :func:`logit_gaps` of the start.
+    nats : float, default=ANNEAL_NATS
+    rate : float, default=ANNEAL_RATE
+        Greater than 1.
+
+    Returns
+    -------
+    list of float
+
+    Examples
+    --------
+    >>> anneal_schedule(np.array([40.0, 10.0, np.inf, 20.0]), nats=2.0, rate=2.0)
+    [0.1, 0.2, 0.4, 0.8]
+    """
+    nats = ANNEAL_NATS if nats is None else float(nats)
+    rate = ANNEAL_RATE if rate is None else float(rate)
+    g = np.asarray(gaps, dtype=np.float64)
+    g = g[np.isfinite(g) & (g > 0)]
+    if g.size == 0 or not rate > 1.0:
+        return []
+    b = nats / float(np.median(g))
+    out = []
+    while b < 1.0:
+        out.append(b)
+        b *= rate
+    return out
 
 
 def one_hot(labels, k, eps=1e-6):
