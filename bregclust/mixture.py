@@ -1164,7 +1164,8 @@ BregmanKMeans, ndarray or dict, default="auto"
         final plain-EM phase (the annealed objectives are other functions); its ``n_iter``
         counts every iteration."""
         p = run.params
-        D = E.pairwise(st.div, srcc.block.X, p.U)
+        blk = srcc.block
+        D = E.pairwise(st.div, blk.X, p.U, blk.prepared(st.div))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             logits = (p.logpi + st.fam.alpha_part(p.beta, st.d))[None, :] - p.beta[None, :] * D
         n_iter, dead = run.n_iter, set(run.dead)
