@@ -238,12 +238,13 @@ def best_runs(runs, keep):
 
 
 def logit_gaps(logits):
-    """Per row, the largest logit minus the second largest (``inf`` when only one is finite).
+    """Per row, the largest logit minus the second largest (``inf`` when only one is finite or
+    ``k = 1``, ``nan`` when none is).
 
     Parameters
     ----------
     logits : ndarray of shape (n_samples, k)
-        ``log pi_h + log p(x_i | h)`` up to a per-row constant (``-inf`` allowed), ``k >= 2``.
+        ``log pi_h + log p(x_i | h)`` up to a per-row constant (``-inf`` allowed).
 
     Returns
     -------
@@ -255,6 +256,8 @@ def logit_gaps(logits):
     [1.0, 7.0]
     """
     L = np.asarray(logits, dtype=np.float64)
+    if L.shape[1] < 2:
+        return np.full(L.shape[0], np.inf)
     top2 = -np.sort(-L, axis=1)[:, :2]
     with np.errstate(invalid="ignore"):
         return np.where(top2[:, 0] > -np.inf, top2[:, 0] - top2[:, 1], np.nan)

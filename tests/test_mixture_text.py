@@ -378,6 +378,16 @@ def test_anneal_schedule_matches_the_loop_reference():
     np.testing.assert_allclose(anneal_schedule(logit_gaps(logits), nats=1.5, rate=1.7),
                                schedule(want, 1.5, 1.7), rtol=1e-12)
     assert anneal_schedule(np.array([0.5, 0.2]), nats=1.0, rate=2.0) == []  # b0 >= 1
+    assert anneal_schedule(logit_gaps(logits[:, :1])) == []  # one component: nothing to anneal
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_annealed_fit_with_one_component_is_the_plain_fit(monkeypatch):
+    X, _ = topic_corpus(k=2, per=10)
+    want = BregmanMixture(1, divergence="kl", random_state=0).fit(X)
+    _annealing(monkeypatch)
+    got = BregmanMixture(1, divergence="kl", random_state=0).fit(X)
+    np.testing.assert_allclose(got.means_, want.means_, rtol=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
