@@ -824,7 +824,10 @@ BregmanKMeans, ndarray or dict, default="auto"
         dispersions. ``"kmeans"``: a Bregman k-means fit from k-means++ seeds (k-means|| on a
         dask array); its centres are the means. ``"tfidf-kmeans"`` (multinomial, in-memory
         counts): ``max(n_init, 6)`` partitions by spherical k-means on the tf-idf rows, three EM
-        iterations from each, then EM from the best (``bregclust._mixture_init``).
+        iterations from each, then from the best deterministic-annealing EM (Ueda & Nakano,
+        1998: responsibilities proportional to ``(pi_h p(x | h))^b``, ``b`` doubled up to 1,
+        five iterations per temperature) and EM to convergence (``bregclust._mixture_init``;
+        ``lower_bounds_`` holds that last phase).
         ``"auto"``: ``"k-means||"`` for a dask array, ``"tfidf-kmeans"`` for the multinomial
         family, ``"k-means++"`` otherwise.
         A fitted :class:`~bregclust.BregmanKMeans` (its centres), an array of means
@@ -899,7 +902,8 @@ BregmanKMeans, ndarray or dict, default="auto"
         log-likelihood (minus the smoothing term per unit weight when ``smoothing > 0``).
     lower_bounds_ : list of float
         Its value at every iteration of the best restart; it never decreases (EM) when
-        ``reg_dispersion=0`` and no component degenerates.
+        ``reg_dispersion=0`` and no component degenerates. After annealed EM (the multinomial
+        ``init="tfidf-kmeans"``) it holds the final plain-EM phase.
     n_iter_ : int
     converged_ : bool
     smoothing_ : float
@@ -1131,7 +1135,8 @@ BregmanKMeans, ndarray or dict, default="auto"
         """``init="tfidf-kmeans"``: ``max(n_init, TEXT_STARTS)`` spherical k-means partitions
         of the tf-idf rows, a few EM iterations from each, the best few continued a few more
         (``bregclust._mixture_init``: ``TEXT_SHORT_ITER``, ``TEXT_KEEP``, ``TEXT_MID_ITER``),
-        then EM to convergence from the start with the highest objective."""
+        then from the start with the highest objective annealed EM (``TEXT_ANNEAL``,
+        :meth:`_anneal`) and EM to convergence."""
         blk = srcc.block
         parts = MI.tfidf_partitions(blk.X, k, max(self.n_init, MI.TEXT_STARTS), rng,
                                     blk.weights(), max_iter=MI.TEXT_KMEANS_ITER)
