@@ -826,8 +826,9 @@ BregmanKMeans, ndarray or dict, default="auto"
         counts): ``max(n_init, 6)`` partitions by spherical k-means on the tf-idf rows, three EM
         iterations from each, then from the best deterministic-annealing EM (Ueda & Nakano,
         1998: responsibilities proportional to ``(pi_h p(x | h))^b``, ``b`` doubled up to 1,
-        five iterations per temperature) and EM to convergence (``bregclust._mixture_init``;
-        ``lower_bounds_`` holds that last phase).
+        five iterations per temperature, not counted against ``max_iter``; not with
+        ``assignment="hard"``) and EM to convergence (``bregclust._mixture_init``;
+        ``lower_bounds_`` holds that last phase, ``n_iter_`` counts every iteration).
         ``"auto"``: ``"k-means||"`` for a dask array, ``"tfidf-kmeans"`` for the multinomial
         family, ``"k-means++"`` otherwise.
         A fitted :class:`~bregclust.BregmanKMeans` (its centres), an array of means
@@ -1151,7 +1152,7 @@ BregmanKMeans, ndarray or dict, default="auto"
             kept = MI.best_runs([self._more_em(srcc, st, run, MI.TEXT_MID_ITER,
                                                f"{desc} start {start[id(run)]}")
                                  for run in kept], 1)
-        if MI.TEXT_ANNEAL:
+        if MI.TEXT_ANNEAL and not st.hard:  # hard assignments are the same at any temperature
             best = self._anneal(srcc, st, kept[0], desc)
         else:
             best = self._more_em(srcc, st, kept[0], self.max_iter, desc)

@@ -416,6 +416,8 @@ KERNEL_ORACLES = {
         "_annealing": "sets the annealed-EM knobs for the annealing tests",
         "test_annealed_em_equals_the_loop_reference":
             "annealed EM against the loop-based reference of tests/naive_anneal_mixture.py",
+        "test_classification_em_is_not_annealed":
+            "the annealing switched off and on around the same classification-EM fit",
         "test_annealed_fit_with_one_component_is_the_plain_fit":
             "the annealing switched off and on around the same one-component fit",
         "test_anneal_schedule_matches_the_loop_reference":

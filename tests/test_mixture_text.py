@@ -388,6 +388,19 @@ def test_anneal_schedule_matches_the_loop_reference():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_classification_em_is_not_annealed(monkeypatch):
+    """Hard assignments do not depend on the temperature: ``assignment="hard"`` skips it."""
+    import bregclust._mixture_init as MI
+
+    X, _ = topic_corpus(k=3, per=15, seed=15)
+    got = BregmanMixture(3, divergence="kl", assignment="hard", random_state=0).fit(X)
+    monkeypatch.setattr(MI, "TEXT_ANNEAL", False)
+    want = BregmanMixture(3, divergence="kl", assignment="hard", random_state=0).fit(X)
+    np.testing.assert_array_equal(got.means_, want.means_)
+    assert got.n_iter_ == want.n_iter_ == len(got.lower_bounds_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_annealed_fit_with_one_component_is_the_plain_fit(monkeypatch):
     import bregclust._mixture_init as MI
 
