@@ -33,7 +33,7 @@ from ._smoothing import resolve_smoothing
 __all__ = ["TEXT_STARTS", "TEXT_SHORT_ITER", "TEXT_KEEP", "TEXT_MID_ITER", "TEXT_KMEANS_ITER",
            "MULTINOMIAL_PSEUDO_PER_TERM", "tfidf_rows", "spherical_kmeans", "tfidf_partitions",
            "best_runs", "one_hot", "mixture_smoothing", "TEXT_ANNEAL", "ANNEAL_NATS", "ANNEAL_RATE",
-           "ANNEAL_ITER", "logit_gaps", "anneal_schedule"]
+           "ANNEAL_ITER", "logit_gaps", "weighted_median", "anneal_schedule"]
 
 #: ``init="auto"`` on counts draws at least this many tf-idf k-means partitions ...
 TEXT_STARTS = 6
@@ -271,13 +271,51 @@ def logit_gaps(logits):
         return np.where(top2[:, 0] > -np.inf, top2[:, 0] - top2[:, 1], np.nan)
 
 
-def anneal_schedule(gaps, nats=None, rate=None):
+def weighted_median(values, weights=None):
+    """The median of ``values`` with each counted ``weights`` times (``numpy.median`` of the
+    values repeated when the weights are integers: the mean of the two middle values when the
+    cumulative weight reaches exactly half).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+        Not empty.
+    weights : ndarray of shape (n,), optional
+        Non-negative, with a positive sum; ones when not given.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> weighted_median(np.array([1.0, 2.0, 10.0]), np.array([1.0, 2.0, 1.0]))
+    2.0
+    >>> weighted_median(np.array([1.0, 2.0, 10.0, 20.0]))
+    6.0
+    """
+    v = np.asarray(values, dtype=np.float64)
+    w = np.ones(v.size) if weights is None else np.asarray(weights, dtype=np.float64)
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    keep = w > 0
+    v, w = v[keep], w[keep]
+    c = np.cumsum(w)
+    half = 0.5 * c[-1]
+    j = int(np.searchsorted(c, half))  # first cumulative weight >= half
+    if c[j] == half and j + 1 < v.size:
+        return 0.5 * float(v[j] + v[j + 1])
+    return float(v[j])
+
+
+def anneal_schedule(gaps, nats=None, rate=None, weights=None):
     """The inverse temperatures of annealed EM below 1: ``b0, b0 r, b0 r^2, ...`` (< 1).
 
-    ``b0 = nats / median(gaps)`` over the rows with a finite positive gap: at ``b0`` the median
-    row's most probable component is ``exp(nats)`` times as probable as its second under the
-    start's parameters (multinomial documents have gaps of hundreds of nats, so ``b0`` is
-    small); empty when ``b0 >= 1`` (the rows are already that uncertain).
+    ``b0 = nats / median(gaps)`` over the rows with a finite positive gap (weighted by
+    ``weights``, :func:`weighted_median`): at ``b0`` the median row's most probable component
+    is ``exp(nats)`` times as probable as its second under the start's parameters (multinomial
+    documents have gaps of hundreds of nats, so ``b0`` is small); empty when ``b0 >= 1`` (the
+    rows are already that uncertain).
 
     Parameters
     ----------
@@ -286,6 +324,8 @@ def anneal_schedule(gaps, nats=None, rate=None):
     nats : float, default=ANNEAL_NATS
     rate : float, default=ANNEAL_RATE
         Greater than 1.
+    weights : ndarray, optional
+        The rows' sample weights.
 
     Returns
     -------
@@ -299,10 +339,11 @@ def anneal_schedule(gaps, nats=None, rate=None):
     nats = ANNEAL_NATS if nats is None else float(nats)
     rate = ANNEAL_RATE if rate is None else float(rate)
     g = np.asarray(gaps, dtype=np.float64)
-    g = g[np.isfinite(g) & (g > 0)]
-    if g.size == 0 or not rate > 1.0:
+    w = np.ones(g.size) if weights is None else np.asarray(weights, dtype=np.float64)
+    ok = np.isfinite(g) & (g > 0) & (w > 0)
+    if not ok.any() or not rate > 1.0:
         return []
-    b = nats / float(np.median(g))
+    b = nats / weighted_median(g[ok], w[ok])
     out = []
     while b < 1.0:
         out.append(b)

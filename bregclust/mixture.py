@@ -1175,7 +1175,8 @@ BregmanKMeans, ndarray or dict, default="auto"
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             logits = (p.logpi + st.fam.alpha_part(p.beta, st.d))[None, :] - p.beta[None, :] * D
         n_iter, dead = run.n_iter, set(run.dead)
-        for t, temper in enumerate(MI.anneal_schedule(MI.logit_gaps(logits))):
+        for t, temper in enumerate(MI.anneal_schedule(MI.logit_gaps(logits),
+                                                      weights=blk.weights())):
             r = _em(srcc, st, p, MI.ANNEAL_ITER, self.tol, verbose=self.verbose,
                     desc=f"{desc} anneal {t}", temper=temper)
             p, n_iter = r.params, n_iter + r.n_iter

@@ -420,6 +420,8 @@ KERNEL_ORACLES = {
             "the annealing switched off and on around the same classification-EM fit",
         "test_annealed_fit_with_one_component_is_the_plain_fit":
             "the annealing switched off and on around the same one-component fit",
+        "test_weighted_median_is_the_median_of_the_repeated_values":
+            "the weighted median of the schedule against numpy's median of repeated values",
         "test_anneal_schedule_matches_the_loop_reference":
             "the logit gaps and temperatures against the loop-based reference",
         "test_annealed_fit_is_the_search_then_annealing_then_plain_em":

@@ -387,6 +387,22 @@ def test_anneal_schedule_matches_the_loop_reference():
     assert anneal_schedule(logit_gaps(logits[:, :1])) == []  # one component: nothing to anneal
 
 
+def test_weighted_median_is_the_median_of_the_repeated_values():
+    from bregclust._mixture_init import anneal_schedule, weighted_median
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 5, 8):
+        v = rng.normal(size=n)
+        w = rng.integers(0, 4, size=n)
+        w[0] = max(w[0], 1)
+        assert weighted_median(v, w) == np.median(np.repeat(v, w))
+        assert weighted_median(v) == np.median(v)
+    g = rng.uniform(10, 200, size=9)
+    w = rng.integers(1, 4, size=9)
+    assert anneal_schedule(g, nats=3.0, rate=2.0, weights=w) == anneal_schedule(
+        np.repeat(g, w), nats=3.0, rate=2.0)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_classification_em_is_not_annealed(monkeypatch):
     """Hard assignments do not depend on the temperature: ``assignment="hard"`` skips it."""
