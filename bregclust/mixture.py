@@ -490,10 +490,15 @@ class _Params:
     logpi: np.ndarray
     beta: np.ndarray
 
-    def centres(self, div, fam):
+    def centres(self, div, fam, temper=1.0):
+        """The E-step's components; ``temper`` < 1 (annealed EM) multiplies every logit
+        ``alpha_h - beta_h d(x, u_h)`` by it, so the responsibilities are proportional to
+        ``(pi_h p(x | h))^temper`` (the row's base measure cancels)."""
         d = self.U.shape[1]
         with np.errstate(divide="ignore"):
             alpha = self.logpi + fam.alpha_part(self.beta, d)
+        if temper != 1.0:
+            return MP.prepare_mixture(div, self.U, temper * alpha, temper * self.beta)
         return MP.prepare_mixture(div, self.U, alpha, self.beta)
 
 
@@ -633,11 +638,15 @@ def _m_step(st, part, prev, exact=None):
     return _Params(U, logpi, beta), np.flatnonzero(dead)
 
 
-def _objective(st, part, p):
+def _objective(st, part, p, temper=1.0):
     """The per-sample objective EM increases (data units): the mean log-likelihood minus the
-    smoothing term per unit weight."""
+    smoothing term per unit weight. With ``temper`` < 1 (the E-step of ``p.centres(...,
+    temper)``) the log-likelihood is replaced by the annealed one,
+    ``(1 / temper) sum_i w_i log sum_h (pi_h p(x_i | h))^temper`` (minus the free energy of
+    Ueda & Nakano, 1998), which annealed EM increases at a fixed ``temper``."""
+    ll = part.loglik if temper == 1.0 else part.loglik / temper
     with np.errstate(invalid="ignore", over="ignore"):
-        return (part.loglik + st.base - _penalty(st, p)) / st.wtot + st.jac
+        return (ll + st.base - _penalty(st, p)) / st.wtot + st.jac
 
 
 @dataclass
@@ -718,11 +727,14 @@ class _Run:
         return self.history[-1] if self.history else -np.inf
 
 
-def _em(src, st, params, max_iter, tol, *, verbose=0, desc="BregmanMixture", lower=-np.inf):
+def _em(src, st, params, max_iter, tol, *, verbose=0, desc="BregmanMixture", lower=-np.inf,
+        temper=1.0):
     """One restart of EM from ``params``: E-step pass, M-step, until the per-sample objective
     changes by less than ``tol`` (scikit-learn's rule) or ``max_iter``. With ``st.hard`` the
     E-step gives every row wholly to its most probable component (classification EM) and the
-    objective is the classification log-likelihood."""
+    objective is the classification log-likelihood. ``temper`` < 1: annealed EM at that
+    inverse temperature (responsibilities proportional to ``(pi_h p(x | h))^temper``, the
+    objective that of :func:`_objective`)."""
     history = []
     converged = False
     n_iter = 0
@@ -730,9 +742,9 @@ def _em(src, st, params, max_iter, tol, *, verbose=0, desc="BregmanMixture", low
     lb = lower
     with progress(verbose, total=max_iter, desc=desc) as bar:
         for it in range(1, max_iter + 1):
-            mc = params.centres(st.div, st.fam)
+            mc = params.centres(st.div, st.fam, temper)
             part = src.run(MP.mixture_block, st.div, mc, st.hard)
-            F = _objective(st, part, params)
+            F = _objective(st, part, params, temper)
             if F != F or F == np.inf:
                 raise ValueError(
                     f"the {st.fam.name} log-likelihood of X is not finite (float64 overflow); "
@@ -812,7 +824,11 @@ BregmanKMeans, ndarray or dict, default="auto"
         dispersions. ``"kmeans"``: a Bregman k-means fit from k-means++ seeds (k-means|| on a
         dask array); its centres are the means. ``"tfidf-kmeans"`` (multinomial, in-memory
         counts): ``max(n_init, 6)`` partitions by spherical k-means on the tf-idf rows, three EM
-        iterations from each, then EM from the best (``bregclust._mixture_init``).
+        iterations from each, then from the best deterministic-annealing EM (Ueda & Nakano,
+        1998: responsibilities proportional to ``(pi_h p(x | h))^b``, ``b`` doubled up to 1,
+        five iterations per temperature, not counted against ``max_iter``; not with
+        ``assignment="hard"``) and EM to convergence (``bregclust._mixture_init``;
+        ``lower_bounds_`` holds that last phase, ``n_iter_`` counts every iteration).
         ``"auto"``: ``"k-means||"`` for a dask array, ``"tfidf-kmeans"`` for the multinomial
         family, ``"k-means++"`` otherwise.
         A fitted :class:`~bregclust.BregmanKMeans` (its centres), an array of means
@@ -887,7 +903,8 @@ BregmanKMeans, ndarray or dict, default="auto"
         log-likelihood (minus the smoothing term per unit weight when ``smoothing > 0``).
     lower_bounds_ : list of float
         Its value at every iteration of the best restart; it never decreases (EM) when
-        ``reg_dispersion=0`` and no component degenerates.
+        ``reg_dispersion=0`` and no component degenerates. After annealed EM (the multinomial
+        ``init="tfidf-kmeans"``) it holds the final plain-EM phase.
     n_iter_ : int
     converged_ : bool
     smoothing_ : float
@@ -1119,7 +1136,8 @@ BregmanKMeans, ndarray or dict, default="auto"
         """``init="tfidf-kmeans"``: ``max(n_init, TEXT_STARTS)`` spherical k-means partitions
         of the tf-idf rows, a few EM iterations from each, the best few continued a few more
         (``bregclust._mixture_init``: ``TEXT_SHORT_ITER``, ``TEXT_KEEP``, ``TEXT_MID_ITER``),
-        then EM to convergence from the start with the highest objective."""
+        then from the start with the highest objective annealed EM (``TEXT_ANNEAL``,
+        :meth:`_anneal`) and EM to convergence."""
         blk = srcc.block
         parts = MI.tfidf_partitions(blk.X, k, max(self.n_init, MI.TEXT_STARTS), rng,
                                     blk.weights(), max_iter=MI.TEXT_KMEANS_ITER)
@@ -1134,11 +1152,38 @@ BregmanKMeans, ndarray or dict, default="auto"
             kept = MI.best_runs([self._more_em(srcc, st, run, MI.TEXT_MID_ITER,
                                                f"{desc} start {start[id(run)]}")
                                  for run in kept], 1)
-        best = self._more_em(srcc, st, kept[0], self.max_iter, desc)
+        if MI.TEXT_ANNEAL and not st.hard:  # hard assignments are the same at any temperature
+            best = self._anneal(srcc, st, kept[0], desc)
+        else:
+            best = self._more_em(srcc, st, kept[0], self.max_iter, desc)
         self._warn_run(best, desc, 0)
         if not best.converged:
             self._warn_convergence(desc)
         return best
+
+    def _anneal(self, srcc, st, run, desc):
+        """Deterministic-annealing EM (Ueda & Nakano, 1998) from ``run``'s parameters: at each
+        inverse temperature of :func:`bregclust._mixture_init.anneal_schedule` (``beta0`` from
+        the spread of the rows' logit gaps under those parameters, raised by
+        ``ANNEAL_RATE`` up to 1) at most ``ANNEAL_ITER`` annealed EM iterations, then plain EM
+        to convergence (at most ``max_iter`` iterations). The run's history is that of the
+        final plain-EM phase (the annealed objectives are other functions); its ``n_iter``
+        counts every iteration."""
+        p = run.params
+        blk = srcc.block
+        D = E.pairwise(st.div, blk.X, p.U, blk.prepared(st.div))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            logits = (p.logpi + st.fam.alpha_part(p.beta, st.d))[None, :] - p.beta[None, :] * D
+        n_iter, dead = run.n_iter, set(run.dead)
+        for t, temper in enumerate(MI.anneal_schedule(MI.logit_gaps(logits),
+                                                      weights=blk.weights())):
+            r = _em(srcc, st, p, MI.ANNEAL_ITER, self.tol, verbose=self.verbose,
+                    desc=f"{desc} anneal {t}", temper=temper)
+            p, n_iter = r.params, n_iter + r.n_iter
+            dead.update(r.dead)
+        last = _em(srcc, st, p, self.max_iter, self.tol, verbose=self.verbose, desc=desc)
+        return _Run(last.params, last.history, n_iter + last.n_iter, last.converged,
+                    dead | last.dead)
 
     def _more_em(self, srcc, st, run, iters, desc):
         """``run`` continued by at most ``iters`` EM iterations (never past ``max_iter`` in

@@ -99,6 +99,8 @@ CASES = [
      "Spearman (loglik, NMI)"),
     ("mixture_text.py --part search --seeds 1 --ref-seeds 1 --datasets tr23 --schedules A C",
      "cluto_docs/tr23.mat", "largest time ratio"),
+    ("mixture_text.py --part anneal --seeds 1 --ref-seeds 1 --datasets tr23 --candidates AN3 "
+     "AN10s --ref-cache {tmp}/refs", "cluto_docs/tr23.mat", "mean NMI - A's per set"),
     ("mbc_mtcmrl.py --datasets reuters --runs 1 --variants tfidf-sq --skip-grid --skip-snmf",
      "reuters21578", "as run [tfidf-sq] MBC lam=auto guard=task"),
     ("mbc_golden.py write {tmp}/golden.npz", None, "wrote 312 arrays"),

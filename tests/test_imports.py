@@ -413,6 +413,20 @@ KERNEL_ORACLES = {
             "the start search's schedule knobs set for the test (reproducibility, inputs)",
         "test_spherical_kmeans_shared_transpose_and_layouts_give_the_same_labels":
             "the start's spherical k-means against itself on other layouts of the same rows",
+        "_annealing": "sets the annealed-EM knobs for the annealing tests",
+        "test_annealed_em_equals_the_loop_reference":
+            "annealed EM against the loop-based reference of tests/naive_anneal_mixture.py",
+        "test_classification_em_is_not_annealed":
+            "the annealing switched off and on around the same classification-EM fit",
+        "test_annealed_fit_with_one_component_is_the_plain_fit":
+            "the annealing switched off and on around the same one-component fit",
+        "test_weighted_median_is_the_median_of_the_repeated_values":
+            "the weighted median of the schedule against numpy's median of repeated values",
+        "test_anneal_schedule_matches_the_loop_reference":
+            "the logit gaps and temperatures against the loop-based reference",
+        "test_annealed_fit_is_the_search_then_annealing_then_plain_em":
+            "the annealed fit against plain EM from the start (empty schedule) and the "
+            "objective of every EM run at its temperature",
     },
     "test_spectral_mtc.py": {
         "test_cross_knn_both_is_two_neighbour_searches":

@@ -121,8 +121,8 @@ def test_default_start_recovers_topics_and_its_lower_bound_never_decreases():
     X, y = topic_corpus(k=5, per=40, seed=2)
     gm = BregmanMixture(5, divergence="kl", random_state=0, tol=1e-8).fit(X)
     assert nmi(y, gm.predict(X)) > 0.95
-    lb = np.array(gm.lower_bounds_)
-    assert gm.n_iter_ == lb.size
+    lb = np.array(gm.lower_bounds_)  # the final plain-EM phase (after the start and annealing)
+    assert gm.n_iter_ > lb.size
     assert np.all(np.diff(lb) >= -1e-9 * np.abs(lb[1:]))
 
 
@@ -248,6 +248,7 @@ def test_start_search_keeps_the_best_objective_among_the_candidates(monkeypatch,
 
     for a, v in zip(KNOBS, schedule):
         monkeypatch.setattr(MI, a, v)
+    monkeypatch.setattr(MI, "TEXT_ANNEAL", False)  # the search alone (annealing: below)
     starts, passes, short, keep, mid = schedule
     X, _ = topic_corpus(k=4, per=30, seed=6)
     k, seed = 4, 3
@@ -318,3 +319,174 @@ def test_spherical_kmeans_shared_transpose_and_layouts_give_the_same_labels():
     assert not dup.has_canonical_format and dup.nnz == 2 * T.nnz
     np.testing.assert_array_equal(spherical_kmeans(dup, 3, np.random.RandomState(2), max_iter=4),
                                   want)
+
+
+# ----------------------------------------------------------------------------- annealed EM
+ANNEAL = dict(TEXT_ANNEAL=True, ANNEAL_NATS=2.0, ANNEAL_RATE=2.0, ANNEAL_ITER=3)
+
+
+def _annealing(monkeypatch, **knobs):
+    import bregclust._mixture_init as MI
+
+    for a, v in {**ANNEAL, **knobs}.items():
+        monkeypatch.setattr(MI, a, v)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("knobs, temperatures", [("default", 1), ("test", 3)])
+def test_annealed_em_equals_the_loop_reference(monkeypatch, knobs, temperatures):
+    """Oracle: ``tests/naive_anneal_mixture.py`` (loops over documents, components and words)
+    from the chosen start's parameters - the same schedule (``b0`` from the median logit gap),
+    the same iterations per temperature, then plain EM - gives our weights and means; its
+    annealed objective never decreases at a fixed temperature. ``"default"``: the default fit,
+    the search then annealed EM with the default constants, refitted by hand."""
+    from naive_anneal_mixture import annealed_em
+
+    import bregclust._mixture_init as MI
+
+    X, _ = topic_corpus(k=3, per=12, d=25, seed=11)
+    X = X[np.asarray(X.sum(axis=1)).ravel() > 0]
+    k, seed, final = 3, 2, 4
+    # the start: the search's chosen run after its short EM iterations (nothing after it)
+    monkeypatch.setattr(MI, "TEXT_ANNEAL", False)
+    start = BregmanMixture(k, divergence="kl", random_state=seed,
+                           max_iter=MI.TEXT_SHORT_ITER).fit(X)
+    monkeypatch.setattr(MI, "TEXT_ANNEAL", True)
+    if knobs == "test":
+        _annealing(monkeypatch)
+    gm = BregmanMixture(k, divergence="kl", random_state=seed, tol=0.0,
+                        max_iter=final).fit(X)  # tol 0: every temperature runs ANNEAL_ITER
+    ref = annealed_em(X.toarray(), start.weights_, start.means_, nats=MI.ANNEAL_NATS,
+                      rate=MI.ANNEAL_RATE, iters=MI.ANNEAL_ITER, final_iters=final,
+                      s=gm.smoothing_)
+    assert len(ref["betas"]) >= temperatures  # the corpus is annealed from below 1
+    np.testing.assert_allclose(gm.weights_, ref["weights"], rtol=1e-9)
+    np.testing.assert_allclose(gm.means_, ref["means"], rtol=1e-8, atol=1e-14)
+    assert gm.n_iter_ == MI.TEXT_SHORT_ITER + len(ref["betas"]) * MI.ANNEAL_ITER + final
+    for obj in ref["objectives"]:
+        assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[1:]))
+
+
+def test_anneal_schedule_matches_the_loop_reference():
+    from naive_anneal_mixture import logit_gaps as naive_gaps
+    from naive_anneal_mixture import schedule
+
+    from bregclust._mixture_init import anneal_schedule, logit_gaps
+
+    X, _ = topic_corpus(k=3, per=10, d=20, seed=12)
+    X = X.toarray()
+    rng = np.random.default_rng(0)
+    means = rng.dirichlet(np.ones(20), size=3)
+    weights = np.array([0.5, 0.3, 0.2])
+    logits = X @ np.log(means).T + np.log(weights)
+    want = naive_gaps(X, weights, means)
+    np.testing.assert_allclose(logit_gaps(logits), want, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(anneal_schedule(logit_gaps(logits), nats=1.5, rate=1.7),
+                               schedule(want, 1.5, 1.7), rtol=1e-12)
+    assert anneal_schedule(np.array([0.5, 0.2]), nats=1.0, rate=2.0) == []  # b0 >= 1
+    assert anneal_schedule(logit_gaps(logits[:, :1])) == []  # one component: nothing to anneal
+
+
+def test_weighted_median_is_the_median_of_the_repeated_values():
+    from bregclust._mixture_init import anneal_schedule, weighted_median
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 5, 8):
+        v = rng.normal(size=n)
+        w = rng.integers(0, 4, size=n)
+        w[0] = max(w[0], 1)
+        assert weighted_median(v, w) == np.median(np.repeat(v, w))
+        assert weighted_median(v) == np.median(v)
+    g = rng.uniform(10, 200, size=9)
+    w = rng.integers(1, 4, size=9)
+    assert anneal_schedule(g, nats=3.0, rate=2.0, weights=w) == anneal_schedule(
+        np.repeat(g, w), nats=3.0, rate=2.0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_classification_em_is_not_annealed(monkeypatch):
+    """Hard assignments do not depend on the temperature: ``assignment="hard"`` skips it."""
+    import bregclust._mixture_init as MI
+
+    X, _ = topic_corpus(k=3, per=15, seed=15)
+    got = BregmanMixture(3, divergence="kl", assignment="hard", random_state=0).fit(X)
+    monkeypatch.setattr(MI, "TEXT_ANNEAL", False)
+    want = BregmanMixture(3, divergence="kl", assignment="hard", random_state=0).fit(X)
+    np.testing.assert_array_equal(got.means_, want.means_)
+    assert got.n_iter_ == want.n_iter_ == len(got.lower_bounds_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_annealed_fit_with_one_component_is_the_plain_fit(monkeypatch):
+    import bregclust._mixture_init as MI
+
+    X, _ = topic_corpus(k=2, per=10)
+    monkeypatch.setattr(MI, "TEXT_ANNEAL", False)
+    want = BregmanMixture(1, divergence="kl", random_state=0).fit(X)
+    _annealing(monkeypatch)
+    got = BregmanMixture(1, divergence="kl", random_state=0).fit(X)
+    np.testing.assert_allclose(got.means_, want.means_, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_annealed_fit_is_the_search_then_annealing_then_plain_em(monkeypatch):
+    """The annealed default refitted by hand: the chosen start's parameters, then at every
+    temperature the same iterations - and with a schedule that is empty (``b0 >= 1``) the fit
+    is plain EM from the start's parameters exactly. The final plain-EM phase's objective
+    (``lower_bounds_``) never decreases."""
+    import bregclust._mixture_init as MI
+    import bregclust.mixture as M
+
+    X, y = topic_corpus(k=4, per=30, seed=13)
+    k, seed = 4, 1
+    monkeypatch.setattr(MI, "TEXT_ANNEAL", False)
+    start = BregmanMixture(k, divergence="kl", random_state=seed,
+                           max_iter=MI.TEXT_SHORT_ITER).fit(X)
+    _annealing(monkeypatch, ANNEAL_NATS=1e12)  # b0 >= 1: no temperature below 1
+    gm = BregmanMixture(k, divergence="kl", random_state=seed, tol=1e-8).fit(X)
+    want = BregmanMixture(k, divergence="kl", tol=1e-8, init={
+        "means": start.means_, "weights": start.weights_}).fit(X)
+    np.testing.assert_array_equal(gm.means_, want.means_)
+    np.testing.assert_array_equal(gm.weights_, want.weights_)
+    np.testing.assert_array_equal(gm.lower_bounds_, want.lower_bounds_)
+    # a real schedule: record every EM run's temperature and objective
+    seen = []
+    em = M._em
+
+    def spy(*args, **kw):
+        run = em(*args, **kw)
+        seen.append((kw.get("temper", 1.0), np.array(run.history)))
+        return run
+
+    monkeypatch.setattr(M, "_em", spy)
+    _annealing(monkeypatch)
+    gm = BregmanMixture(k, divergence="kl", random_state=seed, tol=1e-8).fit(X)
+    tempers = [t for t, _ in seen if t < 1.0]
+    assert len(tempers) >= 3 and np.all(np.diff(tempers) > 0) and tempers[-1] < 1.0
+    np.testing.assert_allclose(np.diff(tempers) * 0 + ANNEAL["ANNEAL_RATE"],
+                               np.array(tempers[1:]) / np.array(tempers[:-1]), rtol=1e-12)
+    for t, hist in seen:  # EM at a fixed temperature never lowers its objective
+        assert np.all(np.diff(hist) >= -1e-9 * np.abs(hist[1:])), t
+    np.testing.assert_array_equal(gm.lower_bounds_, seen[-1][1])
+    assert seen[-1][0] == 1.0 and gm.converged_
+    assert nmi(y, gm.predict(X)) > 0.9
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_annealed_fit_is_reproducible_pickles_and_leaves_the_input_alone(monkeypatch):
+    import pickle
+
+    _annealing(monkeypatch)
+    X, _ = topic_corpus(k=4, per=25, seed=14)
+    X0 = X.copy()
+    a = BregmanMixture(4, divergence="kl", random_state=5).fit(X)
+    b = BregmanMixture(4, divergence="kl", random_state=5).fit(X)
+    np.testing.assert_array_equal(a.means_, b.means_)
+    np.testing.assert_array_equal(a.lower_bounds_, b.lower_bounds_)
+    for attr in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(X, attr), getattr(X0, attr))
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(c.predict_proba(X), a.predict_proba(X))
+    # dense counts give the sparse fit
+    d = BregmanMixture(4, divergence="kl", random_state=5).fit(X.toarray())
+    np.testing.assert_allclose(d.means_, a.means_, rtol=1e-10, atol=1e-15)
