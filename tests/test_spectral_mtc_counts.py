@@ -10,25 +10,35 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from naive_consensus import anmi as naive_anmi
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.preprocessing import normalize
 
 from bregclust import BregmanKMeans
-from bregclust.spectral_mtc import SpectralMTC
+from bregclust.spectral_mtc import (
+    CONSENSUS_SEEDS,
+    SpectralMTC,
+    kl_objective,
+    spectral_labels,
+    task_graph,
+)
 
 
 def _counts(seed=0, sizes=((20, 18), (16, 19, 15), (17, 14)), d=40, sparse=True):
-    """Term counts of documents drawn from topics: topic ``c`` of task ``t`` puts most of its
-    mass on its own block of words (shifted by the task), the rest spread over all words;
-    document lengths vary (so that tf, tf-idf and counts differ)."""
+    """Term counts of documents drawn from topics: half of every document's words are three
+    "stop words" shared by all topics (which the idf weights down), a fifth are topic ``c``'s
+    own block of words (shifted by the task), the rest spread over all words; document lengths
+    vary (so that tf, tf-idf and counts differ, and kl k-means on tf and on l1-scaled tf-idf
+    give different partitions)."""
     rng = np.random.default_rng(seed)
     Xs = []
     for t, part in enumerate(sizes):
         rows = []
         for c, m in enumerate(part):
-            p = np.full(d, 0.4 / d)
-            block = (np.arange(6) + 6 * c + t) % d
-            p[block] += 0.6 / block.size
+            p = np.full(d, 0.3 / d)
+            p[:3] += 0.5 / 3
+            block = 3 + (np.arange(6) + 6 * c + t) % (d - 3)
+            p[block] += 0.2 / block.size
             length = rng.integers(20, 80, size=m)
             rows.append(np.vstack([rng.multinomial(n, p) for n in length]))
         X = np.vstack(rows).astype(np.float64)
@@ -89,11 +99,13 @@ def test_kl_base_is_kl_kmeans_on_term_frequencies(n_tasks):
     for X, k, lab in zip(C, ks, est.labels_):
         ref = BregmanKMeans(k, divergence="kl", random_state=7).fit(normalize(X, norm="l1"))
         np.testing.assert_array_equal(lab, ref.labels_)
-    # today's kl base scales the tf-idf rows to sum one: a different input to kl k-means
+    # today's kl base scales the tf-idf rows to sum one: a different input to kl k-means,
+    # and here a different partition of task 1
     old = _fit(SpectralMTC(ks, base="kl", n_neighbors=5, random_state=7), _tfidf(C))
     for X, k, lab in zip(_tfidf(C), ks, old.labels_):
         ref = BregmanKMeans(k, divergence="kl", random_state=7).fit(normalize(X, norm="l1"))
         np.testing.assert_array_equal(lab, ref.labels_)
+    assert not np.array_equal(old.labels_[1], est.labels_[1])
 
 
 @pytest.mark.parametrize("rule", ["modularity", "gain"])
@@ -111,11 +123,44 @@ def test_auto_base_differs_only_in_the_kl_candidate(rule):
     for oa, ob in zip(a.base_objectives_, b.base_objectives_):
         np.testing.assert_array_equal(oa[:2, :2], ob[:2, :2])
     for t, (X, k) in enumerate(zip(C, ks)):
+        P = normalize(X, norm="l1")
+        ref = BregmanKMeans(k, divergence="kl", random_state=1).fit(P).labels_
+        # the kl objective (of base_rule="gain") is that of the term frequencies
+        assert a.base_objectives_[t][2, 2] == pytest.approx(kl_objective(P, ref), rel=1e-12)
+        assert a.base_chance_[t][2] == pytest.approx(
+            kl_objective(P, np.zeros(X.shape[0], dtype=np.int64)), rel=1e-12)
         if a.base_[t] == "kl":
-            ref = BregmanKMeans(k, divergence="kl", random_state=1).fit(normalize(X, norm="l1"))
-            np.testing.assert_array_equal(a.labels_[t], ref.labels_)
+            np.testing.assert_array_equal(a.labels_[t], ref)
         elif a.base_[t] == b.base_[t]:
             np.testing.assert_array_equal(a.labels_[t], b.labels_[t])
+
+
+@pytest.mark.parametrize("n_tasks", [2, 3])
+def test_consensus_runs_the_kl_candidate_on_term_frequencies(n_tasks):
+    """base_rule="consensus": the candidates' runs are spectral (scaled / unit rows) on the
+    graph of the tf-idf, spherical k-means on the tf-idf and kl k-means on the term frequencies,
+    at the task's seed and CONSENSUS_SEEDS more; the scores are rebuilt from those pieces with
+    NMI counted from contingency tables (naive_consensus)."""
+    C = _counts(seed=1)[:n_tasks]
+    ks = [2, 3, 2][:n_tasks]
+    est = _fit(SpectralMTC(ks, base_rule="consensus", spectral_rows="both", coupling=0.0,
+                           input="counts", n_neighbors=5, random_state=0), C)
+    for t, (X, Y, k) in enumerate(zip(C, _tfidf(C), ks)):
+        W = task_graph(Y, 5)
+        runs = []
+        for j in CONSENSUS_SEEDS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                spec = [spectral_labels(W, k, random_state=j, unit_rows=u) for u in (False, True)]
+            runs.append(spec + [
+                BregmanKMeans(k, random_state=j).fit(normalize(Y)).labels_,
+                BregmanKMeans(k, divergence="kl", random_state=j).fit(
+                    normalize(X, norm="l1")).labels_])
+        scores = np.array([naive_anmi(runs[0][m], [r[o] for o in range(4) if o != m
+                                                   for r in runs]) for m in range(4)])
+        np.testing.assert_allclose(est.base_consensus_[t], scores, rtol=1e-10, atol=1e-12)
+        i = int(np.flatnonzero(scores >= scores.max() - 1e-12)[0])
+        np.testing.assert_array_equal(est.labels_[t], runs[0][i])
 
 
 def test_mbc_coupling_of_kl_tasks_runs_on_term_frequencies():
@@ -123,13 +168,14 @@ def test_mbc_coupling_of_kl_tasks_runs_on_term_frequencies():
     scaled to sum one (MBC on those rows from the kl partitions gives the same partition)."""
     from bregclust import MultitaskBregmanClustering
 
-    C = _counts(seed=5, sizes=((25, 25), (25, 25)))
+    C = _counts(seed=2, sizes=((25, 25), (25, 25)))  # MBC couples here (lam > 0)
     est = _fit(SpectralMTC(2, base="kl", input="counts", kmeans_coupling="mbc", n_neighbors=5,
                            random_state=0), C)
     P = [normalize(X, norm="l1") for X in C]
     starts = [BregmanKMeans(2, divergence="kl", random_state=0).fit(p).labels_ for p in P]
     mbc = MultitaskBregmanClustering([2, 2], divergence="kl", lam="auto", guard="task",
                                      init=starts, random_state=0).fit(P)
+    assert mbc.lam_ > 0
     for t in range(2):
         np.testing.assert_array_equal(est.kmeans_coupled_labels_[t], mbc.labels_[t])
 
