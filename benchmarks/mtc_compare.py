@@ -161,6 +161,14 @@ MT_SETTINGS = {
     "SpecMTC-cons-mu0": dict(rep="tfidf", est=SpectralMTC,
                              kw=dict(base_rule="consensus", spectral_rows="both", coupling=0.0),
                              control=True),
+    # issue 38, session 20 (tf38): SpectralMTC given the raw counts (input="counts"): tf-idf
+    # computed inside as the "tfidf" representation for the graphs and the spectral / spherical
+    # bases, the kl base on term frequencies; -mu0 with the coupling off. On the digits tasks
+    # "counts" are the pixels, so the graphs there are on pixels weighted by an idf.
+    "SpecMTC-counts": dict(rep="counts", est=SpectralMTC, kw=dict(input="counts"),
+                           control=True),
+    "SpecMTC-counts-mu0": dict(rep="counts", est=SpectralMTC,
+                               kw=dict(input="counts", coupling=0.0), control=True),
 }
 #: Methods run by default (every entry of MT_SETTINGS that is not a control).
 DEFAULT_METHODS = tuple(m for m, s in MT_SETTINGS.items() if not s.get("control"))

@@ -45,6 +45,7 @@ from scipy.sparse.csgraph import laplacian as csgraph_laplacian
 from scipy.sparse.linalg import eigsh
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
+from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.manifold import spectral_embedding
 from sklearn.metrics import adjusted_rand_score
 from sklearn.neighbors import NearestNeighbors, kneighbors_graph
@@ -103,6 +104,17 @@ def _tame_rows(X):
     if sp.issparse(Y):
         return sp.diags(scale.astype(Y.dtype)) @ Y
     return Y * scale.astype(Y.dtype)[:, None]
+
+
+def _check_counts(X, name):
+    """``X`` unchanged when every entry is non-negative (finiteness is checked before);
+    ``input="counts"`` takes raw term counts."""
+    v = X.data if sp.issparse(X) else np.asarray(X)
+    if v.size and v.min() < 0:
+        raise ValueError(f"input='counts' needs non-negative term counts, but {name} has a "
+                         f"negative entry ({v.min():g}); pass raw counts, or use "
+                         "input='features' for other rows.")
+    return X
 
 
 def _unit(X):
@@ -693,6 +705,18 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         ``"both"``: per task, the single-task spectral partition of larger :func:`modularity`
         on the task's own graph (ties to ``"scaled"``) is its spectral base, and that task's
         rows of the joint embeddings are clustered the same way.
+    input : {"features", "counts"}, default="features"
+        What the rows of ``Xs`` are. ``"features"``: every graph and base works on the rows
+        as given (the cosine graph and ``"spherical"`` on their unit-norm rows, ``"kl"`` on
+        them scaled to sum one; tf-idf rows for text). ``"counts"``: raw, non-negative term
+        counts; the estimator computes tf-idf itself (scikit-learn's ``TfidfTransformer``
+        with its defaults, idf fitted on all tasks stacked, rows of unit l2 norm: the
+        ``tfidf`` representation of ``benchmarks/mtc_compare.py``) for the graphs and the
+        ``"spectral"`` and ``"spherical"`` bases, and runs the ``"kl"`` base (and
+        ``kmeans_coupling="mbc"`` in kl geometry) on the term frequencies, the counts scaled
+        to sum one, where kl k-means is at its strongest. ``predict`` and ``score`` then take
+        counts too and apply the fitted idf. Opt-in: tf-idf rows given as counts would be
+        weighted twice (see the guide).
     random_state : int, RandomState or None, default=None
     verbose : bool, default=False
         Print the normalised cut of every task at every candidate coupling.
@@ -769,6 +793,9 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     affinity_matrices_ : list of sparse matrices
         The tasks' own graphs ``W_t``.
     n_tasks_, n_features_in_ : int
+    tfidf_ : sklearn.feature_extraction.text.TfidfTransformer or None
+        With ``input="counts"``, the transformer fitted on all tasks' counts stacked (its
+        ``idf_``); None otherwise.
 
     Examples
     --------
@@ -794,15 +821,17 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         "guard": [Options("pareto", "agreement")],
         "kmeans_coupling": [Options("none", "mbc")],
         "spectral_rows": [Options("scaled", "unit", "both")],
+        "input": [Options("features", "counts")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0)],
     }
 
     def __init__(self, n_clusters=8, *, base="auto", base_rule="modularity", coupling="auto",
                  coupling_grid=(0.02, 0.05, 0.1), transfer="joint", guard="pareto",
                  min_agreement=0.5, n_neighbors=10, eigen_solver="auto", n_init=10,
-                 kmeans_coupling="none", spectral_rows="scaled", random_state=None,
-                 verbose=False):
+                 kmeans_coupling="none", spectral_rows="scaled", input="features",
+                 random_state=None, verbose=False):
         self.n_clusters = n_clusters
+        self.input = input
         self.spectral_rows = spectral_rows
         self.kmeans_coupling = kmeans_coupling
         self.base = base
@@ -836,7 +865,11 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
 
     def _score_criterion(self, Xs, labels):
         """``score``'s criterion: each task's within-cluster sum of squares per point on
-        unit-norm rows (the geometry of the cosine graph)."""
+        unit-norm rows (the geometry of the cosine graph; of the tf-idf rows with
+        ``input="counts"``)."""
+        if self.input == "counts":
+            Xs = [self.tfidf_.transform(_tame_rows(_check_counts(X, f"task {t}")))
+                  for t, X in enumerate(Xs)]
         return within_cluster_per_point(Xs, labels, unit_rows=True)
 
     # ------------------------------------------------------------------------------- fit
@@ -857,11 +890,22 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         """
         self._validate_params()
         Xs = check_tasks(Xs, min_samples=2)
+        given = Xs
         Xs = [_tame_rows(X) for X in Xs]
         T = len(Xs)
         if T < 2:
             raise ValueError(f"SpectralMTC needs at least two tasks, got {T}; for one task use "
                              "sklearn.cluster.SpectralClustering.")
+        # Xkl: the rows the "kl" base scales to sum one (term frequencies with input="counts")
+        self.tfidf_ = None
+        Xkl = Xs
+        if self.input == "counts":
+            Xkl = [_check_counts(X, f"task {t}") for t, X in enumerate(Xs)]
+            # tf-idf exactly as mtc_compare's "tfidf": idf fitted on all tasks stacked, rows
+            # of unit l2 norm; per-task transform = the stacked transform's rows (row-wise)
+            self.tfidf_ = TfidfTransformer().fit(
+                sp.vstack([sp.csr_matrix(X) for X in Xkl]).tocsr())
+            Xs = [self.tfidf_.transform(X) for X in Xkl]
         sizes = [X.shape[0] for X in Xs]
         ks = check_n_clusters_per_task(self.n_clusters, sizes)
         mus = self._candidates()
@@ -889,7 +933,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             rows_t.append(v)
             single.append(lab[v])
         bases, base_obj, base_chance, chosen, base_labels, base_mod, base_cands = \
-            self._choose_bases(Xs, Ws, ks, seeds, single, spec, variants)
+            self._choose_bases(Xs, Ws, ks, seeds, single, spec, variants, Xkl)
         if self._consensus_rows is not None:  # base_rule="consensus" also chose the rows
             for t, v in enumerate(self._consensus_rows):
                 if v is not None:
@@ -960,7 +1004,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.kmeans_modularity_ = np.full(T, np.nan)
         self.kmeans_coupled_labels_ = [None] * T
         if self.kmeans_coupling == "mbc":
-            labels = self._couple_kmeans(Xs, Ws, ks, seeds, chosen, base_cands, labels)
+            labels = self._couple_kmeans(Xs, Ws, ks, seeds, chosen, base_cands, labels, Xkl)
             if self.verbose:
                 print("SpectralMTC k-means bases coupled: "
                       + ", ".join(f"task {t} lam {self.kmeans_lam_[t]:g}"
@@ -985,18 +1029,18 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         self.n_clusters_ = ks
         self.affinity_matrices_ = Ws
         self._fit_tasks = units
-        self._set_fitted_tasks(Xs, labels, [float(sum(normalized_cut(Ws[t], labels[t])
+        self._set_fitted_tasks(given, labels, [float(sum(normalized_cut(Ws[t], labels[t])
                                                       for t in range(T)))])
         return self
 
-    def _couple_kmeans(self, Xs, Ws, ks, seeds, chosen, cands, labels):
+    def _couple_kmeans(self, Xs, Ws, ks, seeds, chosen, cands, labels, Xkl):
         """``kmeans_coupling="mbc"``: the tasks that keep a k-means base, coupled in the manner
         of MBC and kept under a guard (see the class docstring); returns the labels.
 
         For each k-means base ``b`` kept by at least one task, one
         :class:`~bregclust.MultitaskBregmanClustering` (``lam="auto"``, ``guard="task"``) runs
         over **all** tasks in ``b``'s geometry (squared Euclidean on the unit rows for
-        ``"spherical"``, kl on the rows scaled to sum one for ``"kl"``), started from every
+        ``"spherical"``, kl on the rows ``Xkl`` scaled to sum one for ``"kl"``), started from every
         task's ``b`` partition (the other tasks are the partners of the transport coupling);
         a task whose ``b`` partition leaves a cluster empty takes no part (MBC cannot start
         from it), and nothing is coupled when fewer than two tasks take part.
@@ -1024,7 +1068,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             if b == "spherical":
                 data, div = [_unit(Xs[t]) for t in part], "sqeuclidean"
             else:
-                data, div = [normalize(Xs[t], norm="l1") for t in part], "kl"
+                data, div = [normalize(Xkl[t], norm="l1") for t in part], "kl"
             mbc = MultitaskBregmanClustering(
                 [ks[t] for t in part], divergence=div, lam="auto", guard="task",
                 init=[cands[t][b] for t in part], random_state=int(seeds[0])).fit(data)
@@ -1049,13 +1093,14 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                     self.kmeans_refusal_[t] = None
         return labels
 
-    def _choose_bases(self, Xs, Ws, ks, seeds, single, spec, variants):
+    def _choose_bases(self, Xs, Ws, ks, seeds, single, spec, variants, Xkl):
         """Per task, the single-task base ``base_rule`` prefers (largest :func:`modularity`,
         smallest :func:`base_regret`, or the consensus choice of :func:`consensus_scores`,
-        which also chooses the spectral rows among ``variants``: ``self._consensus_rows``)."""
+        which also chooses the spectral rows among ``variants``: ``self._consensus_rows``).
+        ``Xkl``: the rows of the ``"kl"`` base (``Xs`` itself, or the counts)."""
         # kl k-means needs non-negative rows with a positive sum (counts, tf-idf, pixels)
         simplex = all((X.data if sp.issparse(X) else np.asarray(X)).min(initial=0.0) >= 0
-                      and np.all(np.asarray(abs(X).sum(axis=1)).ravel() > 0) for X in Xs)
+                      and np.all(np.asarray(abs(X).sum(axis=1)).ravel() > 0) for X in Xkl)
         if self.base == "kl" and not simplex:
             raise ValueError("base='kl' needs non-negative rows with a positive sum in every "
                              "task; use base='spherical' or 'spectral' for other data.")
@@ -1073,7 +1118,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             np.full((len(Xs), 0), np.nan)
         for t, X in enumerate(Xs):
             cand = {b: single[t] if b == "spectral" else
-                    self._kmeans_base(b, X, ks[t], int(seeds[t])) for b in bases}
+                    self._kmeans_base(b, Xkl[t] if b == "kl" else X, ks[t], int(seeds[t]))
+                    for b in bases}
             cands.append(cand)
             if len(bases) == 1:
                 objs.append(np.zeros((1, 1)))
@@ -1090,7 +1136,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                                              eigen_solver=self.eigen_solver, n_init=self.n_init,
                                              random_state=sub)
                     runs.append([lab[v] for v in variants]
-                                + [self._kmeans_base(b, X, ks[t], sub) for b in bases[1:]])
+                                + [self._kmeans_base(b, Xkl[t] if b == "kl" else X, ks[t], sub)
+                                   for b in bases[1:]])
                 score = consensus_scores(runs)
                 self.base_consensus_[t] = score
                 i = int(np.flatnonzero(score >= score.max() - 1e-12)[0])  # ties: earlier
@@ -1101,7 +1148,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 else:
                     b = bases[1 + i - len(variants)]
             Xn = _unit(X)
-            P = normalize(X, norm="l1") if "kl" in bases else None
+            P = normalize(Xkl[t], norm="l1") if "kl" in bases else None
             crit = {"spectral": lambda lab: normalized_cut(Ws[t], lab),
                     "spherical": lambda lab: within_cluster_unit(Xn, lab),
                     "kl": lambda lab: kl_objective(P, lab)}
@@ -1143,6 +1190,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows of the kind fitted (raw counts with ``input="counts"``).
         task : int, optional
             Which task's training rows to use; required when there are several tasks.
 
@@ -1153,6 +1201,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         t = self._check_task(task)
         check_is_fitted(self, "labels_")
         X = _tame_rows(self._check_X(X))
+        if self.input == "counts":  # the fitted idf, as for the training tasks
+            X = self.tfidf_.transform(_check_counts(X, "X"))
         nn = NearestNeighbors(n_neighbors=1).fit(self._fit_tasks[t])
         idx = nn.kneighbors(_unit(X), return_distance=False)[:, 0]
         return self.labels_[t][idx]
