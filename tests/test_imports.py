@@ -493,6 +493,8 @@ KERNEL_ORACLES = {
             "the pool Lloyd pass and block kernels against the prange kernels, bit for bit",
         "test_pool_row_kernels_equal_the_prange_kernels":
             "phi rows, gradients, exact per-row values on the pool against prange, bit for bit",
+        "test_a_user_generators_exception_in_a_pool_block_is_raised":
+            "a user phi raising inside a serial kernel on a pool worker, raised to the caller",
         "test_rowsum_dense_and_csr": "the phi row sums (dense, CSR, custom pointer) against loops",
         "test_builtin_rowsum_without_a_pointer_equals_rowsum":
             "the pointer-free built-in phi row sums against the pointer kernel, bit for bit",

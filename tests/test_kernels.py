@@ -621,3 +621,31 @@ def test_run_chunks_inside_a_pool_worker_runs_there():
         assert len({th for th, _ in chunks}) == 1
         assert [s for _, s in chunks] == sorted(s for _, s in chunks)
     assert all(th.startswith("bregclust") for th, _ in seen)  # the outer call used the pool
+
+
+def test_a_user_generators_exception_in_a_pool_block_is_raised(monkeypatch):
+    """A user's ``phi`` raising inside a serial kernel on one of the pool's workers (an
+    exception numba cannot propagate through the kernel) is raised to the caller, as on the
+    calling thread, and the next call without it runs."""
+    from bregclust import _execution as E
+    from bregclust import get_divergence, register_divergence, unregister_divergence
+
+    def phi(x):
+        if x > 50.0:
+            raise ValueError("phi: x above 50")
+        return math.cosh(x)
+
+    register_divergence("tests_raising_cosh", phi=phi, dphi=lambda x: math.sinh(x),
+                        overwrite=True)
+    try:
+        div = get_divergence("tests_raising_cosh")
+        monkeypatch.setattr(E, "PARALLEL_MIN", 0)
+        monkeypatch.setenv("BREGCLUST_NUM_THREADS", "2")
+        X = np.linspace(-1.0, 1.0, 30).reshape(10, 3)
+        X[7, 1] = 60.0  # in the second block
+        with pytest.raises(ValueError, match="x above 50"):
+            E.phi_rows(div, X)
+        X[7, 1] = 0.5
+        np.testing.assert_allclose(E.phi_rows(div, X), np.cosh(X).sum(axis=1), rtol=1e-14)
+    finally:
+        unregister_divergence("tests_raising_cosh")
