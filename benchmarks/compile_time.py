@@ -116,7 +116,8 @@ elif kind == "kmeansthreaded":  # above the engine's PARALLEL_MIN: passes on its
     XT += rng.normal(scale=3.0, size=XT.shape)
     fit = lambda: B.BregmanKMeans(20, divergence=arg, random_state=0).fit(XT)
 elif kind == "kmeanscsr":  # 3,000 x 5,000 CSR, above PARALLEL_MIN: threaded too
-    XS = counts(3000, 5000, 0.012)
+    XS = sp.csr_matrix((rng.random(180_000) + 0.1, (np.repeat(np.arange(3000), 60),
+                        rng.integers(0, 5000, 180_000))), shape=(3000, 5000))  # ~60 a row
     fit = lambda: B.BregmanKMeans(20, divergence=arg, random_state=0).fit(XS)
 elif kind == "kmeansdask":
     import dask.array as da
