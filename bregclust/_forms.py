@@ -192,16 +192,18 @@ class SeparableForm:
             _rows(parallel, block, Xd.shape[0])
 
 
-def assigned_by_cluster(form, Xd, U, labels, w, out, chunk=4096):
-    """``generic_assigned`` of a form without its own kernel: its ``generic_pairwise`` against
-    each centre, on the rows of that cluster, ``chunk`` rows at a time."""
+def assigned_by_cluster(form, Xd, U, labels, w, out, chunk=4096, pairwise=None):
+    """``generic_assigned`` of a form without its own kernel: its ``generic_pairwise`` (or
+    ``pairwise(Xc, Uj, d)``, the same values) against each centre, on the rows of that
+    cluster, ``chunk`` rows at a time."""
+    pairwise = form.generic_pairwise if pairwise is None else pairwise
     out[:] = 0.0
     for j in range(U.shape[0]):
         idx = np.flatnonzero((labels == j) & (w > 0))
         for s in range(0, idx.size, chunk):
             rows = idx[s:s + chunk]
             d = np.empty((rows.size, 1))
-            form.generic_pairwise(Xd[rows], U[j:j + 1], d)
+            pairwise(Xd[rows], U[j:j + 1], d)
             out[rows] = d[:, 0]
 
 
@@ -230,7 +232,9 @@ class L1Form(SeparableForm):
         K.l1_pairwise_exact(Xd, U, out)
 
     def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
-        assigned_by_cluster(self, Xd, U, labels, w, out)
+        def pairwise(Xc, Uj, d):  # serial blocks of rows: the prange kernel's values
+            _rows(parallel, lambda s, e: KL.l1_pairwise_rows(Xc, Uj, d, s, e), Xc.shape[0])
+        assigned_by_cluster(self, Xd, U, labels, w, out, pairwise=pairwise)
 
 
 class MahalanobisForm:

@@ -649,3 +649,32 @@ def test_a_user_generators_exception_in_a_pool_block_is_raised(monkeypatch):
         np.testing.assert_allclose(E.phi_rows(div, X), np.cosh(X).sum(axis=1), rtol=1e-14)
     finally:
         unregister_divergence("tests_raising_cosh")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [5, 1100])
+def test_pool_l1_exact_values_equal_the_prange_kernel(monkeypatch, dtype, n):
+    """l1_subgradient's exact per-row values (the final objective of a fit), run as the serial
+    ``l1_pairwise_rows`` per block of rows on the engine's pool, equal the ``prange`` kernel
+    ``l1_pairwise_exact`` at each row's centre bit for bit (0 for rows of zero weight): 1, 2, 3
+    and 7 workers, tiny values whose product underflows, exact zeros."""
+    from bregclust import _execution as E
+    from bregclust import _kernels as K
+    from bregclust import get_divergence
+
+    rng = np.random.default_rng(n)
+    X = (rng.normal(size=(n, 9)) * (rng.random((n, 9)) < 0.8)).astype(dtype)
+    X[0, :2] = 1e-30  # same sign as a tiny centre coordinate below: 0, not 2|x|
+    U = rng.normal(size=(4, 9))
+    U[:, 0] = 1e-30
+    labels = rng.integers(0, 4, n)
+    w = rng.random(n) + 0.5
+    w[rng.random(n) < 0.25] = 0.0
+    D = np.empty((n, 4))
+    K.l1_pairwise_exact(X, U, D)
+    ref = np.where(w > 0, D[np.arange(n), labels], 0.0)
+    div = get_divergence("l1_subgradient")
+    monkeypatch.setattr(E, "PARALLEL_MIN", 0)
+    for threads in (1, 2, 3, 7):
+        monkeypatch.setenv("BREGCLUST_NUM_THREADS", str(threads))
+        assert np.array_equal(E.exact_assigned(div, X, U, labels, w=w), ref), threads
