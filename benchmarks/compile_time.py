@@ -24,7 +24,10 @@ machine shared with other work the wall time is longer.
 
 The agglomerative cases use small dense data (the exact generic driver) unless named sparse:
 ``multinomial, sparse`` is a small document-term matrix (the exact driver: sparse fits of at
-most ``PRUNED_MIN_N`` points), ``multinomial, sparse, n > 2,000`` compiles the pruned driver.
+most ``PRUNED_MIN_N`` points), ``multinomial, sparse, n > 2,000`` compiles the pruned driver. The k-means cases fit 40 x 4
+points, which every pass handles on the calling thread; the two named ``threaded`` (a dense
+20,000 x 20 and a 3,000 x 5,000 CSR matrix, above the engine's ``PARALLEL_MIN``) compile what a
+larger first fit runs on the engine's thread pool.
 
     python benchmarks/compile_time.py            # warm cache (populates it first)
     python benchmarks/compile_time.py --cold     # also the cold-cache columns and the demo
@@ -108,6 +111,14 @@ if kind == "kmeans":
     fit = lambda: B.BregmanKMeans(3, divergence=arg, random_state=0).fit(X)
 elif kind == "kmeans32":
     fit = lambda: B.BregmanKMeans(3, divergence=arg, random_state=0).fit(X.astype(np.float32))
+elif kind == "kmeansthreaded":  # above the engine's PARALLEL_MIN: passes on its thread pool
+    XT = rng.normal(scale=4.0, size=(20, 20))[rng.integers(0, 20, 20_000)]
+    XT += rng.normal(scale=3.0, size=XT.shape)
+    fit = lambda: B.BregmanKMeans(20, divergence=arg, random_state=0).fit(XT)
+elif kind == "kmeanscsr":  # 3,000 x 5,000 CSR, above PARALLEL_MIN: threaded too
+    XS = sp.csr_matrix((rng.random(180_000) + 0.1, (np.repeat(np.arange(3000), 60),
+                        rng.integers(0, 5000, 180_000))), shape=(3000, 5000))  # ~60 a row
+    fit = lambda: B.BregmanKMeans(20, divergence=arg, random_state=0).fit(XS)
 elif kind == "kmeansdask":
     import dask.array as da
     fit = lambda: B.BregmanKMeans(3, divergence=arg, random_state=0).fit(
@@ -159,6 +170,10 @@ ENTRIES = [
     ("kmeans:custom", "BregmanKMeans, new custom generator", TARGET_CUSTOM_S),
     ("kmeans32:sqeuclidean", "BregmanKMeans, sqeuclidean, float32 data", TARGET_S),
     ("kmeansdask:sqeuclidean", "BregmanKMeans, sqeuclidean, dask array", TARGET_S),
+    ("kmeansthreaded:sqeuclidean", "BregmanKMeans, sqeuclidean, 20,000 x 20 (threaded)",
+     TARGET_S),
+    ("kmeanscsr:sqeuclidean", "BregmanKMeans, sqeuclidean, CSR 3,000 x 5,000 (threaded)",
+     TARGET_S),
     ("mixture:sqeuclidean", "BregmanMixture, sqeuclidean (Gaussian)", TARGET_S),
     ("mixture:kl", "BregmanMixture, kl (multinomial)", TARGET_S),
     ("minibatch:kl", "MiniBatchBregmanKMeans, kl", TARGET_S),

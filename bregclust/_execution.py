@@ -18,7 +18,7 @@ generator, GEMM form, centroids); this module decides *how* the ``n x k`` work r
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import numba
@@ -139,8 +139,12 @@ def serial():
 
 
 def parallel(size):
-    """Whether an elementwise kernel over ``size`` elements takes its parallel version."""
-    return size > PARALLEL_MIN and not getattr(_LOCAL, "serial", False)
+    """Whether an elementwise kernel over ``size`` elements runs in parallel: :func:`row_blocks`
+    (a true value, the runner of its blocks of rows on the pool) when the array is large and
+    the thread is not inside :func:`serial`, else ``False`` (one call on the calling thread).
+    The forms (:mod:`bregclust._forms`, below the engine) take it as their ``parallel``
+    argument."""
+    return row_blocks if size > PARALLEL_MIN and not getattr(_LOCAL, "serial", False) else False
 
 
 @contextmanager
@@ -165,20 +169,43 @@ def blas_one_thread():
             _LOCAL.blas_one = False
 
 
-def run_chunks(work, starts):
-    """Run ``work(start)`` for every chunk start on the thread pool, BLAS single-threaded."""
+def _in_pool():
+    """Marks a worker thread of the pool (its initializer)."""
+    _LOCAL.in_pool = True
+
+
+def run_chunks(work, starts, blas=True):
+    """Run ``work(start)`` for every chunk start on the thread pool, BLAS single-threaded
+    (``blas=False``: the work calls no BLAS, and the limit is not set).
+
+    Called from one of the pool's own workers it runs the chunks on that worker, in order: a
+    worker waiting for chunks queued behind itself would wait for ever."""
     global _POOL
     starts = list(starts)
     workers = n_workers()
-    if len(starts) <= 1 or workers <= 1:
+    if len(starts) <= 1 or workers <= 1 or getattr(_LOCAL, "in_pool", False):
         for s in starts:
             work(s)
         return
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bregclust")
-    with blas_one_thread():
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bregclust",
+                                   initializer=_in_pool)
+    with blas_one_thread() if blas else nullcontext():
         for f in [_POOL.submit(work, s) for s in starts]:
             f.result()
+
+
+def row_blocks(work, n):
+    """``work(s, e)`` over contiguous blocks of rows covering ``0..n-1``, one block per worker
+    of the pool (what :func:`parallel` returns for a large array). For serial kernels whose
+    every row's value depends on that row alone (phi of the rows, the exact divergence of each
+    row to its centre): any split gives the values of the former ``prange`` kernels bit for bit,
+    and a serial kernel compiles in a fraction of a ``prange`` kernel's time (a cold first fit
+    pays it; benchmarks/RESULTS.md, "House, session 20"). ``work`` calls no BLAS."""
+    if n <= 0:
+        return
+    step = -(-n // n_workers())
+    run_chunks(lambda s: work(s, min(n, s + step)), range(0, n, step), blas=False)
 
 
 def min_max(a):

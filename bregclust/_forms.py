@@ -4,7 +4,9 @@ A :class:`~bregclust.divergences.Divergence` record holds one form object (a str
 separable generators share :class:`SeparableForm` (scalar generator kernels), l1_subgradient,
 Mahalanobis and cosine have their own. The engine (:mod:`bregclust._execution`) is their one
 caller on the passes of a fit; :mod:`bregclust.divergences` calls them for its public array
-methods.
+methods. A method's ``parallel`` argument is what :func:`bregclust._execution.parallel` returns:
+``False`` (one kernel call on the calling thread) or the engine's runner of blocks of rows on
+its thread pool, over which the serial kernels run block by block.
 """
 
 import math
@@ -21,6 +23,17 @@ from ._kernels import generators as KG
 from ._kernels import lloyd as KL
 
 __all__ = ["SeparableForm", "L1Form", "MahalanobisForm", "CosineForm", "assigned_by_cluster"]
+
+
+def _rows(parallel, work, n):
+    """``work(s, e)`` over blocks of rows covering ``0..n-1``: by the runner ``parallel`` when
+    one is given (the engine's thread pool: :func:`bregclust._execution.parallel` returns it for
+    a large array), else in one call on the calling thread. The forms' kernels compute each
+    row's values from that row alone, so the split does not change them."""
+    if callable(parallel):
+        parallel(work, n)
+    elif n > 0:
+        work(0, n)
 
 
 # ---------------------------------------------------------------------------- forms (strategies)
@@ -50,16 +63,25 @@ class SeparableForm:
         g = self.gen
         n, d = X.shape
         out = np.empty(n)
-        # Parallel launches cost more than they save on small arrays (centres): the engine
-        # says which to take (bregclust._execution.parallel).
-        dense, csr = (K.rowsum_par, K.rowsum_csr) if parallel else (K.rowsum, KL.rowsum_csr_serial)
-        with self.calls():
-            if sp.issparse(X):
-                csr(g.code, g.fn_phi, X.data, X.indptr, d, out)
-            elif not parallel and g.code != KG.CUSTOM:  # no pointer to type: see builtin_rows
-                KB.rowsum_builtin(g.code, np.ascontiguousarray(X), out)
+        # Serial kernels, on the engine's pool one block of rows per worker when the engine
+        # says the array is large enough (bregclust._execution.parallel; a launch costs more
+        # than small arrays - centres - take); each row's sum is that row's alone, so the
+        # values of the former prange kernels rowsum_par / rowsum_csr bit for bit.
+        if sp.issparse(X):
+            data, indptr = X.data, X.indptr
+
+            def block(s, e):
+                KL.rowsum_csr_serial(g.code, g.fn_phi, data, indptr[s:e + 1], d, out[s:e])
+        else:
+            Xc = np.ascontiguousarray(X)
+            if g.code != KG.CUSTOM:  # no pointer to type: see builtin_rows
+                def block(s, e):
+                    KB.rowsum_builtin(g.code, Xc[s:e], out[s:e])
             else:
-                dense(g.code, g.fn_phi, np.ascontiguousarray(X), out)
+                def block(s, e):
+                    K.rowsum(g.code, g.fn_phi, Xc[s:e], out[s:e])
+        with self.calls():
+            _rows(parallel, block, n)
         if g.code == KG.CUSTOM and np.isnan(out).any():
             self._raise_nan_phi(X, int(np.flatnonzero(np.isnan(out))[0]))
         return out
@@ -92,9 +114,15 @@ class SeparableForm:
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.where(U2 >= 0, -1.0 / U2, np.nan)
         out = np.empty_like(U2)
-        kern = K.map_scalar_par if parallel else K.map_scalar
+        # one block of centres per worker of the engine's pool (each value is its own), as
+        # phi_rows: the values of the former prange kernel map_scalar_par
+        def block(s, e):
+            K.map_scalar(g.code, KG.DPHI, g.fn_dphi, U2[s:e], out[s:e])
         with self.calls():
-            kern(g.code, KG.DPHI, g.fn_dphi, U2, out)
+            if U2.flags.c_contiguous:  # slices of C rows: the whole array's signature
+                _rows(parallel, block, U2.shape[0])
+            else:
+                K.map_scalar(g.code, KG.DPHI, g.fn_dphi, U2, out)
         self.check_grad(U2, out)
         return out
 
@@ -157,21 +185,25 @@ class SeparableForm:
 
     def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
         g = self.gen
-        kern = K.generic_assigned if parallel else KL.generic_assigned_serial
+
+        def block(s, e):  # each row's value is its own: the former prange kernel's bit for bit
+            KL.generic_assigned_rows(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out, s, e)
         with self.calls():
-            kern(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, out)
+            _rows(parallel, block, Xd.shape[0])
 
 
-def assigned_by_cluster(form, Xd, U, labels, w, out, chunk=4096):
-    """``generic_assigned`` of a form without its own kernel: its ``generic_pairwise`` against
-    each centre, on the rows of that cluster, ``chunk`` rows at a time."""
+def assigned_by_cluster(form, Xd, U, labels, w, out, chunk=4096, pairwise=None):
+    """``generic_assigned`` of a form without its own kernel: its ``generic_pairwise`` (or
+    ``pairwise(Xc, Uj, d)``, the same values) against each centre, on the rows of that
+    cluster, ``chunk`` rows at a time."""
+    pairwise = form.generic_pairwise if pairwise is None else pairwise
     out[:] = 0.0
     for j in range(U.shape[0]):
         idx = np.flatnonzero((labels == j) & (w > 0))
         for s in range(0, idx.size, chunk):
             rows = idx[s:s + chunk]
             d = np.empty((rows.size, 1))
-            form.generic_pairwise(Xd[rows], U[j:j + 1], d)
+            pairwise(Xd[rows], U[j:j + 1], d)
             out[rows] = d[:, 0]
 
 
@@ -200,7 +232,9 @@ class L1Form(SeparableForm):
         K.l1_pairwise_exact(Xd, U, out)
 
     def generic_assigned(self, Xd, U, labels, w, out, parallel=False):
-        assigned_by_cluster(self, Xd, U, labels, w, out)
+        def pairwise(Xc, Uj, d):  # serial blocks of rows: the prange kernel's values
+            _rows(parallel, lambda s, e: KL.l1_pairwise_rows(Xc, Uj, d, s, e), Xc.shape[0])
+        assigned_by_cluster(self, Xd, U, labels, w, out, pairwise=pairwise)
 
 
 class MahalanobisForm:

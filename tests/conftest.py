@@ -47,6 +47,32 @@ def offset_blobs(offset):
     return rng.normal(0, .1, (100, 2)) + y[:, None] + offset, y
 
 
+#: The name under which the ``cosh_generator`` fixture registers phi(x) = cosh(x) (modules
+#: parametrise over it by this name: ``from conftest import COSH``).
+COSH = "tests_cosh"
+
+#: A symmetric positive definite 4 x 4 matrix: mahalanobis' ``A`` (its leading ``d x d`` block,
+#: also positive definite, for ``d < 4`` features).
+SPD = np.array([[2.0, 0.4, 0.0, 0.1], [0.4, 1.0, 0.1, 0.0], [0.0, 0.1, 0.5, 0.0],
+                [0.1, 0.0, 0.0, 1.5]])
+
+
+@pytest.fixture(scope="module")
+def cosh_generator():
+    """A user generator, phi(x) = cosh(x) and phi'(x) = sinh(x) (its own scalar functions: the
+    ``CUSTOM`` kernels), registered as :data:`COSH` for the tests of a module
+    (``pytestmark = pytest.mark.usefixtures("cosh_generator")``) and unregistered after them.
+    Yields its name."""
+    import math
+
+    from bregclust import register_divergence, unregister_divergence
+
+    register_divergence(COSH, phi=lambda x: math.cosh(x), dphi=lambda x: math.sinh(x),
+                        overwrite=True)
+    yield COSH
+    unregister_divergence(COSH)
+
+
 def run_isolated(code):
     """Run ``code`` in a fresh interpreter; return (returncode, stdout, stderr).
 

@@ -14,22 +14,13 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import COSH as CUSTOM
+from conftest import SPD
 
-from bregclust import get_divergence, register_divergence, unregister_divergence
+from bregclust import get_divergence
 
-CUSTOM = "test_execution_cosh"
-SPD = np.array([[2.0, 0.4, 0.0, 0.1], [0.4, 1.0, 0.1, 0.0], [0.0, 0.1, 0.5, 0.0],
-                [0.1, 0.0, 0.0, 1.5]])
+pytestmark = pytest.mark.usefixtures("cosh_generator")  # the user generator CUSTOM
 DIVS = ["sqeuclidean", "mahalanobis", "kl", "itakura_saito", "l1_subgradient", "cosine", CUSTOM]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def custom_generator():
-    """A user generator phi(x) = cosh(x)."""
-    register_divergence(CUSTOM, phi=lambda x: math.cosh(x), dphi=lambda x: math.sinh(x),
-                        overwrite=True)
-    yield
-    unregister_divergence(CUSTOM)
 
 
 def _record(div):

@@ -505,6 +505,12 @@ KERNEL_ORACLES = {
         "_prange_pass": "the prange Lloyd kernels of main 2325843, the pool pass' oracle",
         "test_pool_lloyd_pass_equals_the_prange_kernels":
             "the pool Lloyd pass and block kernels against the prange kernels, bit for bit",
+        "test_pool_row_kernels_equal_the_prange_kernels":
+            "phi rows, gradients, exact per-row values on the pool against prange, bit for bit",
+        "test_pool_l1_exact_values_equal_the_prange_kernel":
+            "l1's exact per-row values on the pool against the prange kernel, bit for bit",
+        "test_a_user_generators_exception_in_a_pool_block_is_raised":
+            "a user phi raising inside a serial kernel on a pool worker, raised to the caller",
         "test_rowsum_dense_and_csr": "the phi row sums (dense, CSR, custom pointer) against loops",
         "test_builtin_rowsum_without_a_pointer_equals_rowsum":
             "the pointer-free built-in phi row sums against the pointer kernel, bit for bit",

@@ -507,3 +507,174 @@ def test_pool_lloyd_pass_equals_the_prange_kernels(monkeypatch, case, dtype, n, 
                 KL.lloyd_block_dense(X, phi_x, G, c, w, 16, *out[1], t)
         for a, b in zip(*out):
             assert np.array_equal(a, b)
+
+
+def _row_case(name, case, dtype, n):
+    """Rows in the domain of ``name`` (a quarter zero except for Itakura-Saito; dense or CSR),
+    centres inside it, labels and weights (a quarter zero)."""
+    rng = np.random.default_rng(n)
+    X = rng.gamma(2.0, 1.0, size=(n, 9))
+    if name == "itakura_saito":
+        X += 0.2
+    else:
+        X[rng.random(X.shape) < 0.25] = 0.0
+        if name in ("sqeuclidean", "cosh"):
+            X -= 1.0 * (X > 0)
+    U = rng.gamma(2.0, 1.0, size=(4, 9)) + 0.1
+    labels = rng.integers(0, 4, n)
+    w = rng.random(n) + 0.5
+    w[rng.random(n) < 0.25] = 0.0
+    X = X.astype(dtype)
+    return (sp.csr_matrix(X) if case == "csr" else X), U, labels, w
+
+
+@pytest.mark.parametrize("case", ["dense", "csr"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [5, 1100])
+def test_pool_row_kernels_equal_the_prange_kernels(monkeypatch, cosh_generator, case, dtype, n):
+    """phi of the rows, a user generator's gradient at the centres and the exact divergence of
+    each row to its centre, run by the forms as serial kernels per block of rows on the
+    engine's pool, equal the ``prange`` kernels they replaced (``rowsum_par`` / ``rowsum_csr``,
+    ``map_scalar_par``, ``generic_assigned``) bit for bit: sqeuclidean, kl, Itakura-Saito and a
+    user generator (cosh), 1, 2, 3 and 7 workers (7 > n = 5 rows: one row per block), the
+    blocks run in reverse order, weights with zeros."""
+    from bregclust import _execution as E
+    from bregclust import _kernels as K
+    from bregclust import get_divergence
+    from bregclust._kernels import generators as KG
+
+    monkeypatch.setattr(E, "PARALLEL_MIN", 0)  # every array takes the pool
+    forward = E.run_chunks
+
+    def reverse(work, starts, blas=True):
+        for s in reversed(list(starts)):
+            work(s)
+
+    for name in ("sqeuclidean", "kl", "itakura_saito", cosh_generator):
+        div = get_divergence(name)
+        g = div.form.gen
+        X, U, labels, w = _row_case("cosh" if name == cosh_generator else name, case, dtype, n)
+        Xd = X.toarray() if case == "csr" else X
+        phi_ref = np.empty(n)
+        if case == "csr":
+            K.rowsum_csr(g.code, g.fn_phi, X.data, X.indptr, 9, phi_ref)
+        else:
+            K.rowsum_par(g.code, g.fn_phi, X, phi_ref)
+        d_ref = np.empty(n)
+        K.generic_assigned(g.code, g.fn_phi, g.fn_dphi, Xd, U, labels, w, d_ref)
+        grad_ref = np.empty_like(U)
+        K.map_scalar_par(g.code, KG.DPHI, g.fn_dphi, U, grad_ref)
+        for threads, runner in [(1, forward), (2, forward), (3, forward), (7, forward),
+                                (3, reverse)]:
+            monkeypatch.setenv("BREGCLUST_NUM_THREADS", str(threads))
+            monkeypatch.setattr(E, "run_chunks", runner)
+            assert E.parallel(X.shape[0] * 9) is E.row_blocks
+            phi = E.phi_rows(div, X)
+            assert phi.dtype == np.float64 and np.array_equal(phi, phi_ref), (name, threads)
+            d = E.exact_assigned(div, Xd, U, labels, w=w)
+            assert np.array_equal(d, d_ref), (name, threads)
+            if name == cosh_generator:  # the built-in gradients are numpy's
+                assert np.array_equal(div.form.grad(U, E.parallel(U.size)), grad_ref)
+        monkeypatch.setattr(E, "run_chunks", forward)
+        # under serial() (a dask task's thread) one call on the calling thread: the same values
+        with E.serial():
+            assert E.parallel(X.shape[0] * 9) is False
+            assert np.array_equal(E.phi_rows(div, X), phi_ref)
+
+
+_NESTED_CHUNKS = r"""
+import threading
+from bregclust import _execution as E
+seen, lock = [], threading.Lock()
+
+def inner(s):
+    with lock:
+        seen.append((threading.current_thread().name, s))
+
+E.run_chunks(lambda s: E.run_chunks(inner, [10 * s + 1, 10 * s + 2, 10 * s + 3]), range(4))
+print("SEEN", seen)
+"""
+
+
+def test_run_chunks_inside_a_pool_worker_runs_there():
+    """``run_chunks`` called from one of the pool's own workers runs its chunks on that worker,
+    in order (waiting for chunks queued behind itself would never end), and the outer call
+    still spreads its chunks over the pool. In a fresh process with a time limit: a deadlock
+    would leave the pool's threads stuck for the rest of the session."""
+    import ast
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, BREGCLUST_NUM_THREADS="2")
+    try:
+        out = subprocess.run([sys.executable, "-c", _NESTED_CHUNKS], env=env, timeout=120,
+                             capture_output=True, text=True, check=True).stdout
+    except subprocess.TimeoutExpired:
+        pytest.fail("run_chunks called inside a pool worker did not return")
+    seen = ast.literal_eval(out.split("SEEN", 1)[1].strip())
+    assert sorted(s for _, s in seen) == sorted(10 * s + j for s in range(4) for j in (1, 2, 3))
+    by_outer = {}
+    for thread, s in seen:
+        by_outer.setdefault(s // 10, []).append((thread, s))
+    for chunks in by_outer.values():  # each outer chunk's inner chunks: one thread, in order
+        assert len({th for th, _ in chunks}) == 1
+        assert [s for _, s in chunks] == sorted(s for _, s in chunks)
+    assert all(th.startswith("bregclust") for th, _ in seen)  # the outer call used the pool
+
+
+def test_a_user_generators_exception_in_a_pool_block_is_raised(monkeypatch):
+    """A user's ``phi`` raising inside a serial kernel on one of the pool's workers (an
+    exception numba cannot propagate through the kernel) is raised to the caller, as on the
+    calling thread, and the next call without it runs."""
+    from bregclust import _execution as E
+    from bregclust import get_divergence, register_divergence, unregister_divergence
+
+    def phi(x):
+        if x > 50.0:
+            raise ValueError("phi: x above 50")
+        return math.cosh(x)
+
+    register_divergence("tests_raising_cosh", phi=phi, dphi=lambda x: math.sinh(x),
+                        overwrite=True)
+    try:
+        div = get_divergence("tests_raising_cosh")
+        monkeypatch.setattr(E, "PARALLEL_MIN", 0)
+        monkeypatch.setenv("BREGCLUST_NUM_THREADS", "2")
+        X = np.linspace(-1.0, 1.0, 30).reshape(10, 3)
+        X[7, 1] = 60.0  # in the second block
+        with pytest.raises(ValueError, match="x above 50"):
+            E.phi_rows(div, X)
+        X[7, 1] = 0.5
+        np.testing.assert_allclose(E.phi_rows(div, X), np.cosh(X).sum(axis=1), rtol=1e-14)
+    finally:
+        unregister_divergence("tests_raising_cosh")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n", [5, 1100])
+def test_pool_l1_exact_values_equal_the_prange_kernel(monkeypatch, dtype, n):
+    """l1_subgradient's exact per-row values (the final objective of a fit), run as the serial
+    ``l1_pairwise_rows`` per block of rows on the engine's pool, equal the ``prange`` kernel
+    ``l1_pairwise_exact`` at each row's centre bit for bit (0 for rows of zero weight): 1, 2, 3
+    and 7 workers, tiny values whose product underflows, exact zeros."""
+    from bregclust import _execution as E
+    from bregclust import _kernels as K
+    from bregclust import get_divergence
+
+    rng = np.random.default_rng(n)
+    X = (rng.normal(size=(n, 9)) * (rng.random((n, 9)) < 0.8)).astype(dtype)
+    X[0, :2] = 1e-30  # same sign as a tiny centre coordinate below: 0, not 2|x|
+    U = rng.normal(size=(4, 9))
+    U[:, 0] = 1e-30
+    labels = rng.integers(0, 4, n)
+    w = rng.random(n) + 0.5
+    w[rng.random(n) < 0.25] = 0.0
+    D = np.empty((n, 4))
+    K.l1_pairwise_exact(X, U, D)
+    ref = np.where(w > 0, D[np.arange(n), labels], 0.0)
+    div = get_divergence("l1_subgradient")
+    monkeypatch.setattr(E, "PARALLEL_MIN", 0)
+    for threads in (1, 2, 3, 7):
+        monkeypatch.setenv("BREGCLUST_NUM_THREADS", str(threads))
+        assert np.array_equal(E.exact_assigned(div, X, U, labels, w=w), ref), threads

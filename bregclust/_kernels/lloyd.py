@@ -234,6 +234,15 @@ def _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, St, Wt, s0, e0, P):
     return obj
 
 
+@njit(**JIT)
+def _block_rows(n, T, t):
+    """``(r0, r1)``: the rows of block ``t`` of ``T`` over ``n`` rows, ``t * per`` to
+    ``min(n, (t + 1) * per)`` with ``per = ceil(n / T)`` (the blocks of the ``prange`` Lloyd
+    kernels, which the block kernels on the engine's pool reproduce; empty when ``t * per >= n``)."""
+    per = (n + T - 1) // T
+    return t * per, min(n, (t + 1) * per)
+
+
 @njit(**PJIT)
 def lloyd_step_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W, O):
     """One Lloyd pass in one read of ``X``: nearest centre of every row and the per-cluster
@@ -279,11 +288,9 @@ def lloyd_block_dense(X, phi_x, GT, c, w, chunk, labels, mins, S, W, O, t):
     kernel's results bit for bit. :func:`bregclust._execution.fused_pass` runs the blocks on
     its thread pool: a serial kernel compiles in a fraction of a ``prange`` kernel's time
     (a new user's first fit pays it)."""
-    n = X.shape[0]
-    T = S.shape[0]
-    per = (n + T - 1) // T
-    O[t] = _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, S[t], W[t], t * per,
-                        min(n, (t + 1) * per), np.empty((chunk, GT.shape[1]), X.dtype))
+    r0, r1 = _block_rows(X.shape[0], S.shape[0], t)
+    O[t] = _lloyd_block(X, phi_x, GT, c, w, chunk, labels, mins, S[t], W[t], r0, r1,
+                        np.empty((chunk, GT.shape[1]), X.dtype))
 
 
 @njit(**JIT)
@@ -339,11 +346,9 @@ def lloyd_step_csr_serial(data, indices, indptr, phi_x, GT, c, w, labels, mins, 
 def lloyd_block_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S, W, O, t):
     """Block ``t`` of :func:`lloyd_step_csr` on the calling thread (as
     :func:`lloyd_block_dense` for :func:`lloyd_step_dense`)."""
-    n = indptr.shape[0] - 1
-    T = S.shape[0]
-    per = (n + T - 1) // T
+    r0, r1 = _block_rows(indptr.shape[0] - 1, S.shape[0], t)
     O[t] = _lloyd_rows_csr(data, indices, indptr, phi_x, GT, c, w, labels, mins, S[t], W[t],
-                           t * per, min(n, (t + 1) * per), np.empty(GT.shape[1]))
+                           r0, r1, np.empty(GT.shape[1]))
 
 
 @njit(**JIT)
@@ -373,10 +378,9 @@ def nearest_csr(data, indices, indptr, phi_x, GT, c, T, labels, mins):
 def nearest_block_csr(data, indices, indptr, phi_x, GT, c, T, labels, mins, t):
     """Block ``t`` of the ``T`` of :func:`nearest_csr` on the calling thread (the engine runs
     the blocks on its thread pool, as :func:`lloyd_block_csr`)."""
-    n = indptr.shape[0] - 1
-    per = (n + T - 1) // T
-    _nearest_rows_csr(data, indices, indptr, phi_x, GT, c, labels, mins, t * per,
-                      min(n, (t + 1) * per), np.empty(GT.shape[1]))
+    r0, r1 = _block_rows(indptr.shape[0] - 1, T, t)
+    _nearest_rows_csr(data, indices, indptr, phi_x, GT, c, labels, mins, r0, r1,
+                      np.empty(GT.shape[1]))
 
 
 @njit(**JIT)
@@ -409,7 +413,8 @@ def map_scalar(code, which, fn, X, out):
 
 @njit(**PJIT)
 def map_scalar_par(code, which, fn, X, out):
-    """:func:`map_scalar`, parallel over rows."""
+    """:func:`map_scalar`, parallel over rows (the oracle of :func:`map_scalar` run per block
+    of rows on the library's thread pool)."""
     n, d = X.shape
     for i in prange(n):
         for l in range(d):
@@ -481,7 +486,12 @@ def rowsum(code, fn, X, out):
 
 @njit(**PJIT)
 def rowsum_par(code, fn, X, out):
-    """:func:`rowsum`, parallel over rows (blocks of rows for the squared Euclidean sum)."""
+    """:func:`rowsum`, parallel over rows (blocks of rows for the squared Euclidean sum).
+
+    The library runs the serial :func:`rowsum` (or
+    :func:`~bregclust._kernels.builtin_rows.rowsum_builtin`) per block of rows on its thread
+    pool instead (each row's sum is its own: the same values); this ``prange`` kernel stays as
+    their oracle in the tests."""
     n = X.shape[0]
     if code == SQ:
         for b in prange((n + _SQ_BLOCK - 1) // _SQ_BLOCK):
@@ -510,7 +520,9 @@ def _phi_row_csr(code, fn, data, indptr, n_features, f0, i):
 def rowsum_csr(code, fn, data, indptr, n_features, out):
     """OUT row sums of phi for a CSR matrix: ``sum_stored (f(v) - f(0)) + d f(0)``.
 
-    When ``f(0) = 0`` (sqeuclidean, kl) this touches stored entries only.
+    When ``f(0) = 0`` (sqeuclidean, kl) this touches stored entries only. The library runs
+    :func:`rowsum_csr_serial` per block of rows on its thread pool instead (the same values);
+    this ``prange`` kernel stays as its oracle in the tests.
     """
     f0 = _phi0(code, fn)
     for i in prange(indptr.shape[0] - 1):
@@ -599,7 +611,9 @@ def generic_assigned(code, fphi, fdphi, X, U, labels, w, out):
     the rows with ``w[i] > 0``, 0 for the others (``0 * inf`` counts as 0 in an objective).
 
     One pass over ``X``, no copies: the exact objective of a fit. Rows in parallel; each value
-    is computed on its own, so ``out`` does not depend on the thread count (the caller sums)."""
+    is computed on its own, so ``out`` does not depend on the thread count (the caller sums).
+    The library runs :func:`generic_assigned_rows` instead (per block of rows on its pool);
+    this ``prange`` kernel stays as its oracle in the tests."""
     # The squared Euclidean distance is called from the row loop itself, where it is inlined
     # (reached through _generic_divergence it stays one call per row, dearer than the row);
     # the careful definition runs only for a non-finite value.
@@ -611,10 +625,13 @@ def generic_assigned(code, fphi, fdphi, X, U, labels, w, out):
 
 
 @njit(**JIT)
-def generic_assigned_serial(code, fphi, fdphi, X, U, labels, w, out):
-    """:func:`generic_assigned` on the calling thread (small arrays: a parallel launch costs
-    more than the work)."""
-    for i in range(X.shape[0]):
+def generic_assigned_rows(code, fphi, fdphi, X, U, labels, w, out, r0, r1):
+    """:func:`generic_assigned` for the rows ``r0..r1-1`` on the calling thread, the same code
+    per row (so the same values). The library's kernel: the form runs it on the whole array,
+    or one block of rows per worker of the engine's pool
+    (:func:`bregclust._execution.row_blocks`), where a serial kernel compiles in a fraction of
+    the ``prange`` kernel's time; :func:`generic_assigned` stays as its oracle in the tests."""
+    for i in range(r0, r1):
         out[i] = 0.0
         if w[i] > 0:
             s = _sq_distance(X, i, U, labels[i]) if code == SQ else np.inf
@@ -630,6 +647,26 @@ def l1_pairwise_exact(X, U, out):
     n, d = X.shape
     k = U.shape[0]
     for i in prange(n):
+        for j in range(k):
+            s = 0.0
+            for l in range(d):
+                x = X[i, l]
+                u = U[j, l]
+                if not ((x > 0.0 and u > 0.0) or (x < 0.0 and u < 0.0)):
+                    s += 2.0 * abs(x)
+            out[i, j] = s
+
+
+@njit(**JIT)
+def l1_pairwise_rows(X, U, out, r0, r1):
+    """:func:`l1_pairwise_exact` for the rows ``r0..r1-1`` on the calling thread, the same code
+    per entry (so the same values): the exact objective of an l1_subgradient fit runs it per
+    block of rows on the engine's thread pool, where a serial kernel compiles in a fraction of
+    the ``prange`` kernel's time (which stays for :meth:`Divergence.generic_pairwise` and as
+    this kernel's oracle in the tests)."""
+    d = X.shape[1]
+    k = U.shape[0]
+    for i in range(r0, r1):
         for j in range(k):
             s = 0.0
             for l in range(d):
