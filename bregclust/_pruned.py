@@ -636,9 +636,14 @@ SAMPLE_ROWS = 512
 #: costs ``START``. Measured pass by pass on 200k x 128 unit rows (cosine), k = 256, one
 #: thread (benchmarks/RESULTS.md): a pruned pass took 0.76 of a Lloyd pass skipping 47% of the
 #: rows, 0.49 skipping 72%, 1.04 skipping 21%; a starting pass 1.4 (its group minima read the
-#: scores of each group through the grouping's permutation, about 1.3 ns per score).
+#: scores of each group through the grouping's permutation, about 1.3 ns per score). With the
+#: float32 filter of the failing rows (:data:`FILTER32`; 50,000 x 50 blobs, k = 256, least
+#: squares of pass time on the fraction recomputed, one thread): fixed 0.21, per recomputed row
+#: 0.61 of a Lloyd pass (:data:`PRUNED_ROW`), against 1.08 without the filter
+#: (:data:`PRUNED_ROW_FLOAT64`: float32 rows, or values beyond float32's range).
 PRUNED_FIXED = 0.19
-PRUNED_ROW = 1.08
+PRUNED_ROW = 0.61
+PRUNED_ROW_FLOAT64 = 1.08
 START = 1.4
 
 
@@ -692,6 +697,8 @@ class AdaptivePasses:
         self.div = div
         self.pruned = PrunedPasses(src, div, algorithm, debug=debug)
         n = self.pruned.n
+        float64 = self.pruned.Xg.dtype == np.float64
+        self.row_cost = PRUNED_ROW if FILTER32 and float64 else PRUNED_ROW_FLOAT64
         m = min(n, SAMPLE_ROWS, max(n // 16, 64))  # 1/16 of the rows, at least 64
         self.rows = (np.arange(m, dtype=np.int64) * n) // max(m, 1)
         self.Xs = np.ascontiguousarray(self.pruned.Xg[self.rows], dtype=np.float64)
@@ -752,10 +759,9 @@ class AdaptivePasses:
             return float(np.mean(Da + 2.0 * Ei < low))
 
     # ------------------------------------------------------------------ the rule
-    @staticmethod
-    def _cost(s):
+    def _cost(self, s):
         """A pruned pass skipping the fraction ``s`` of the rows, in Lloyd passes."""
-        return PRUNED_FIXED + PRUNED_ROW * (1.0 - s)
+        return PRUNED_FIXED + self.row_cost * (1.0 - s)
 
     def _choose(self):
         """``"lloyd"``, ``"start"`` or ``"pruned"`` for the next pass (see the class)."""

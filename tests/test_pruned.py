@@ -548,12 +548,16 @@ def test_adaptive_rule_weighs_the_passes_left():
 
     a = P.AdaptivePasses.__new__(P.AdaptivePasses)
     a.total, a.skipped = 100, [0]
-    for mode, s_f, s_r, left, want in [
-            ("lloyd", 0.0, 0, 10, "lloyd"), ("lloyd", 0.95, 0, 10, "start"),
-            ("lloyd", 0.95, 0, 1, "lloyd"), ("start", 0.95, 0, 5, "pruned"),
-            ("pruned", 0.2, 90, 5, "pruned"), ("pruned", 0.2, 5, 5, "lloyd"),
-            ("pruned", 0.99, 20, 5, "start"), ("pruned", np.nan, 90, 1, "pruned")]:
-        a.mode, a.predicted, a.left = mode, [s_f], left
+    f64, f32 = P.PRUNED_ROW_FLOAT64, P.PRUNED_ROW
+    for mode, s_f, s_r, left, want, row in [
+            ("lloyd", 0.0, 0, 10, "lloyd", f64), ("lloyd", 0.95, 0, 10, "start", f64),
+            ("lloyd", 0.95, 0, 1, "lloyd", f64), ("start", 0.95, 0, 5, "pruned", f64),
+            ("pruned", 0.2, 90, 5, "pruned", f64), ("pruned", 0.2, 5, 5, "lloyd", f64),
+            ("pruned", 0.99, 20, 5, "start", f64), ("pruned", np.nan, 90, 1, "pruned", f64),
+            # the float32 filter: a recomputed row costs less, so pruning pays sooner
+            ("pruned", 0.2, 5, 5, "pruned", f32), ("lloyd", 0.6, 0, 10, "start", f32),
+            ("lloyd", 0.6, 0, 10, "lloyd", f64)]:
+        a.mode, a.predicted, a.left, a.row_cost = mode, [s_f], left, row
         a.skipped = [s_r]
         assert a._choose() == want, (mode, s_f, s_r, left)
 
