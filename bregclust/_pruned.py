@@ -514,7 +514,17 @@ class PrunedPasses:
         ``(shift_m, shift_2, shift_inf, U0, use_ref)`` with
         ``shift_m[a, g] <= min_{j in g, j != a} beta_j`` and
         ``shift_2[g] >= max_{j in g} ||dt_j||_2`` (``shift_inf``: the infinity norm), each
-        rounded to the safe side."""
+        rounded to the safe side. The last result is kept: ``"auto"``'s sample asks for the
+        shifts of the pass just run (the same two prepared centres, never modified)."""
+        memo = getattr(self, "_memo", None)
+        if memo is not None and memo[0] is old and memo[1] is new:
+            return memo[2]
+        out = self._shifts_of(old, new)
+        self._memo = (old, new, out)
+        return out
+
+    def _shifts_of(self, old, new):
+        """:meth:`_shifts`, computed."""
         k, d = new.G.shape
         g = _gamma(d, _U) + 8 * _U
         with np.errstate(invalid="ignore", over="ignore"):
@@ -646,6 +656,12 @@ PRUNED_ROW = 0.61
 PRUNED_ROW_FLOAT64 = 1.08
 START = 1.4
 
+#: :class:`AdaptivePasses` weighs its choice over this pass and the next ``HORIZON - 1`` (at
+#: most the passes left): a starting pass is repaid by the pruned passes after it (two passes
+#: until session 19; with the float32 filter a pruned pass skipping nothing costs 0.8 of a
+#: Lloyd pass, so the bounds repay their start within four passes even early in a fit).
+HORIZON = 4
+
 
 class AdaptivePasses:
     """``algorithm="auto"`` on dense rows: Lloyd's passes while pruning would not pay, the
@@ -661,9 +677,10 @@ class AdaptivePasses:
     what a pruned pass would skip one pass after the bounds were started. The last pruned
     pass gives the fraction ``s_r`` its aged bounds skip. With the cost model
     (:data:`PRUNED_FIXED`, :data:`PRUNED_ROW`, :data:`START`; a Lloyd pass costs 1) the passes
-    take, over this pass and the next, the cheapest of: Lloyd's pass, a starting pass then a
-    pruned pass skipping ``s_f``, or (after a pruned pass) two more pruned passes skipping
-    ``s_r``; on the last pass of ``max_iter``, never a starting pass.
+    take, over this pass and the next ``HORIZON - 1`` (:data:`HORIZON`, at most the passes
+    left), the cheapest of: Lloyd's passes, a starting pass then pruned passes skipping
+    ``s_f``, or (after a pruned pass) more pruned passes skipping ``s_r``; on the last pass of
+    ``max_iter``, never a starting pass.
 
     Parameters
     ----------
@@ -767,16 +784,15 @@ class AdaptivePasses:
         """``"lloyd"``, ``"start"`` or ``"pruned"`` for the next pass (see the class)."""
         s_f = self.predicted[-1] if self.predicted else np.nan
         left = self.left if self.left is not None else 2
-        options = {"lloyd": 2.0}
+        H = float(max(1, min(left, HORIZON)))  # the passes the choice is weighed over
+        options = {"lloyd": H}
         if self.mode == "start":
-            options["pruned"] = 2.0 * self._cost(s_f) if s_f == s_f else 1.9
+            options["pruned"] = H * self._cost(s_f) if s_f == s_f else 0.95 * H
         elif self.mode == "pruned":
             s_r = self.skipped[-1] / max(self.total, 1)
-            options["pruned"] = 2.0 * self._cost(s_r)
-        if s_f == s_f and left >= 2:
-            options["start"] = START + self._cost(s_f)
-        if left < 2:  # the last pass: no next pass to share the cost with
-            options = {m: v / 2.0 for m, v in options.items() if m != "start"}
+            options["pruned"] = H * self._cost(s_r)
+        if s_f == s_f and H >= 2:  # never on the last pass: no next pass to share its cost
+            options["start"] = START + (H - 1.0) * self._cost(s_f)
         return min(options, key=lambda m: (options[m], m != "lloyd"))
 
     # ------------------------------------------------------------------ the pass

@@ -543,7 +543,8 @@ def test_four_row_finish_is_the_row_by_row_finish(dtype):
 
 def test_adaptive_rule_weighs_the_passes_left():
     """The rule's choices on given measurements: a starting pass once the predicted skipped
-    fraction repays it, never on the last pass; a pruned pass kept while it beats Lloyd's."""
+    fraction repays it within the horizon, never on the last pass; a pruned pass kept while it
+    beats Lloyd's; the cost of a recomputed row with and without the float32 filter."""
     import bregclust._pruned as P
 
     a = P.AdaptivePasses.__new__(P.AdaptivePasses)
@@ -554,9 +555,10 @@ def test_adaptive_rule_weighs_the_passes_left():
             ("lloyd", 0.95, 0, 1, "lloyd", f64), ("start", 0.95, 0, 5, "pruned", f64),
             ("pruned", 0.2, 90, 5, "pruned", f64), ("pruned", 0.2, 5, 5, "lloyd", f64),
             ("pruned", 0.99, 20, 5, "start", f64), ("pruned", np.nan, 90, 1, "pruned", f64),
-            # the float32 filter: a recomputed row costs less, so pruning pays sooner
-            ("pruned", 0.2, 5, 5, "pruned", f32), ("lloyd", 0.6, 0, 10, "start", f32),
-            ("lloyd", 0.6, 0, 10, "lloyd", f64)]:
+            # the float32 filter: a recomputed row costs less, so pruning pays sooner; a start
+            # is weighed over the next HORIZON = 4 passes (fewer when fewer are left)
+            ("pruned", 0.2, 5, 5, "pruned", f32), ("lloyd", 0.0, 0, 10, "start", f32),
+            ("lloyd", 0.0, 0, 3, "lloyd", f32), ("lloyd", 0.2, 0, 10, "lloyd", f64)]:
         a.mode, a.predicted, a.left, a.row_cost = mode, [s_f], left, row
         a.skipped = [s_r]
         assert a._choose() == want, (mode, s_f, s_r, left)
