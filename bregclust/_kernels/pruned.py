@@ -31,6 +31,9 @@ from numba import njit
 from .generators import JIT
 from .lloyd import _nearest, _product_csr
 
+#: Rows per span of :func:`pruned_block_dense` (tested, scored, summed while in cache).
+SPAN = 1024
+
 
 # The own score and the distance to the reference point are this module's values, not Lloyd's:
 # their rounding is bounded by the same gamma_d for any order of the sum, so LLVM may split
@@ -298,78 +301,85 @@ def pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, lab
     k = GT.shape[1]
     ng = lb.shape[1]
     u = 1.1102230246251565e-16
-    idx = np.empty(e0 - s0, np.int64)
-    nrec = 0
-    for r in range(s0, e0):
-        a = labels[r]
-        if use_ref:
-            dot, sq = _dot_sqdist_row(X, r, G, U0, a)
-            r2 = np.sqrt(sq) * (1.0 + gam)
-        else:
-            dot = _dot_row(X, r, G, a)
-            r2 = xn[r]
-        Da = c[a] - dot
-        low = _test_row(r, a, Da, r2, x1[r], lb, shift_m, shift_2, shift_inf, use_ref, use_l1,
-                        u)
-        scale = xn[r] * TN
-        Ei = rho * (scale + CN)
-        m = phi_x[r] + Da
-        if Da + 2.0 * Ei < low and scale < lim and abs(m) < np.inf:
-            mins[r] = m if m > 0.0 else 0.0
-        else:
-            idx[nrec] = r
-            nrec += 1
-    nall = nrec
-    if X32.shape[0] > 0 and nrec > 0:  # the float32 filter: near ties go on in float64
-        nrec = _filter_rows32(X32, idx, nrec, GT32, perm, gstart, X, G, c, phi_x, xn, TN, CN,
-                              kap, eta, rho, chunk, labels, mins, lb, idx)
-    # every failing row by Lloyd's arithmetic
+    # rows in spans of SPAN: a span's rows are still in cache when its failing rows are
+    # scored and when its sums are added
+    idx = np.empty(min(e0 - s0, SPAN), np.int64)
     single = e0 - 1 if (e0 - s0) % chunk == 1 else -1
     buf = np.empty((chunk, d), X.dtype)
     P = np.empty((chunk, k), X.dtype)
     rows = np.empty(chunk, np.int64)
     m1 = np.empty(ng)
     M = np.empty((4, ng))
-    q = 0
-    for p in range(nrec + 1):
-        flush = p == nrec
-        if not flush:
-            r = idx[p]
-            if r == single:  # Lloyd multiplied this row alone (gemv): so do we
-                np.dot(X[r:r + 1], GT, P[:1])
-                _finish_row(P[0], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
-                            rho * (xn[r] * TN + CN), u, m1)
-                continue
-            buf[q] = X[r]
-            rows[q] = r
-            q += 1
-            flush = q == chunk
-        if flush and q > 0:
-            m = q
-            if m == 1:  # a one-row product would take gemv, not Lloyd's gemm
-                buf[1] = buf[0]
-                m = 2
-            np.dot(buf[:m], GT, P[:m])
-            if ng > 1:  # four rows at a time, group by group
-                _finish_rows(P, q, rows, c, grp, perm, gstart, phi_x, xn, rho, TN, CN, u,
-                             labels, mins, lb, M)
-            else:  # one group (Hamerly): the two smallest scores in one read, row by row (a
-                # four-row version: at most 5% of the fit, 1.3 s more compilation; not kept)
-                for i in range(q):
-                    r = rows[i]
-                    _finish_row(P[i], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
-                                rho * (xn[r] * TN + CN), u, m1)
-            q = 0
-    # the sums in row order, as lloyd._lloyd_block adds them
     obj = 0.0
-    for r in range(s0, e0):
-        bj = labels[r]
-        wi = w[r]
-        Wt[bj] += wi
-        obj += wi * mins[r]
-        for l in range(d):
-            St[bj, l] += wi * X[r, l]
-    return obj, nall, nrec
+    nall = 0
+    n64 = 0
+    for sb in range(s0, e0, SPAN):
+        se = min(e0, sb + SPAN)
+        nrec = 0
+        for r in range(sb, se):
+            a = labels[r]
+            if use_ref:
+                dot, sq = _dot_sqdist_row(X, r, G, U0, a)
+                r2 = np.sqrt(sq) * (1.0 + gam)
+            else:
+                dot = _dot_row(X, r, G, a)
+                r2 = xn[r]
+            Da = c[a] - dot
+            low = _test_row(r, a, Da, r2, x1[r], lb, shift_m, shift_2, shift_inf, use_ref,
+                            use_l1, u)
+            scale = xn[r] * TN
+            Ei = rho * (scale + CN)
+            m = phi_x[r] + Da
+            if Da + 2.0 * Ei < low and scale < lim and abs(m) < np.inf:
+                mins[r] = m if m > 0.0 else 0.0
+            else:
+                idx[nrec] = r
+                nrec += 1
+        nall += nrec
+        if X32.shape[0] > 0 and nrec > 0:  # the float32 filter: near ties go on in float64
+            nrec = _filter_rows32(X32, idx, nrec, GT32, perm, gstart, X, G, c, phi_x, xn, TN,
+                                  CN, kap, eta, rho, chunk, labels, mins, lb, idx)
+        n64 += nrec
+        # every failing row left by Lloyd's arithmetic
+        q = 0
+        for p in range(nrec + 1):
+            flush = p == nrec
+            if not flush:
+                r = idx[p]
+                if r == single:  # Lloyd multiplied this row alone (gemv): so do we
+                    np.dot(X[r:r + 1], GT, P[:1])
+                    _finish_row(P[0], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
+                                rho * (xn[r] * TN + CN), u, m1)
+                    continue
+                buf[q] = X[r]
+                rows[q] = r
+                q += 1
+                flush = q == chunk
+            if flush and q > 0:
+                m = q
+                if m == 1:  # a one-row product would take gemv, not Lloyd's gemm
+                    buf[1] = buf[0]
+                    m = 2
+                np.dot(buf[:m], GT, P[:m])
+                if ng > 1:  # four rows at a time, group by group
+                    _finish_rows(P, q, rows, c, grp, perm, gstart, phi_x, xn, rho, TN, CN, u,
+                                 labels, mins, lb, M)
+                else:  # one group (Hamerly): the two smallest scores in one read, row by row
+                    # (a four-row version: at most 5% of the fit, 1.3 s more compilation)
+                    for i in range(q):
+                        r = rows[i]
+                        _finish_row(P[i], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
+                                    rho * (xn[r] * TN + CN), u, m1)
+                q = 0
+        # the sums in row order, as lloyd._lloyd_block adds them
+        for r in range(sb, se):
+            bj = labels[r]
+            wi = w[r]
+            Wt[bj] += wi
+            obj += wi * mins[r]
+            for l in range(d):
+                St[bj, l] += wi * X[r, l]
+    return obj, nall, n64
 
 
 @njit(**JIT)
