@@ -357,7 +357,9 @@ class PrunedPasses:
         # the conversions of x_l and g_l (gamma_2) and a sum of d + 1 products in any order
         # (gamma_{d+1}); (1 + 1e-6) covers the float64 rounding of the bound itself
         kap = _gamma(d + 3, u32) * (1.0 + 1e-6)
-        eta = 1e-44 * (d + 3)  # underflow: at most 2^-150 (1.4e-45) per operation, absolute
+        # underflow, absolute: at most 2^-150 per operation, or 2^-126 if the process flushes
+        # subnormals to zero (a library built with fast-math can switch that on): 2^-125 each
+        eta = 2.4e-38 * (d + 3)
         return self._x32, kap, eta
 
     @property

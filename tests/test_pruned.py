@@ -883,7 +883,7 @@ def test_float32_filter_keeps_only_proven_labels():
     TN = float(np.sqrt((G * G).sum(axis=1)).max()) * (1 + 1e-13)
     CN = float(np.abs(c).max())
     u32 = np.finfo(np.float32).eps / 2
-    kap, eta = P._gamma(d + 3, u32) * (1 + 1e-6), 1e-44 * (d + 3)
+    kap, eta = P._gamma(d + 3, u32) * (1 + 1e-6), 2.4e-38 * (d + 3)
     rho = 2 * (2 * P._gamma(d, P._U) + 5 * P._U)  # as PrunedPasses for float64 rows
     phi = (X * X).sum(axis=1)
     idx = np.sort(rng.choice(n, 500, replace=False)).astype(np.int64)

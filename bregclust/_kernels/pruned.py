@@ -466,7 +466,7 @@ def _filter_rows32(X32, idx, nrec, GT32, perm, gstart, X, G, c, phi_x, xn, TN, C
     centre ``perm[q]``), so that one float32 product per batch of rows gives ``-v``, ``v`` the
     float32 scores, with ``|v_q - D_j(x)| <= E32 = kap (xn TN + CN) + eta (2 + TN + xn)``
     (``kap = gamma_{d+3}`` of float32: the conversions and the ``d + 1`` products and sums in
-    any order; ``eta`` the absolute error of an underflow). The product is laid out centre by
+    any order; ``eta`` the absolute error of an underflow, or of subnormals flushed to zero). The product is laid out centre by
     centre (k x rows), so every group maximum is a run of elementwise maxima over the rows of
     the batch (SIMD), and so are the two largest group maxima. A row whose smallest float32
     score beats every other one by more than ``2 E32 + rho (xn TN + CN)`` (twice the float32
