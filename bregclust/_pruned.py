@@ -682,7 +682,8 @@ class AdaptivePasses:
     take, over this pass and the next ``HORIZON - 1`` (:data:`HORIZON`, at most the passes
     left), the cheapest of: Lloyd's passes, a starting pass then pruned passes skipping
     ``s_f``, or (after a pruned pass) more pruned passes skipping ``s_r``; on the last pass of
-    ``max_iter``, never a starting pass.
+    ``max_iter``, never a starting pass. Before the first measurement ``s_f`` is taken as 0:
+    with the float32 filter (:data:`PRUNED_ROW`) the bounds then start on the first pass.
 
     Parameters
     ----------
@@ -793,8 +794,10 @@ class AdaptivePasses:
         elif self.mode == "pruned":
             s_r = self.skipped[-1] / max(self.total, 1)
             options["pruned"] = H * self._cost(s_r)
-        if s_f == s_f and H >= 2:  # never on the last pass: no next pass to share its cost
-            options["start"] = START + (H - 1.0) * self._cost(s_f)
+        if H >= 2:  # never on the last pass: no next pass to share its cost
+            # before the first measurement, priced as if nothing were skipped: it pays then
+            # only where a pruned pass skipping nothing beats Lloyd's (the float32 filter)
+            options["start"] = START + (H - 1.0) * self._cost(s_f if s_f == s_f else 0.0)
         return min(options, key=lambda m: (options[m], m != "lloyd"))
 
     # ------------------------------------------------------------------ the pass

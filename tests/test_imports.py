@@ -440,6 +440,8 @@ KERNEL_ORACLES = {
             "the passes' float64 row counts with the filter on and off (its constant patched)",
         "test_debug_mode_catches_an_unsound_float32_filter":
             "the debug check against a float32 filter without its error bound (patched)",
+        "test_auto_switches_by_measurement_and_equals_lloyd":
+            "the measured rule with the float32 filter switched off and on (flag patched)",
         "test_cached_debug_mode_catches_a_stale_cache":
             "the cached passes' debug check against a stale cache made on purpose",
         "test_smoothing_term_from_prepared_centres_is_pairwise":

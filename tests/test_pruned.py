@@ -407,11 +407,16 @@ def test_float32_stop_rule_gap_is_known():
         float32=True, n_init=1, modes=["pruned"])
 
 
-def test_auto_switches_by_measurement_and_equals_lloyd():
+@pytest.mark.parametrize("filter32", [False, True])
+def test_auto_switches_by_measurement_and_equals_lloyd(monkeypatch, filter32):
     """The measured rule on data where pruning pays late (many clusters, the centres settle):
-    the first passes are Lloyd's (nothing skipped), later passes skip most scores, and the fit
-    is Lloyd's. With a budget of two iterations no pass can repay the starting pass: Lloyd's
-    passes only."""
+    without the float32 filter the first passes are Lloyd's (nothing skipped); with it a pruned
+    pass skipping nothing already beats Lloyd's, so the bounds start on the first pass and the
+    second pass skips scores; later passes skip most scores, and the fit is Lloyd's. With a
+    budget of two iterations no pass can repay the starting pass: Lloyd's passes only."""
+    import bregclust._pruned as P
+
+    monkeypatch.setattr(P, "FILTER32", filter32)
     rng = np.random.default_rng(11)
     centres = rng.normal(scale=6.0, size=(80, 4))
     X = centres[rng.integers(0, 80, 4000)] + rng.normal(size=(4000, 4))
@@ -420,7 +425,7 @@ def test_auto_switches_by_measurement_and_equals_lloyd():
                                                                   **dict(kw))
     _same(a, b)
     frac = b.n_skipped_ / (4000 * 64)
-    assert frac[0] == 0 and frac[1] == 0
+    assert frac[0] == 0 and (frac[1] > 0) == filter32
     assert frac.max() > 0.5
     short = _fit("auto", X, 64, "sqeuclidean", init=X[:64], max_iter=2, tol=0.0)
     assert short.algorithm_ == "yinyang" and not short.n_skipped_.any()
@@ -558,7 +563,10 @@ def test_adaptive_rule_weighs_the_passes_left():
             # the float32 filter: a recomputed row costs less, so pruning pays sooner; a start
             # is weighed over the next HORIZON = 4 passes (fewer when fewer are left)
             ("pruned", 0.2, 5, 5, "pruned", f32), ("lloyd", 0.0, 0, 10, "start", f32),
-            ("lloyd", 0.0, 0, 3, "lloyd", f32), ("lloyd", 0.2, 0, 10, "lloyd", f64)]:
+            ("lloyd", 0.0, 0, 3, "lloyd", f32), ("lloyd", 0.2, 0, 10, "lloyd", f64),
+            # no measurement yet (the first pass): priced as skipping nothing
+            ("lloyd", np.nan, 0, 10, "start", f32), ("lloyd", np.nan, 0, 10, "lloyd", f64),
+            ("lloyd", np.nan, 0, 3, "lloyd", f32)]:
         a.mode, a.predicted, a.left, a.row_cost = mode, [s_f], left, row
         a.skipped = [s_r]
         assert a._choose() == want, (mode, s_f, s_r, left)
