@@ -19,7 +19,9 @@ CSR rows by the same row product. The argmin gives Lloyd's label: the lowest ind
 smallest score (dense rows with several groups read the scores group by group, four rows at a
 time, :func:`_finish_rows`; one group or a CSR row, Lloyd's comparisons in index order). The
 per-cluster sums add every row in row order within each thread's block, as Lloyd's kernel does,
-so labels, sums and centres are those of Lloyd bit for bit.
+so labels, sums and centres are those of Lloyd bit for bit. Dense float64 rows that fail the
+test are first scored in float32 (:func:`_filter_rows32`): only those whose label the float32
+scores cannot prove, with their rounding error bounded, take Lloyd's float64 product.
 
 Written by hand because no library prunes a Bregman k-means (scikit-learn's Elkan and
 every peer prune squared Euclidean distances with the triangle inequality only).
