@@ -55,6 +55,16 @@ CACHE_MAX_BYTES = 1 << 30
 #: Centres per group of ``algorithm="yinyang"`` (Ding et al. use ``k / 10`` groups).
 GROUP_SIZE = 10
 
+#: Dense float64 rows whose bounds fail are scored in float32 first (one float32 product per
+#: batch, about half the time of the float64 one), and only the rows whose float32 scores
+#: cannot prove Lloyd's label (a near tie within the proven error) take Lloyd's float64
+#: product (:func:`bregclust._kernels.pruned._filter_rows32`). Tests switch it off to compare.
+FILTER32 = True
+
+#: The filter's largest allowed ``||x||``, ``||t_j||`` and ``|c_j|`` (far from float32's
+#: overflow, 3.4e38; beyond, the float64 path).
+FILTER32_MAX = 1e30
+
 _U = np.finfo(np.float64).eps / 2
 
 
@@ -322,6 +332,35 @@ class PrunedPasses:
         self.rho = 2.0 * (_gamma(L, u_dt) + u_dt + _gamma(L, _U) + 4 * _U)
         self.lim = 1e36 if (not self.sparse and Xg.dtype == np.float32) else 1e300
         self.T = self._threads()
+        self._x32 = None  # the rows in float32 with a column of ones (built on first use)
+        self.float64_rows = []  # per pass: failing rows the float32 filter left to float64
+
+    def filter32(self, TN, CN):
+        """``(X32, kap, eta)`` of the float32 filter for this pass
+        (:func:`bregclust._kernels.pruned._filter_rows32`: the rows in float32 with a column of
+        ones, and the error bound ``kap (||x|| TN + CN) + eta (2 + TN + ||x||)`` of a float32
+        score), or None (sparse or float32 rows, :data:`FILTER32` off, values beyond
+        :data:`FILTER32_MAX`)."""
+        if (not FILTER32 or self.sparse or self.Xg.dtype != np.float64
+                or not (TN < FILTER32_MAX and CN < FILTER32_MAX)):
+            return None
+        if self._x32 is None:
+            ok = self.n > 0 and float(self.xn.max()) < FILTER32_MAX
+            X32 = np.empty((self.n if ok else 0, self.d + 1), np.float32)
+            if ok:
+                X32[:, :self.d] = self.Xg
+                X32[:, self.d] = 1.0
+            self._x32 = X32
+        if not self._x32.shape[0]:
+            return None
+        d, u32 = self.d, np.finfo(np.float32).eps / 2
+        # the conversions of x_l and g_l (gamma_2) and a sum of d + 1 products in any order
+        # (gamma_{d+1}); (1 + 1e-6) covers the float64 rounding of the bound itself
+        kap = _gamma(d + 3, u32) * (1.0 + 1e-6)
+        # underflow, absolute: at most 2^-150 per operation, or 2^-126 if the process flushes
+        # subnormals to zero (a library built with fast-math can switch that on): 2^-125 each
+        eta = 2.4e-38 * (d + 3)
+        return self._x32, kap, eta
 
     @property
     def xn(self):
@@ -477,7 +516,17 @@ class PrunedPasses:
         ``(shift_m, shift_2, shift_inf, U0, use_ref)`` with
         ``shift_m[a, g] <= min_{j in g, j != a} beta_j`` and
         ``shift_2[g] >= max_{j in g} ||dt_j||_2`` (``shift_inf``: the infinity norm), each
-        rounded to the safe side."""
+        rounded to the safe side. The last result is kept: ``"auto"``'s sample asks for the
+        shifts of the pass just run (the same two prepared centres, never modified)."""
+        memo = getattr(self, "_memo", None)
+        if memo is not None and memo[0] is old and memo[1] is new:
+            return memo[2]
+        out = self._shifts_of(old, new)
+        self._memo = (old, new, out)
+        return out
+
+    def _shifts_of(self, old, new):
+        """:meth:`_shifts`, computed."""
         k, d = new.G.shape
         g = _gamma(d, _U) + 8 * _U
         with np.errstate(invalid="ignore", over="ignore"):
@@ -521,6 +570,7 @@ class PrunedPasses:
         W = np.zeros((T, k))
         O = np.zeros(T)
         R = np.zeros(T, dtype=np.int64)
+        R64 = np.zeros(T, dtype=np.int64)  # CSR rows: every recomputed row is float64
         labels, lb = self.labels, self.lb
         use_l1 = not use_ref
         per = (n + T - 1) // T
@@ -538,13 +588,22 @@ class PrunedPasses:
             _run_blocks(block, T)
         else:
             GT = pc.gt(self.Xg.dtype)
+            f32 = self.filter32(TN, CN)
+            if f32 is None:
+                X32, kap, eta = np.empty((0, d + 1), np.float32), 0.0, 0.0
+                GT32 = np.empty((k, d + 1), np.float32)
+            else:  # the centres in group order, -c_j last
+                X32, kap, eta = f32
+                GT32 = np.empty((k, d + 1), np.float32)
+                GT32[:, :d] = G[self.perm]
+                GT32[:, d] = -c[self.perm]
 
             def block(t):
-                O[t], R[t] = KP.pruned_block_dense(
+                O[t], R[t], R64[t] = KP.pruned_block_dense(
                     Xg, self.phi_x, GT, G, c, self.grp, self.perm, self.gstart, self.w, self.xn,
                     self.x1, lb, labels, shift_m, shift_2, shift_inf, U0, use_ref, use_l1,
                     self.rho, self.gam, TN, CN, self.lim, E._LLOYD_CHUNK, mins, S[t], W[t],
-                    t * per, min(n, (t + 1) * per))
+                    t * per, min(n, (t + 1) * per), X32, GT32, kap, eta)
 
             with E.blas_one_thread():
                 _run_blocks(block, T)
@@ -556,6 +615,7 @@ class PrunedPasses:
             return None, 0
         part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels.copy(),
                            mins=mins)
+        self.float64_rows.append(int(R64.sum()) if not self.sparse else int(R.sum()))
         return part, int(R.sum())
 
     # ------------------------------------------------------------------ debug checks
@@ -588,10 +648,21 @@ SAMPLE_ROWS = 512
 #: costs ``START``. Measured pass by pass on 200k x 128 unit rows (cosine), k = 256, one
 #: thread (benchmarks/RESULTS.md): a pruned pass took 0.76 of a Lloyd pass skipping 47% of the
 #: rows, 0.49 skipping 72%, 1.04 skipping 21%; a starting pass 1.4 (its group minima read the
-#: scores of each group through the grouping's permutation, about 1.3 ns per score).
+#: scores of each group through the grouping's permutation, about 1.3 ns per score). With the
+#: float32 filter of the failing rows (:data:`FILTER32`; 50,000 x 50 blobs, k = 256, least
+#: squares of pass time on the fraction recomputed, one thread): fixed 0.21, per recomputed row
+#: 0.61 of a Lloyd pass (:data:`PRUNED_ROW`), against 1.08 without the filter
+#: (:data:`PRUNED_ROW_FLOAT64`: float32 rows, or values beyond float32's range).
 PRUNED_FIXED = 0.19
-PRUNED_ROW = 1.08
+PRUNED_ROW = 0.61
+PRUNED_ROW_FLOAT64 = 1.08
 START = 1.4
+
+#: :class:`AdaptivePasses` weighs its choice over this pass and the next ``HORIZON - 1`` (at
+#: most the passes left): a starting pass is repaid by the pruned passes after it (two passes
+#: until session 19; with the float32 filter a pruned pass skipping nothing costs 0.8 of a
+#: Lloyd pass, so the bounds repay their start within four passes even early in a fit).
+HORIZON = 4
 
 
 class AdaptivePasses:
@@ -608,9 +679,11 @@ class AdaptivePasses:
     what a pruned pass would skip one pass after the bounds were started. The last pruned
     pass gives the fraction ``s_r`` its aged bounds skip. With the cost model
     (:data:`PRUNED_FIXED`, :data:`PRUNED_ROW`, :data:`START`; a Lloyd pass costs 1) the passes
-    take, over this pass and the next, the cheapest of: Lloyd's pass, a starting pass then a
-    pruned pass skipping ``s_f``, or (after a pruned pass) two more pruned passes skipping
-    ``s_r``; on the last pass of ``max_iter``, never a starting pass.
+    take, over this pass and the next ``HORIZON - 1`` (:data:`HORIZON`, at most the passes
+    left), the cheapest of: Lloyd's passes, a starting pass then pruned passes skipping
+    ``s_f``, or (after a pruned pass) more pruned passes skipping ``s_r``; on the last pass of
+    ``max_iter``, never a starting pass. Before the first measurement ``s_f`` is taken as 0:
+    with the float32 filter (:data:`PRUNED_ROW`) the bounds then start on the first pass.
 
     Parameters
     ----------
@@ -644,6 +717,8 @@ class AdaptivePasses:
         self.div = div
         self.pruned = PrunedPasses(src, div, algorithm, debug=debug)
         n = self.pruned.n
+        float64 = self.pruned.Xg.dtype == np.float64
+        self.row_cost = PRUNED_ROW if FILTER32 and float64 else PRUNED_ROW_FLOAT64
         m = min(n, SAMPLE_ROWS, max(n // 16, 64))  # 1/16 of the rows, at least 64
         self.rows = (np.arange(m, dtype=np.int64) * n) // max(m, 1)
         self.Xs = np.ascontiguousarray(self.pruned.Xg[self.rows], dtype=np.float64)
@@ -704,25 +779,25 @@ class AdaptivePasses:
             return float(np.mean(Da + 2.0 * Ei < low))
 
     # ------------------------------------------------------------------ the rule
-    @staticmethod
-    def _cost(s):
+    def _cost(self, s):
         """A pruned pass skipping the fraction ``s`` of the rows, in Lloyd passes."""
-        return PRUNED_FIXED + PRUNED_ROW * (1.0 - s)
+        return PRUNED_FIXED + self.row_cost * (1.0 - s)
 
     def _choose(self):
         """``"lloyd"``, ``"start"`` or ``"pruned"`` for the next pass (see the class)."""
         s_f = self.predicted[-1] if self.predicted else np.nan
         left = self.left if self.left is not None else 2
-        options = {"lloyd": 2.0}
+        H = float(max(1, min(left, HORIZON)))  # the passes the choice is weighed over
+        options = {"lloyd": H}
         if self.mode == "start":
-            options["pruned"] = 2.0 * self._cost(s_f) if s_f == s_f else 1.9
+            options["pruned"] = H * self._cost(s_f) if s_f == s_f else 0.95 * H
         elif self.mode == "pruned":
             s_r = self.skipped[-1] / max(self.total, 1)
-            options["pruned"] = 2.0 * self._cost(s_r)
-        if s_f == s_f and left >= 2:
-            options["start"] = START + self._cost(s_f)
-        if left < 2:  # the last pass: no next pass to share the cost with
-            options = {m: v / 2.0 for m, v in options.items() if m != "start"}
+            options["pruned"] = H * self._cost(s_r)
+        if H >= 2:  # never on the last pass: no next pass to share its cost
+            # before the first measurement, priced as if nothing were skipped: it pays then
+            # only where a pruned pass skipping nothing beats Lloyd's (the float32 filter)
+            options["start"] = START + (H - 1.0) * self._cost(s_f if s_f == s_f else 0.0)
         return min(options, key=lambda m: (options[m], m != "lloyd"))
 
     # ------------------------------------------------------------------ the pass

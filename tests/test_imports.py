@@ -448,6 +448,14 @@ KERNEL_ORACLES = {
             "the debug check itself fails on bounds raised by a constant (shifts patched)",
         "test_four_row_finish_is_the_row_by_row_finish":
             "the four-row finish of failing rows against the row-by-row finish, ties and NaN",
+        "test_float32_filter_keeps_only_proven_labels":
+            "the float32 filter of failing rows against float64 scores, ties and near ties",
+        "test_float32_filter_near_ties_go_to_float64_and_equal_lloyd":
+            "the passes' float64 row counts with the filter on and off (its constant patched)",
+        "test_debug_mode_catches_an_unsound_float32_filter":
+            "the debug check against a float32 filter without its error bound (patched)",
+        "test_auto_switches_by_measurement_and_equals_lloyd":
+            "the measured rule with the float32 filter switched off and on (flag patched)",
         "test_cached_debug_mode_catches_a_stale_cache":
             "the cached passes' debug check against a stale cache made on purpose",
         "test_smoothing_term_from_prepared_centres_is_pairwise":

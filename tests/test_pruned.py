@@ -407,11 +407,16 @@ def test_float32_stop_rule_gap_is_known():
         float32=True, n_init=1, modes=["pruned"])
 
 
-def test_auto_switches_by_measurement_and_equals_lloyd():
+@pytest.mark.parametrize("filter32", [False, True])
+def test_auto_switches_by_measurement_and_equals_lloyd(monkeypatch, filter32):
     """The measured rule on data where pruning pays late (many clusters, the centres settle):
-    the first passes are Lloyd's (nothing skipped), later passes skip most scores, and the fit
-    is Lloyd's. With a budget of two iterations no pass can repay the starting pass: Lloyd's
-    passes only."""
+    without the float32 filter the first passes are Lloyd's (nothing skipped); with it a pruned
+    pass skipping nothing already beats Lloyd's, so the bounds start on the first pass and the
+    second pass skips scores; later passes skip most scores, and the fit is Lloyd's. With a
+    budget of two iterations no pass can repay the starting pass: Lloyd's passes only."""
+    import bregclust._pruned as P
+
+    monkeypatch.setattr(P, "FILTER32", filter32)
     rng = np.random.default_rng(11)
     centres = rng.normal(scale=6.0, size=(80, 4))
     X = centres[rng.integers(0, 80, 4000)] + rng.normal(size=(4000, 4))
@@ -420,7 +425,7 @@ def test_auto_switches_by_measurement_and_equals_lloyd():
                                                                   **dict(kw))
     _same(a, b)
     frac = b.n_skipped_ / (4000 * 64)
-    assert frac[0] == 0 and frac[1] == 0
+    assert frac[0] == 0 and (frac[1] > 0) == filter32
     assert frac.max() > 0.5
     short = _fit("auto", X, 64, "sqeuclidean", init=X[:64], max_iter=2, tol=0.0)
     assert short.algorithm_ == "yinyang" and not short.n_skipped_.any()
@@ -543,17 +548,26 @@ def test_four_row_finish_is_the_row_by_row_finish(dtype):
 
 def test_adaptive_rule_weighs_the_passes_left():
     """The rule's choices on given measurements: a starting pass once the predicted skipped
-    fraction repays it, never on the last pass; a pruned pass kept while it beats Lloyd's."""
+    fraction repays it within the horizon, never on the last pass; a pruned pass kept while it
+    beats Lloyd's; the cost of a recomputed row with and without the float32 filter."""
     import bregclust._pruned as P
 
     a = P.AdaptivePasses.__new__(P.AdaptivePasses)
     a.total, a.skipped = 100, [0]
-    for mode, s_f, s_r, left, want in [
-            ("lloyd", 0.0, 0, 10, "lloyd"), ("lloyd", 0.95, 0, 10, "start"),
-            ("lloyd", 0.95, 0, 1, "lloyd"), ("start", 0.95, 0, 5, "pruned"),
-            ("pruned", 0.2, 90, 5, "pruned"), ("pruned", 0.2, 5, 5, "lloyd"),
-            ("pruned", 0.99, 20, 5, "start"), ("pruned", np.nan, 90, 1, "pruned")]:
-        a.mode, a.predicted, a.left = mode, [s_f], left
+    f64, f32 = P.PRUNED_ROW_FLOAT64, P.PRUNED_ROW
+    for mode, s_f, s_r, left, want, row in [
+            ("lloyd", 0.0, 0, 10, "lloyd", f64), ("lloyd", 0.95, 0, 10, "start", f64),
+            ("lloyd", 0.95, 0, 1, "lloyd", f64), ("start", 0.95, 0, 5, "pruned", f64),
+            ("pruned", 0.2, 90, 5, "pruned", f64), ("pruned", 0.2, 5, 5, "lloyd", f64),
+            ("pruned", 0.99, 20, 5, "start", f64), ("pruned", np.nan, 90, 1, "pruned", f64),
+            # the float32 filter: a recomputed row costs less, so pruning pays sooner; a start
+            # is weighed over the next HORIZON = 4 passes (fewer when fewer are left)
+            ("pruned", 0.2, 5, 5, "pruned", f32), ("lloyd", 0.0, 0, 10, "start", f32),
+            ("lloyd", 0.0, 0, 3, "lloyd", f32), ("lloyd", 0.2, 0, 10, "lloyd", f64),
+            # no measurement yet (the first pass): priced as skipping nothing
+            ("lloyd", np.nan, 0, 10, "start", f32), ("lloyd", np.nan, 0, 10, "lloyd", f64),
+            ("lloyd", np.nan, 0, 3, "lloyd", f32)]:
+        a.mode, a.predicted, a.left, a.row_cost = mode, [s_f], left, row
         a.skipped = [s_r]
         assert a._choose() == want, (mode, s_f, s_r, left)
 
@@ -834,3 +848,125 @@ def test_exact_objective_takes_the_definition_outside_the_gemm_form():
     Y = sp.csr_matrix(np.array([[1e200, 0.0], [1.0, 2.0]]))
     V = np.array([[1e200, 1.0], [0.0, 0.0]])
     assert exact_objective(sq, Y, V, np.array([0, 1]), w[:2]) == pytest.approx(6.0, rel=1e-12)
+
+
+# ----------------------------------------------------------------------- the float32 filter
+def _near_ties(rng, m, d, eps):
+    """``2 m`` rows of a two-centre near tie that survives the centre step: anchors at
+    ``(+-1, 0, ...)`` and mirrored pairs ``(+-e_i, z_i)`` with ``|e_i| ~ eps``, so both clusters
+    keep the same mean ``z`` and the two scores of a row differ by ``~ 4 a e_i``."""
+    z = rng.normal(size=(m, d - 1))
+    e = rng.uniform(0.5, 1.0, m) * eps
+    rows = np.r_[np.c_[e, z], np.c_[-e, z]]
+    anchors = np.zeros((2 * m, d))
+    anchors[:m, 0], anchors[m:, 0] = 1.0, -1.0
+    return np.r_[anchors, rows]
+
+
+def test_float32_filter_keeps_only_proven_labels():
+    """The float32 filter against float64 scores: every row it keeps has the label of the
+    float64 argmin and a float64 gap to the second score (no tie), its bounds lie below the
+    float64 group minima and within twice the float32 error of them, its minimum is its own
+    float64 score; exact ties (a duplicated centre), near ties (below the float32 error) and a
+    row beyond float32's range go to float64, and the rows left are listed once, in order."""
+    import bregclust._pruned as P
+    from bregclust._kernels import pruned as KP
+
+    rng = np.random.default_rng(40)
+    n, d, k, ng = 600, 50, 37, 6
+    U = rng.normal(scale=2.0, size=(k, d))
+    U[5] = U[3]  # exact ties
+    U[8] = U[7] + 1e-9  # near ties
+    X = U[rng.integers(0, k, n)] + rng.normal(scale=2.0, size=(n, d))
+    X[:40] = U[3] + rng.normal(scale=0.01, size=(40, d))  # nearest to 3 and 5 alike
+    X[40:80] = U[7] + rng.normal(scale=0.01, size=(40, d))  # 7 and 8 within 1e-8
+    X[80, 0] = 1e36  # beyond float32's range: float64
+    G, c = 2.0 * U, (U * U).sum(axis=1)
+    grp = np.r_[np.arange(ng), rng.integers(0, ng, k - ng)].astype(np.int64)
+    perm = np.argsort(grp, kind="stable")
+    gstart = np.r_[np.flatnonzero(np.r_[True, np.diff(grp[perm]) != 0]), k].astype(np.int64)
+    X32 = np.c_[X, np.ones(n)].astype(np.float32)
+    GT32 = np.c_[G[perm], -c[perm]].astype(np.float32)
+    xn = np.sqrt((X * X).sum(axis=1)) * (1 + 1e-13)
+    TN = float(np.sqrt((G * G).sum(axis=1)).max()) * (1 + 1e-13)
+    CN = float(np.abs(c).max())
+    u32 = np.finfo(np.float32).eps / 2
+    kap, eta = P._gamma(d + 3, u32) * (1 + 1e-6), 2.4e-38 * (d + 3)
+    rho = 2 * (2 * P._gamma(d, P._U) + 5 * P._U)  # as PrunedPasses for float64 rows
+    phi = (X * X).sum(axis=1)
+    idx = np.sort(rng.choice(n, 500, replace=False)).astype(np.int64)
+    idx = np.unique(np.r_[idx, np.arange(81)]).astype(np.int64)
+    labels, mins, lb = np.full(n, -1), np.full(n, -7.0), np.full((n, ng), -7.0)
+    rest = np.empty(idx.shape[0], np.int64)
+    q = KP._filter_rows32(X32, idx, idx.shape[0], GT32, perm, gstart, X, G, c, phi, xn, TN, CN,
+                          kap, eta, rho, 64, labels, mins, lb, rest)
+    left = rest[:q]
+    assert np.array_equal(left, np.sort(left)) and set(left) <= set(idx)
+    assert set(range(81)) <= set(left)  # ties, near ties, the huge row
+    kept = np.setdiff1d(idx, left)
+    assert kept.shape[0] > 0.8 * (idx.shape[0] - 81)
+    D = c[None, :] - X[kept] @ G.T  # float64 scores
+    order = np.sort(D, axis=1)
+    assert np.array_equal(labels[kept], np.argmin(D, axis=1))
+    assert (order[:, 1] > order[:, 0]).all()
+    own = c[labels[kept]] - np.einsum("ij,ij->i", X[kept], G[labels[kept]])
+    np.testing.assert_allclose(mins[kept], np.maximum(phi[kept] + own, 0.0), rtol=1e-12,
+                               atol=1e-9)
+    E32 = kap * (xn[kept] * TN + CN)
+    D[np.arange(kept.shape[0]), labels[kept]] = np.inf
+    for g in range(ng):
+        true = D[:, grp == g].min(axis=1)
+        assert (lb[kept, g] <= true).all()
+        fin = np.isfinite(true)
+        assert (lb[kept, g][fin] >= true[fin] - 2.5 * E32[fin]).all()
+    untouched = np.setdiff1d(np.arange(n), kept)
+    assert (labels[untouched] == -1).all() and (lb[untouched] == -7.0).all()
+
+
+@pytest.mark.parametrize("alg", ["hamerly", "yinyang"])
+def test_float32_filter_near_ties_go_to_float64_and_equal_lloyd(monkeypatch, alg):
+    """A fit whose near ties (score gaps ~1e-9, below the float32 error) last every pass:
+    the debug mode checks each pass, the fit equals Lloyd's and the filter-off fit, and the
+    passes both kept rows by the float32 filter and sent rows to float64."""
+    import bregclust._pruned as P
+
+    seen = []
+    real = P.PrunedPasses.__init__
+
+    def init(self, *a, **kw):
+        real(self, *a, **kw)
+        seen.append(self)
+
+    monkeypatch.setattr(P.PrunedPasses, "__init__", init)
+    rng = np.random.default_rng(41)
+    X = np.r_[_near_ties(rng, 300, 50, 1e-10), _blobs("sqeuclidean", rng, 1500, 50, 70)]
+    init_c = np.r_[np.eye(1, 50) * [[1.0], [-1.0]], X[rng.choice(X.shape[0], 68)]]
+    kw = dict(init=init_c, max_iter=15, tol=0.0)
+    ref = _fit("lloyd", X, 70, "sqeuclidean", **kw)
+    fit = _fit(alg, X, 70, "sqeuclidean", **kw)
+    _same(ref, fit)
+    P32 = seen[-1]
+    assert sum(P32.float64_rows) > 0
+    monkeypatch.setattr(P, "FILTER32", False)
+    off = _fit(alg, X, 70, "sqeuclidean", **kw)
+    _same(ref, off)
+    assert sum(seen[-1].float64_rows) > sum(P32.float64_rows)  # the filter kept some rows
+
+
+def test_debug_mode_catches_an_unsound_float32_filter(monkeypatch):
+    """The debug check fails when the float32 filter ignores its rounding error (``kap`` and
+    ``eta`` set to 0): the near ties are then decided by float32 rounding."""
+    import bregclust._pruned as P
+
+    real = P.PrunedPasses.filter32
+
+    def unsound(self, TN, CN):
+        got = real(self, TN, CN)
+        return None if got is None else (got[0], 0.0, 0.0)
+
+    monkeypatch.setattr(P.PrunedPasses, "filter32", unsound)
+    rng = np.random.default_rng(42)
+    X = _near_ties(rng, 400, 50, 1e-10)
+    init_c = np.r_[np.eye(1, 50) * [[1.0], [-1.0]], X[-3:]]
+    with pytest.raises(AssertionError, match="bound|differ"):
+        _fit("yinyang", X, 5, "sqeuclidean", init=init_c, max_iter=6, tol=0.0)

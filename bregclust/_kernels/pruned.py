@@ -19,7 +19,9 @@ CSR rows by the same row product. The argmin gives Lloyd's label: the lowest ind
 smallest score (dense rows with several groups read the scores group by group, four rows at a
 time, :func:`_finish_rows`; one group or a CSR row, Lloyd's comparisons in index order). The
 per-cluster sums add every row in row order within each thread's block, as Lloyd's kernel does,
-so labels, sums and centres are those of Lloyd bit for bit.
+so labels, sums and centres are those of Lloyd bit for bit. Dense float64 rows that fail the
+test are first scored in float32 (:func:`_filter_rows32`): only those whose label the float32
+scores cannot prove, with their rounding error bounded, take Lloyd's float64 product.
 
 Written by hand because no library prunes a Bregman k-means (scikit-learn's Elkan and
 every peer prune squared Euclidean distances with the triangle inequality only).
@@ -30,6 +32,9 @@ from numba import njit
 
 from .generators import JIT
 from .lloyd import _nearest, _product_csr
+
+#: Rows per span of :func:`pruned_block_dense` (tested, scored, summed while in cache).
+SPAN = 1024
 
 
 # The own score and the distance to the reference point are this module's values, not Lloyd's:
@@ -78,6 +83,8 @@ def _move_bound(lb, shift_m, shift_2, shift_inf, r2, r1, use_l1, u):
 @njit(**JIT)
 def _safe_low(v, E, u):
     """``v - E`` rounded down; ``-inf`` for NaN."""
+    if v == np.inf:  # no score in the group (a group of one centre, the label): no bound
+        return v
     b = v - E - 2.0 * u * abs(v)
     return b if b == b else -np.inf
 
@@ -275,92 +282,106 @@ def _finish_rows(P, q, rows, c, grp, perm, gstart, phi_x, xn, rho, TN, CN, u, la
 @njit(**JIT)
 def pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, labels, shift_m,
                        shift_2, shift_inf, U0, use_ref, use_l1, rho, gam, TN, CN, lim, chunk, mins,
-                       St, Wt, s0, e0):
+                       St, Wt, s0, e0, X32, GT32, kap, eta):
     """One pruned Lloyd pass over the dense rows ``s0..e0-1`` (one block of
     :func:`bregclust._execution.fused_pass`; the caller runs the blocks on its threads): in/out
     ``labels`` and ``lb`` (n x G); OUT ``mins`` and the block's sums ``St``/``Wt``, as
     :func:`bregclust._kernels.lloyd.lloyd_step_dense` adds them. Returns ``(objective, rows
-    whose scores were all evaluated)``.
+    whose scores were all evaluated, those of them multiplied in float64)``.
 
     ``G`` (k x d, float64) gives the own score ``c_a - <x, g_a>``; ``GT`` (d x k, in the data's
     type) the full product; ``grp[j]`` is the group of centre ``j``. The bound of row ``i`` for
     group ``g`` moves by ``shift_m[a or 0, g] - min(r2_i shift_2[g], x1_i shift_inf[g])``
     where ``r2_i = ||x_i - U0[a]||`` (``use_ref``) or ``xn_i = ||x_i||``;
     ``rho (xn_i TN + CN)`` bounds the rounding of a score; rows with ``xn_i TN >= lim`` are
-    never skipped (a float32 product could overflow).
+    never skipped (a float32 product could overflow). With ``X32`` holding the rows (n x
+    (d + 1), see :func:`_filter_rows32`; 0 rows: not used) the failing rows are scored in
+    float32 first, and only those whose label the float32 scores cannot prove take Lloyd's
+    float64 product.
     """
     n, d = X.shape
     k = GT.shape[1]
     ng = lb.shape[1]
     u = 1.1102230246251565e-16
-    idx = np.empty(e0 - s0, np.int64)
-    nrec = 0
-    for r in range(s0, e0):
-        a = labels[r]
-        if use_ref:
-            dot, sq = _dot_sqdist_row(X, r, G, U0, a)
-            r2 = np.sqrt(sq) * (1.0 + gam)
-        else:
-            dot = _dot_row(X, r, G, a)
-            r2 = xn[r]
-        Da = c[a] - dot
-        low = _test_row(r, a, Da, r2, x1[r], lb, shift_m, shift_2, shift_inf, use_ref, use_l1,
-                        u)
-        scale = xn[r] * TN
-        Ei = rho * (scale + CN)
-        m = phi_x[r] + Da
-        if Da + 2.0 * Ei < low and scale < lim and abs(m) < np.inf:
-            mins[r] = m if m > 0.0 else 0.0
-        else:
-            idx[nrec] = r
-            nrec += 1
-    # every failing row by Lloyd's arithmetic
+    # rows in spans of SPAN: a span's rows are still in cache when its failing rows are
+    # scored and when its sums are added
+    idx = np.empty(min(e0 - s0, SPAN), np.int64)
     single = e0 - 1 if (e0 - s0) % chunk == 1 else -1
     buf = np.empty((chunk, d), X.dtype)
     P = np.empty((chunk, k), X.dtype)
     rows = np.empty(chunk, np.int64)
     m1 = np.empty(ng)
     M = np.empty((4, ng))
-    q = 0
-    for p in range(nrec + 1):
-        flush = p == nrec
-        if not flush:
-            r = idx[p]
-            if r == single:  # Lloyd multiplied this row alone (gemv): so do we
-                np.dot(X[r:r + 1], GT, P[:1])
-                _finish_row(P[0], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
-                            rho * (xn[r] * TN + CN), u, m1)
-                continue
-            buf[q] = X[r]
-            rows[q] = r
-            q += 1
-            flush = q == chunk
-        if flush and q > 0:
-            m = q
-            if m == 1:  # a one-row product would take gemv, not Lloyd's gemm
-                buf[1] = buf[0]
-                m = 2
-            np.dot(buf[:m], GT, P[:m])
-            if ng > 1:  # four rows at a time, group by group
-                _finish_rows(P, q, rows, c, grp, perm, gstart, phi_x, xn, rho, TN, CN, u,
-                             labels, mins, lb, M)
-            else:  # one group (Hamerly): the two smallest scores in one read, row by row (a
-                # four-row version: at most 5% of the fit, 1.3 s more compilation; not kept)
-                for i in range(q):
-                    r = rows[i]
-                    _finish_row(P[i], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
-                                rho * (xn[r] * TN + CN), u, m1)
-            q = 0
-    # the sums in row order, as lloyd._lloyd_block adds them
     obj = 0.0
-    for r in range(s0, e0):
-        bj = labels[r]
-        wi = w[r]
-        Wt[bj] += wi
-        obj += wi * mins[r]
-        for l in range(d):
-            St[bj, l] += wi * X[r, l]
-    return obj, nrec
+    nall = 0
+    n64 = 0
+    for sb in range(s0, e0, SPAN):
+        se = min(e0, sb + SPAN)
+        nrec = 0
+        for r in range(sb, se):
+            a = labels[r]
+            if use_ref:
+                dot, sq = _dot_sqdist_row(X, r, G, U0, a)
+                r2 = np.sqrt(sq) * (1.0 + gam)
+            else:
+                dot = _dot_row(X, r, G, a)
+                r2 = xn[r]
+            Da = c[a] - dot
+            low = _test_row(r, a, Da, r2, x1[r], lb, shift_m, shift_2, shift_inf, use_ref,
+                            use_l1, u)
+            scale = xn[r] * TN
+            Ei = rho * (scale + CN)
+            m = phi_x[r] + Da
+            if Da + 2.0 * Ei < low and scale < lim and abs(m) < np.inf:
+                mins[r] = m if m > 0.0 else 0.0
+            else:
+                idx[nrec] = r
+                nrec += 1
+        nall += nrec
+        if X32.shape[0] > 0 and nrec > 0:  # the float32 filter: near ties go on in float64
+            nrec = _filter_rows32(X32, idx, nrec, GT32, perm, gstart, X, G, c, phi_x, xn, TN,
+                                  CN, kap, eta, rho, chunk, labels, mins, lb, idx)
+        n64 += nrec
+        # every failing row left by Lloyd's arithmetic
+        q = 0
+        for p in range(nrec + 1):
+            flush = p == nrec
+            if not flush:
+                r = idx[p]
+                if r == single:  # Lloyd multiplied this row alone (gemv): so do we
+                    np.dot(X[r:r + 1], GT, P[:1])
+                    _finish_row(P[0], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
+                                rho * (xn[r] * TN + CN), u, m1)
+                    continue
+                buf[q] = X[r]
+                rows[q] = r
+                q += 1
+                flush = q == chunk
+            if flush and q > 0:
+                m = q
+                if m == 1:  # a one-row product would take gemv, not Lloyd's gemm
+                    buf[1] = buf[0]
+                    m = 2
+                np.dot(buf[:m], GT, P[:m])
+                if ng > 1:  # four rows at a time, group by group
+                    _finish_rows(P, q, rows, c, grp, perm, gstart, phi_x, xn, rho, TN, CN, u,
+                                 labels, mins, lb, M)
+                else:  # one group (Hamerly): the two smallest scores in one read, row by row
+                    # (a four-row version: at most 5% of the fit, 1.3 s more compilation)
+                    for i in range(q):
+                        r = rows[i]
+                        _finish_row(P[i], c, grp, perm, gstart, phi_x[r], r, labels, mins, lb,
+                                    rho * (xn[r] * TN + CN), u, m1)
+                q = 0
+        # the sums in row order, as lloyd._lloyd_block adds them
+        for r in range(sb, se):
+            bj = labels[r]
+            wi = w[r]
+            Wt[bj] += wi
+            obj += wi * mins[r]
+            for l in range(d):
+                St[bj, l] += wi * X[r, l]
+    return obj, nall, n64
 
 
 @njit(**JIT)
@@ -434,3 +455,107 @@ def cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, m
         for p in range(indptr[r], indptr[r + 1]):
             St[bj, indices[p]] += wi * data[p]
     return obj
+
+
+# --------------------------------------------------------------------------- float32 filter
+@njit(**JIT)
+def _filter_rows32(X32, idx, nrec, GT32, perm, gstart, X, G, c, phi_x, xn, TN, CN, kap, eta,
+                   rho, chunk, labels, mins, lb, rest):
+    """The failing rows ``idx[:nrec]`` of :func:`pruned_block_dense` scored in float32 first.
+
+    ``X32`` (n x (d + 1), float32) holds the rows and a last column of ones, ``GT32``
+    (k x (d + 1), float32) the centres ``g_j`` with ``-c_j`` last, in group order (row ``q`` is
+    centre ``perm[q]``), so that one float32 product per batch of rows gives ``-v``, ``v`` the
+    float32 scores, with ``|v_q - D_j(x)| <= E32 = kap (xn TN + CN) + eta (2 + TN + xn)``
+    (``kap = gamma_{d+3}`` of float32: the conversions and the ``d + 1`` products and sums in
+    any order; ``eta`` the absolute error of an underflow, or of subnormals flushed to zero). The product is laid out centre by
+    centre (k x rows), so every group maximum is a run of elementwise maxima over the rows of
+    the batch (SIMD), and so are the two largest group maxima. A row whose smallest float32
+    score beats every other one by more than ``2 E32 + rho (xn TN + CN)`` (twice the float32
+    error, twice the error of the float64 score Lloyd's kernel computes) has Lloyd's label
+    beyond doubt: it is kept, with its own score in float64 (its minimum, as for a skipped
+    row) and its bounds from the float32 group minima less ``E32``. Every other row (a near
+    tie, a score beyond float32's range) is written to ``rest`` (which may be ``idx``: it is
+    read ahead of every write) for Lloyd's float64 product; returns their count."""
+    k, d1 = GT32.shape
+    ng = gstart.shape[0] - 1
+    u = 1.1102230246251565e-16
+    bflat = np.empty(d1 * chunk, np.float32)
+    pflat = np.empty(k * chunk, np.float32)
+    HI = np.empty((ng, chunk), np.float32)
+    t1 = np.empty(chunk, np.float32)
+    t2 = np.empty(chunk, np.float32)
+    gb = np.empty(chunk, np.int64)
+    rows = np.empty(chunk, np.int64)
+    nrest = 0
+    for s in range(0, nrec, chunk):
+        q = min(nrec, s + chunk) - s
+        buf = bflat[:d1 * q].reshape((q, d1))  # contiguous blocks for the BLAS call
+        PT = pflat[:k * q].reshape((k, q))
+        for i in range(q):
+            r = idx[s + i]
+            rows[i] = r
+            x = X32[r]
+            b = buf[i]
+            for l in range(d1):
+                b[l] = x[l]
+        np.dot(GT32, buf.T, PT)
+        for g in range(ng):  # group maxima of -v: elementwise over the rows
+            h = HI[g]
+            q0 = gstart[g]
+            p = PT[q0]
+            for i in range(q):
+                h[i] = p[i]
+            for t in range(q0 + 1, gstart[g + 1]):
+                p = PT[t]
+                for i in range(q):
+                    v = p[i]
+                    h[i] = v if v > h[i] else h[i]
+        for i in range(q):
+            t1[i] = -np.inf
+            t2[i] = -np.inf
+            gb[i] = -1
+        for g in range(ng):  # the two largest group maxima and the first group of the largest
+            h = HI[g]
+            for i in range(q):
+                v = h[i]
+                a1 = t1[i]
+                lo = v if v < a1 else a1
+                t2[i] = lo if lo > t2[i] else t2[i]
+                gb[i] = g if v > a1 else gb[i]
+                t1[i] = v if v > a1 else a1
+        for i in range(q):
+            r = rows[i]
+            scale = xn[r] * TN + CN
+            top = np.float64(t1[i])
+            g0 = gb[i]
+            ok = g0 >= 0 and scale * (d1 + 1) < 1e37 and abs(top) < np.inf
+            bq = -1
+            sec = -np.inf
+            if ok:  # the label's group: its first maximum and the largest other score
+                for t in range(gstart[g0], gstart[g0 + 1]):
+                    v = np.float64(PT[t, i])
+                    if bq < 0 and v == top:
+                        bq = t
+                    elif v > sec:
+                        sec = v
+                second = np.float64(t2[i])
+                second = sec if sec > second else second
+                E32 = kap * scale + eta * (2.0 + TN + xn[r])
+                margin = 2.0 * E32 + rho * scale
+                ok = bq >= 0 and top - second > margin * (1.0 + 4.0 * u) + 4.0 * u * abs(top)
+            if ok:
+                a = perm[bq]
+                Da = c[a] - _dot_row(X, r, G, a)
+                m = phi_x[r] + Da
+                ok = abs(m) < np.inf
+            if not ok:
+                rest[nrest] = r
+                nrest += 1
+                continue
+            labels[r] = a
+            mins[r] = m if m > 0.0 else 0.0
+            for g in range(ng):
+                lb[r, g] = _safe_low(-np.float64(HI[g, i]), E32, u)
+            lb[r, g0] = _safe_low(-sec, E32, u)
+    return nrest
