@@ -22,24 +22,16 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import COSH as CUSTOM
+from conftest import SPD
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bregclust import BregmanKMeans, register_divergence, unregister_divergence
+from bregclust import BregmanKMeans
 
-CUSTOM = "test_pruned_cosh"
-SPD = np.array([[2.0, 0.4, 0.0, 0.1], [0.4, 1.0, 0.1, 0.0], [0.0, 0.1, 0.5, 0.0],
-                [0.1, 0.0, 0.0, 1.5]])
 DIVS = ["sqeuclidean", "mahalanobis", "kl", "itakura_saito", CUSTOM]
 
-
-@pytest.fixture(scope="module", autouse=True)
-def custom_generator():
-    """A user generator phi(x) = cosh(x) (its own scalar functions, the CUSTOM kernels)."""
-    register_divergence(CUSTOM, phi=lambda x: math.cosh(x), dphi=lambda x: math.sinh(x),
-                        overwrite=True)
-    yield
-    unregister_divergence(CUSTOM)
+pytestmark = pytest.mark.usefixtures("cosh_generator")  # the user generator CUSTOM
 
 
 @pytest.fixture(autouse=True)
