@@ -1,8 +1,10 @@
 """Consensus of several partitions of one data set (cluster ensembles, Strehl & Ghosh 2002).
 
-Used by :class:`~bregclust.SpectralMTC` (``base_rule`` ``"consensus"``, ``"ensemble"``,
-``"supra"``) to choose, per task and without labels, among the partitions of its single-task
-bases, and by ``benchmarks/spectral_mtc_base.py``. The partitions ``P_1 .. P_m`` of the same
+Used by :class:`~bregclust.SpectralMTC` (``base_rule="consensus"``, through :func:`anmi`) to
+choose, per task and without labels, among the partitions of its single-task bases; the
+co-association ensemble (:func:`coassociation`, :func:`coassociation_labels`) is offered for
+users and measured by ``benchmarks/spectral_mtc_base.py`` (not used by the estimator: it
+failed the rule fixed before scoring). The partitions ``P_1 .. P_m`` of the same
 ``n`` rows carry weights ``w_p >= 0`` summing to one.
 
 * :func:`coassociation` - the co-association matrix ``S = sum_p w_p Z_p Z_p^T`` (``Z_p`` the

@@ -659,8 +659,8 @@ PRUNED_ROW_FLOAT64 = 1.08
 START = 1.4
 
 #: :class:`AdaptivePasses` weighs its choice over this pass and the next ``HORIZON - 1`` (at
-#: most the passes left): a starting pass is repaid by the pruned passes after it (two passes
-#: until session 19; with the float32 filter a pruned pass skipping nothing costs 0.8 of a
+#: most the passes left): a starting pass is repaid by the pruned passes after it (with the
+#: float32 filter a pruned pass skipping nothing costs 0.8 of a
 #: Lloyd pass, so the bounds repay their start within four passes even early in a fit).
 HORIZON = 4
 

@@ -826,9 +826,9 @@ BregmanKMeans, ndarray or dict, default="auto"
         counts): ``max(n_init, 6)`` partitions by spherical k-means on the tf-idf rows, three EM
         iterations from each, then from the best deterministic-annealing EM (Ueda & Nakano,
         1998: responsibilities proportional to ``(pi_h p(x | h))^b``, ``b`` doubled up to 1,
-        five iterations per temperature, not counted against ``max_iter``; not with
-        ``assignment="hard"``) and EM to convergence (``bregclust._mixture_init``;
-        ``lower_bounds_`` holds that last phase, ``n_iter_`` counts every iteration).
+        at most five iterations per temperature; not with ``assignment="hard"``) and EM to
+        convergence (``bregclust._mixture_init``; ``lower_bounds_`` holds that last phase,
+        ``n_iter_`` counts every iteration, ``max_iter`` bounds them all).
         ``"auto"``: ``"k-means||"`` for a dask array, ``"tfidf-kmeans"`` for the multinomial
         family, ``"k-means++"`` otherwise.
         A fitted :class:`~bregclust.BregmanKMeans` (its centres), an array of means
@@ -839,6 +839,8 @@ BregmanKMeans, ndarray or dict, default="auto"
     n_init : int, default=1
         Restarts; the one with the highest lower bound is kept.
     max_iter : int, default=100
+        EM iterations per restart, in all (with ``init="tfidf-kmeans"`` the start's short EM
+        runs, the annealed iterations and the final phase together).
     tol : float, default=1e-3
         Stop when the per-sample lower bound changes by less than ``tol``.
     smoothing : float or "auto", default="auto"
@@ -906,6 +908,7 @@ BregmanKMeans, ndarray or dict, default="auto"
         ``reg_dispersion=0`` and no component degenerates. After annealed EM (the multinomial
         ``init="tfidf-kmeans"``) it holds the final plain-EM phase.
     n_iter_ : int
+        EM iterations of the best restart (at most ``max_iter``).
     converged_ : bool
     smoothing_ : float
     reg_dispersion_ : float
@@ -1168,7 +1171,11 @@ BregmanKMeans, ndarray or dict, default="auto"
         ``ANNEAL_RATE`` up to 1) at most ``ANNEAL_ITER`` annealed EM iterations, then plain EM
         to convergence (at most ``max_iter`` iterations). The run's history is that of the
         final plain-EM phase (the annealed objectives are other functions); its ``n_iter``
-        counts every iteration."""
+        counts every iteration, and ``max_iter`` bounds them all, as without annealing: the
+        temperatures stop when one iteration of the budget is left, which the final phase
+        gets at least."""
+        if self.max_iter - run.n_iter <= 0:
+            return run
         p = run.params
         blk = srcc.block
         D = E.pairwise(st.div, blk.X, p.U, blk.prepared(st.div))
@@ -1177,11 +1184,15 @@ BregmanKMeans, ndarray or dict, default="auto"
         n_iter, dead = run.n_iter, set(run.dead)
         for t, temper in enumerate(MI.anneal_schedule(MI.logit_gaps(logits),
                                                       weights=blk.weights())):
-            r = _em(srcc, st, p, MI.ANNEAL_ITER, self.tol, verbose=self.verbose,
+            left = self.max_iter - n_iter - 1  # one iteration kept for the final phase
+            if left <= 0:
+                break
+            r = _em(srcc, st, p, min(MI.ANNEAL_ITER, left), self.tol, verbose=self.verbose,
                     desc=f"{desc} anneal {t}", temper=temper)
             p, n_iter = r.params, n_iter + r.n_iter
             dead.update(r.dead)
-        last = _em(srcc, st, p, self.max_iter, self.tol, verbose=self.verbose, desc=desc)
+        last = _em(srcc, st, p, self.max_iter - n_iter, self.tol, verbose=self.verbose,
+                   desc=desc)
         return _Run(last.params, last.history, n_iter + last.n_iter, last.converged,
                     dead | last.dead)
 

@@ -599,6 +599,8 @@ def consensus_scores(runs):
     >>> consensus_scores([[a, a, b]]).round(3).tolist()
     [0.5, 0.5, 0.0]
     """
+    if len(runs) == 0:
+        raise ValueError("runs must give the same two or more methods at every seed; got no seed.")
     J, M = len(runs), len(runs[0])
     if M < 2 or any(len(r) != M for r in runs):
         raise ValueError("runs must give the same two or more methods at every seed.")

@@ -389,6 +389,8 @@ KERNEL_ORACLES = {
             "POT's result code mapped to a ConvergenceWarning (POT patched to fail)",
     },
     "test_mixture_text.py": {
+        "test_anneal_schedule_refuses_a_schedule_that_never_reaches_one":
+            "the annealing schedule's argument checks (a schedule that would never reach b = 1)",
         "test_tfidf_rows_equal_scikit_learn_tfidf_transformer":
             "the start's tf-idf rows against scikit-learn's TfidfTransformer",
         "test_tfidf_rows_weight_two_is_a_repeated_row":
@@ -441,6 +443,8 @@ KERNEL_ORACLES = {
             "scikit-learn's ARPACK embedding",
     },
     "test_pruned.py": {
+        "test_an_infinite_score_sends_the_row_to_lloyds_pass":
+            "the pruned pass's row kernel against Lloyd's rule for non-finite scores",
         "debug_bounds": "switches on the pruned passes' debug check (bounds and Lloyd's pass) for "
                         "every fit of the file",
         "test_debug_mode_catches_a_broken_bound": "the debug check against bounds raised on purpose",

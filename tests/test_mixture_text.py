@@ -354,17 +354,44 @@ def test_annealed_em_equals_the_loop_reference(monkeypatch, knobs, temperatures)
     monkeypatch.setattr(MI, "TEXT_ANNEAL", True)
     if knobs == "test":
         _annealing(monkeypatch)
-    gm = BregmanMixture(k, divergence="kl", random_state=seed, tol=0.0,
-                        max_iter=final).fit(X)  # tol 0: every temperature runs ANNEAL_ITER
     ref = annealed_em(X.toarray(), start.weights_, start.means_, nats=MI.ANNEAL_NATS,
                       rate=MI.ANNEAL_RATE, iters=MI.ANNEAL_ITER, final_iters=final,
-                      s=gm.smoothing_)
+                      s=start.smoothing_)
     assert len(ref["betas"]) >= temperatures  # the corpus is annealed from below 1
+    # max_iter is the budget of all of them: the start's, the annealed and the final iterations
+    budget = MI.TEXT_SHORT_ITER + len(ref["betas"]) * MI.ANNEAL_ITER + final
+    gm = BregmanMixture(k, divergence="kl", random_state=seed, tol=0.0,
+                        max_iter=budget).fit(X)  # tol 0: every temperature runs ANNEAL_ITER
+    assert gm.smoothing_ == start.smoothing_
     np.testing.assert_allclose(gm.weights_, ref["weights"], rtol=1e-9)
     np.testing.assert_allclose(gm.means_, ref["means"], rtol=1e-8, atol=1e-14)
     assert gm.n_iter_ == MI.TEXT_SHORT_ITER + len(ref["betas"]) * MI.ANNEAL_ITER + final
     for obj in ref["objectives"]:
         assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[1:]))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("max_iter", [1, 2, 3, 4, 7, 12])
+def test_max_iter_bounds_every_iteration_under_annealing(monkeypatch, max_iter):
+    """``max_iter`` bounds the start's short EM runs, the annealed iterations and the final
+    phase together (as without annealing); with ``tol=0`` the budget is used up exactly."""
+    _annealing(monkeypatch)
+    X, _ = topic_corpus(k=3, per=12, d=25, seed=11)
+    X = X[np.asarray(X.sum(axis=1)).ravel() > 0]
+    gm = BregmanMixture(3, divergence="kl", random_state=2, tol=0.0, max_iter=max_iter).fit(X)
+    assert gm.n_iter_ == max_iter
+    assert len(gm.lower_bounds_) <= max_iter
+
+
+@pytest.mark.parametrize("kw, name", [(dict(nats=0.0), "nats"), (dict(nats=-1.0), "nats"),
+                                      (dict(nats=np.inf), "nats"), (dict(rate=1.0), "rate"),
+                                      (dict(rate=0.5), "rate"), (dict(rate=np.nan), "rate")])
+def test_anneal_schedule_refuses_a_schedule_that_never_reaches_one(kw, name):
+    """A non-positive start contrast or a factor not above 1 would never reach ``b = 1``."""
+    from bregclust._mixture_init import anneal_schedule
+
+    with pytest.raises(ValueError, match=name):
+        anneal_schedule(np.array([40.0, 10.0]), **kw)
 
 
 def test_anneal_schedule_matches_the_loop_reference():

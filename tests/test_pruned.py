@@ -962,3 +962,26 @@ def test_debug_mode_catches_an_unsound_float32_filter(monkeypatch):
     init_c = np.r_[np.eye(1, 50) * [[1.0], [-1.0]], X[-3:]]
     with pytest.raises(AssertionError, match="bound|differ"):
         _fit("yinyang", X, 5, "sqeuclidean", init=init_c, max_iter=6, tol=0.0)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_an_infinite_score_sends_the_row_to_lloyds_pass(groups):
+    """A row with an infinite score among its others (a float64 product that overflowed) gets
+    a NaN minimum from ``_finish_row`` whether it has one group of centres (Hamerly) or
+    several, as from ``_close_row``: the pass falls back to Lloyd's instead of keeping an
+    infinite bound that could later skip the row."""
+    import bregclust._kernels.pruned as KP
+
+    k = 4
+    c = np.array([1.0, np.inf, 2.0, 3.0])
+    p = np.zeros(k)
+    grp = (np.arange(k) % groups).astype(np.int64)
+    perm = np.argsort(grp, kind="stable").astype(np.int64)
+    gstart = np.r_[np.flatnonzero(np.r_[True, np.diff(grp[perm]) != 0]), k].astype(np.int64)
+    labels, mins = np.full(1, -1, dtype=np.int64), np.zeros(1)
+    lb, m1 = np.zeros((1, groups)), np.zeros(groups)
+    KP._finish_row(p, c, grp, perm, gstart, 0.0, 0, labels, mins, lb, 0.0, 2.0 ** -53, m1)
+    assert labels[0] == 0 and np.isnan(mins[0])
+    c[1] = 5.0  # every score finite: the minimum is kept
+    KP._finish_row(p, c, grp, perm, gstart, 0.0, 0, labels, mins, lb, 0.0, 2.0 ** -53, m1)
+    assert labels[0] == 0 and mins[0] == 1.0

@@ -223,3 +223,5 @@ def test_consensus_scores_bad_runs_named():
         consensus_scores([[np.zeros(4)]])
     with pytest.raises(ValueError, match="runs"):
         consensus_scores([[np.zeros(4), np.zeros(4)], [np.zeros(4)]])
+    with pytest.raises(ValueError, match="runs"):
+        consensus_scores([])

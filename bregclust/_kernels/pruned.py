@@ -174,7 +174,7 @@ def _finish_row(p, c, grp, perm, gstart, phi_xi, r, labels, mins, lb, Ei, u, m1)
         m1[gb] = _second_in_group(c, p, perm, gstart, gb, bj)
     labels[r] = bj
     v = phi_xi + best
-    if tot != tot or not (abs(v) < np.inf):
+    if not (abs(tot) < np.inf) or not (abs(v) < np.inf):  # as _close_row: an infinite score
         mins[r] = np.nan
     else:
         mins[r] = v if v > 0.0 else 0.0
@@ -293,7 +293,8 @@ def pruned_block_dense(X, phi_x, GT, G, c, grp, perm, gstart, w, xn, x1, lb, lab
     type) the full product; ``grp[j]`` is the group of centre ``j``. The bound of row ``i`` for
     group ``g`` moves by ``shift_m[a or 0, g] - min(r2_i shift_2[g], x1_i shift_inf[g])``
     where ``r2_i = ||x_i - U0[a]||`` (``use_ref``) or ``xn_i = ||x_i||``;
-    ``rho (xn_i TN + CN)`` bounds the rounding of a score; rows with ``xn_i TN >= lim`` are
+    ``rho (xn_i TN + CN)`` is twice the bound of the rounding of a score (it bounds the
+    rounding of a difference of two scores); rows with ``xn_i TN >= lim`` are
     never skipped (a float32 product could overflow). With ``X32`` holding the rows (n x
     (d + 1), see :func:`_filter_rows32`; 0 rows: not used) the failing rows are scored in
     float32 first, and only those whose label the float32 scores cannot prove take Lloyd's
