@@ -1178,12 +1178,18 @@ BregmanKMeans, ndarray or dict, default="auto"
             return run
         p = run.params
         blk = srcc.block
-        D = E.pairwise(st.div, blk.X, p.U, blk.prepared(st.div))
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            logits = (p.logpi + st.fam.alpha_part(p.beta, st.d))[None, :] - p.beta[None, :] * D
+        X, (Xg, phi_x) = blk.X, blk.prepared(st.div)
+        alpha = (p.logpi + st.fam.alpha_part(p.beta, st.d))[None, :]
+        n = Xg.shape[0]
+        step = max(1, MI.ANNEAL_GAP_ENTRIES // max(1, p.U.shape[0]))  # n x k never at once
+        gaps = np.empty(n)
+        for s in range(0, n, step):
+            e = min(n, s + step)
+            D = E.pairwise(st.div, X[s:e], p.U, (Xg[s:e], phi_x[s:e]))
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                gaps[s:e] = MI.logit_gaps(alpha - p.beta[None, :] * D)
         n_iter, dead = run.n_iter, set(run.dead)
-        for t, temper in enumerate(MI.anneal_schedule(MI.logit_gaps(logits),
-                                                      weights=blk.weights())):
+        for t, temper in enumerate(MI.anneal_schedule(gaps, weights=blk.weights())):
             left = self.max_iter - n_iter - 1  # one iteration kept for the final phase
             if left <= 0:
                 break

@@ -389,6 +389,8 @@ KERNEL_ORACLES = {
             "POT's result code mapped to a ConvergenceWarning (POT patched to fail)",
     },
     "test_mixture_text.py": {
+        "test_annealing_gaps_in_row_blocks_give_the_same_fit":
+            "the annealed fit with the schedule's gaps in row blocks against the gaps at once",
         "test_anneal_schedule_refuses_a_schedule_that_never_reaches_one":
             "the annealing schedule's argument checks (a schedule that would never reach b = 1)",
         "test_tfidf_rows_equal_scikit_learn_tfidf_transformer":

@@ -383,6 +383,25 @@ def test_max_iter_bounds_every_iteration_under_annealing(monkeypatch, max_iter):
     assert len(gm.lower_bounds_) <= max_iter
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_annealing_gaps_in_row_blocks_give_the_same_fit(monkeypatch):
+    """The schedule's logit gaps computed a few rows at a time (never the whole n x k scores)
+    give the fit of the gaps computed at once."""
+    import bregclust._mixture_init as MI
+
+    _annealing(monkeypatch)  # a schedule of several temperatures on this corpus
+    X, _ = topic_corpus(k=3, per=12, d=25, seed=11)
+    X = X[np.asarray(X.sum(axis=1)).ravel() > 0]
+    whole = BregmanMixture(3, divergence="kl", random_state=2).fit(X)
+    plain = BregmanMixture(3, divergence="kl", random_state=2, max_iter=MI.TEXT_SHORT_ITER).fit(X)
+    assert whole.n_iter_ > plain.n_iter_ + MI.ANNEAL_ITER  # annealed over several temperatures
+    monkeypatch.setattr(MI, "ANNEAL_GAP_ENTRIES", 7)  # blocks of 2 rows
+    blocks = BregmanMixture(3, divergence="kl", random_state=2).fit(X)
+    assert blocks.n_iter_ == whole.n_iter_
+    np.testing.assert_allclose(blocks.means_, whole.means_, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(blocks.weights_, whole.weights_, rtol=1e-12)
+
+
 @pytest.mark.parametrize("kw, name", [(dict(nats=0.0), "nats"), (dict(nats=-1.0), "nats"),
                                       (dict(nats=np.inf), "nats"), (dict(rate=1.0), "rate"),
                                       (dict(rate=0.5), "rate"), (dict(rate=np.nan), "rate")])
