@@ -213,3 +213,39 @@ def test_spectral_mtc_external_rule(capsys):
     assert out.count("Verdict: SWITCH") == 1 and out.count("Verdict: KEEP") == 2
     assert "(1) D = +0.0388 > max(0.01, 2 SE = 0.0278) = 0.0278: yes" in out
     assert "(2) min D_s = -0.0250 >= -0.02: no" in out
+
+
+def test_spectral_mtc_ceiling_table(tmp_path, capsys):
+    """spectral_mtc_ceiling.py scores fixed variants and the label-using choices among them
+    against the best of the issue's three baselines, from mtc_compare --save files."""
+    import json
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        import spectral_mtc_ceiling as ceil
+    finally:
+        sys.path.remove(str(BENCH))
+    base = {"k-means sq (tf-idf)": .5, "k-means kl (tf)": .4, "NCut (cosine 10-NN)": .3}
+
+    def cell(data, task, a, b):
+        mt = {"A": a, "B": b, "A-mu0": a - .005}
+        return dict(data=data, task=task, best=.5, best_b="k-means sq (tf-idf)",
+                    baselines=base, mt=mt, marks={})
+    # A wins both cells of x and loses y's; B the opposite: each alone 2 W / 0 T / 2 L, a
+    # data set at -.1; chosen per data set with the labels 4 W and no data set below
+    cells = [cell("x", "1", .6, .4), cell("x", "2", .6, .4), cell("y", "1", .4, .6),
+             cell("y", "2", .4, .6)]
+    f = tmp_path / "e.json"
+    f.write_text(json.dumps(dict(methods=["A", "B", "A-mu0"], cells=cells)))
+    ceil.BAR_WINS = 4  # four cells here; the issue's 14 restored below
+    try:
+        ceil.main([str(f)])
+    finally:
+        ceil.BAR_WINS = 14
+    out = capsys.readouterr().out
+    assert "| A (fixed) | 2 / 0 / 2 | -0.100 (y) | no |" in out
+    assert "| B (fixed) | 2 / 0 / 2 | -0.100 (x) | no |" in out
+    assert "| labels: per data set, best pair (A / B) | 4 / 0 / 0 | +0.100 (x) | yes |" in out
+    assert "| labels: per cell, coupling-0 controls | 2 / 0 / 2 | -0.105 (y) | no |" in out
+    assert "| labels: per cell, any variant | 4 / 0 / 0 | +0.100 (x) | yes |" in out
+    assert "x: A, y: B" in out
