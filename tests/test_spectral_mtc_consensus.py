@@ -211,6 +211,17 @@ def test_consensus_predict_pickle_inputs_untouched_sparse_equals_dense():
         assert nmi(a, b) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("rule", ["consensus", "modularity", "gain"])
+def test_fit_leaves_no_scratch_on_the_estimator(rule):
+    """The consensus choice of the spectral rows passes from the base choice to the row choice
+    as a value: a fitted estimator holds its parameters, fitted attributes (trailing
+    underscore) and the rows ``predict`` reads, nothing else."""
+    est = _fit(SpectralMTC([2, 3, 2], base_rule=rule, spectral_rows="both", n_neighbors=5,
+                           random_state=0), _tasks(seed=4, noise=5.0))
+    extra = {a for a in vars(est) if a not in est.get_params() and not a.endswith("_")}
+    assert extra == {"_fit_tasks"}
+
+
 @pytest.mark.parametrize("value, exc", [("Consensus", ValueError), ("ensemble", ValueError),
                                         (1, TypeError), (None, TypeError)])
 def test_bad_base_rule_is_named(value, exc):
