@@ -60,9 +60,6 @@ TEXT_KMEANS_ITER = 10
 #: 20 Newsgroups NMI +.02, at most 1.52 times the CPU time. Stronger annealing (3 nats) reaches
 #: a higher likelihood on every set but lowers the NMI on tr11 (-.08) and hitech (-.03).
 TEXT_ANNEAL = True
-#: The logit gaps of the annealing schedule are computed in row blocks of at most this many
-#: document-component scores (32 MB), as the E-step is: never the whole ``n x k`` matrix.
-ANNEAL_GAP_ENTRIES = 1 << 22
 #: ``b0 = ANNEAL_NATS / median gap``: at ``b0`` the median row's most probable component is
 #: ``exp(ANNEAL_NATS)`` times as probable as its second (:func:`anneal_schedule`).
 ANNEAL_NATS = 15.0

@@ -1181,7 +1181,7 @@ BregmanKMeans, ndarray or dict, default="auto"
         X, (Xg, phi_x) = blk.X, blk.prepared(st.div)
         alpha = (p.logpi + st.fam.alpha_part(p.beta, st.d))[None, :]
         n = Xg.shape[0]
-        step = max(1, MI.ANNEAL_GAP_ENTRIES // max(1, p.U.shape[0]))  # n x k never at once
+        step = E.chunk_rows(p.U.shape[0])  # ~1 MB of scores a block (as assign): never n x k
         gaps = np.empty(n)
         for s in range(0, n, step):
             e = min(n, s + step)

@@ -934,10 +934,10 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                  + 1e-12 else "scaled") if len(variants) > 1 else variants[0]
             rows_t.append(v)
             single.append(lab[v])
-        bases, base_obj, base_chance, chosen, base_labels, base_mod, base_cands = \
+        bases, base_obj, base_chance, chosen, base_labels, base_mod, base_cands, cons_rows = \
             self._choose_bases(Xs, Ws, ks, seeds, single, spec, variants, Xkl)
-        if self._consensus_rows is not None:  # base_rule="consensus" also chose the rows
-            for t, v in enumerate(self._consensus_rows):
+        if cons_rows is not None:  # base_rule="consensus" also chose the rows
+            for t, v in enumerate(cons_rows):
                 if v is not None:
                     rows_t[t], single[t] = v, spec[t][v]
         spectral_tasks = [t for t in range(T) if chosen[t] == "spectral"]
@@ -1098,7 +1098,8 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
     def _choose_bases(self, Xs, Ws, ks, seeds, single, spec, variants, Xkl):
         """Per task, the single-task base ``base_rule`` prefers (largest :func:`modularity`,
         smallest :func:`base_regret`, or the consensus choice of :func:`consensus_scores`,
-        which also chooses the spectral rows among ``variants``: ``self._consensus_rows``).
+        which also chooses the spectral rows among ``variants``: the last value returned, per
+        task the chosen variant or None, or None for the other rules).
         ``Xkl``: the rows of the ``"kl"`` base (``Xs`` itself, or the counts)."""
         # kl k-means needs non-negative rows with a positive sum (counts, tf-idf, pixels)
         simplex = all((X.data if sp.issparse(X) else np.asarray(X)).min(initial=0.0) >= 0
@@ -1113,7 +1114,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
         chosen, labels, objs, chance, cands = [], [], [], [], []
         mods = [[np.nan] * len(bases) for _ in Xs]
         consensus = self.base_rule == "consensus" and len(bases) > 1
-        self._consensus_rows = [None] * len(Xs) if consensus else None
+        rows = [None] * len(Xs) if consensus else None
         names = [f"spectral-{v}" for v in variants] + list(bases[1:])
         self.consensus_candidates_ = tuple(names) if consensus else ()
         self.base_consensus_ = np.full((len(Xs), len(names)), np.nan) if consensus else \
@@ -1144,7 +1145,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
                 self.base_consensus_[t] = score
                 i = int(np.flatnonzero(score >= score.max() - 1e-12)[0])  # ties: earlier
                 if i < len(variants):
-                    self._consensus_rows[t] = variants[i]
+                    rows[t] = variants[i]
                     cand["spectral"] = spec[t][variants[i]]
                     b = "spectral"
                 else:
@@ -1175,7 +1176,7 @@ class SpectralMTC(MultiTaskMixin, ClusterMixin, BaseEstimator):
             b = bases[int(np.flatnonzero(r <= r.min() + 1e-9)[0])]
             chosen.append(b)
             labels.append(cand[b])
-        return bases, objs, chance, chosen, labels, np.array(mods), cands
+        return bases, objs, chance, chosen, labels, np.array(mods), cands, rows
 
     @staticmethod
     def _kmeans_base(b, X, k, seed):

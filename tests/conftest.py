@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,36 @@ def offset_blobs(offset):
     rng = np.random.RandomState(0)
     y = np.repeat([0, 1], 50)
     return rng.normal(0, .1, (100, 2)) + y[:, None] + offset, y
+
+
+def direction_tasks(seed=0, sizes=((14, 12), (11, 13)), d=5):
+    """Tasks sharing cluster directions, rows in general position (no ties among distances):
+    cluster ``c`` of task ``t`` has ``sizes[t][c]`` rows near ``4 e_((c + t) mod d) + 0.5``
+    (plus uniform noise of width 0.6). Returns ``(Xs, ys)``."""
+    rng = np.random.default_rng(seed)
+    dirs = np.eye(d) * 4.0 + 0.5
+    Xs, ys = [], []
+    for t, part in enumerate(sizes):
+        blocks = [dirs[(c + t) % d] + 0.6 * rng.random((m, d)) for c, m in enumerate(part)]
+        Xs.append(np.vstack(blocks))
+        ys.append(np.repeat(np.arange(len(part)), part))
+    return Xs, ys
+
+
+def noisy_tasks(seed=4, sizes=((15, 14), (12, 13, 11), (10, 12)), d=5, noise=3.0):
+    """The rows of :func:`direction_tasks` plus uniform noise of width ``noise`` (a second
+    generator from ``seed``): on the defaults unit rows and scaled rows of the spectral
+    embedding part the third task differently, and with ``noise=5.0`` the candidate bases
+    disagree enough that ``base_rule="consensus"`` takes kl on a task."""
+    rng = np.random.default_rng(seed)
+    return [X + noise * rng.random(X.shape) for X in direction_tasks(seed, sizes, d)[0]]
+
+
+def quiet_fit(est, Xs):
+    """``est.fit(Xs)`` without the UserWarning of a graph that is not fully connected."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return est.fit(Xs)
 
 
 #: The name under which the ``cosh_generator`` fixture registers phi(x) = cosh(x) (modules

@@ -521,8 +521,8 @@ KERNEL_ORACLES = {
             "the pool Lloyd pass and block kernels against the prange kernels, bit for bit",
         "test_pool_row_kernels_equal_the_prange_kernels":
             "phi rows, gradients, exact per-row values on the pool against prange, bit for bit",
-        "test_pool_l1_exact_values_equal_the_prange_kernel":
-            "l1's exact per-row values on the pool against the prange kernel, bit for bit",
+        "test_pool_l1_exact_values_equal_the_definition":
+            "l1's exact per-row values on the pool against the numpy definition, bit for bit",
         "test_a_user_generators_exception_in_a_pool_block_is_raised":
             "a user phi raising inside a serial kernel on a pool worker, raised to the caller",
         "test_rowsum_dense_and_csr": "the phi row sums (dense, CSR, custom pointer) against loops",
@@ -540,6 +540,8 @@ KERNEL_ORACLES = {
         "test_generic_pairwise_boundary_conventions":
             "the generic pairwise kernel's conventions at the domain boundary",
         "test_l1_exact_kernel": "the exact l1 pairwise kernel against numpy",
+        "test_l1_kernels_equal_the_definition":
+            "both l1 pairwise kernels against the numpy definition, bit for bit",
         "test_selection_equals_numpy_partition": "the pruned linkage's selection against numpy",
         "test_merge_argsort_is_the_stable_sort": "the pruned linkage's argsort against numpy's",
         "test_an_exception_inside_a_kernel_called_through_a_pointer_is_raised_after_the_call":

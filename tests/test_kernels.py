@@ -272,14 +272,43 @@ def test_generic_pairwise_boundary_conventions():
     assert out[0, 1] == pytest.approx(0.5 + math.log(2.0) - 0.5)
 
 
+def _l1_definition(X, U):
+    """``sum_l (0 if x_l u_l > 0 else 2 |x_l|)`` in numpy: signs compared (``1e-200 * 1e-200``
+    underflows), the terms added left to right (``np.cumsum``), as the kernels add them."""
+    X = np.asarray(X, dtype=np.float64)[:, None, :]
+    same = ((X > 0) & (U > 0)) | ((X < 0) & (U < 0))
+    return np.cumsum(np.where(same, 0.0, 2.0 * np.abs(X)), axis=2)[..., -1]
+
+
 def test_l1_exact_kernel():
     from bregclust import _kernels as K
 
-    X = np.array([[1.0, -2.0, 0.0], [-1.0, 3.0, 2.0]])
-    U = np.array([[1.0, 1.0, 1.0], [0.0, -1.0, -1.0]])
-    out = np.empty((2, 2))
+    X = np.array([[1.0, -2.0, 0.0], [-1.0, 3.0, 2.0], [1e-200, -1e-200, 3.0]])
+    U = np.array([[1.0, 1.0, 1.0], [0.0, -1.0, -1.0], [1e-200, -1e-200, -1.0]])
+    out = np.empty((3, 3))
     K.l1_pairwise_exact(X, U, out)
-    assert out.tolist() == [[4.0, 2.0], [2.0, 12.0]]
+    assert out.tolist() == [[4.0, 2.0, 0.0], [2.0, 12.0, 12.0], [2e-200, 6.0, 6.0]]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_l1_kernels_equal_the_definition(dtype):
+    """The ``prange`` kernel and the serial rows kernel (on a range of rows, the others left
+    as they were) against the numpy definition, bit for bit: zeros, tiny values of one sign."""
+    from bregclust._kernels import lloyd as KL
+
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(300, 11)) * (rng.random((300, 11)) < 0.7)).astype(dtype)
+    X[:5, :3] = 1e-30
+    U = rng.normal(size=(6, 11)) * (rng.random((6, 11)) < 0.8)
+    U[:3, 0] = 1e-30
+    want = _l1_definition(X, U)
+    out = np.empty((300, 6))
+    KL.l1_pairwise_exact(X, U, out)
+    assert np.array_equal(out, want)
+    out[:] = -1.0
+    KL.l1_pairwise_rows(X, U, out, 7, 120)
+    assert np.array_equal(out[7:120], want[7:120])
+    assert (out[:7] == -1.0).all() and (out[120:] == -1.0).all()
 
 
 # ---------------------------------------------------------------------------- agglomerative helpers
@@ -653,13 +682,13 @@ def test_a_user_generators_exception_in_a_pool_block_is_raised(monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n", [5, 1100])
-def test_pool_l1_exact_values_equal_the_prange_kernel(monkeypatch, dtype, n):
+def test_pool_l1_exact_values_equal_the_definition(monkeypatch, dtype, n):
     """l1_subgradient's exact per-row values (the final objective of a fit), run as the serial
-    ``l1_pairwise_rows`` per block of rows on the engine's pool, equal the ``prange`` kernel
-    ``l1_pairwise_exact`` at each row's centre bit for bit (0 for rows of zero weight): 1, 2, 3
-    and 7 workers, tiny values whose product underflows, exact zeros."""
+    ``l1_pairwise_rows`` per block of rows on the engine's pool, equal the numpy definition
+    (:func:`_l1_definition`) at each row's centre bit for bit (0 for rows of zero weight), and
+    so does ``Divergence.generic_pairwise`` (the ``prange`` kernel): 1, 2, 3 and 7 workers, tiny
+    values whose product underflows, exact zeros."""
     from bregclust import _execution as E
-    from bregclust import _kernels as K
     from bregclust import get_divergence
 
     rng = np.random.default_rng(n)
@@ -670,10 +699,10 @@ def test_pool_l1_exact_values_equal_the_prange_kernel(monkeypatch, dtype, n):
     labels = rng.integers(0, 4, n)
     w = rng.random(n) + 0.5
     w[rng.random(n) < 0.25] = 0.0
-    D = np.empty((n, 4))
-    K.l1_pairwise_exact(X, U, D)
+    D = _l1_definition(X, U)
     ref = np.where(w > 0, D[np.arange(n), labels], 0.0)
     div = get_divergence("l1_subgradient")
+    assert np.array_equal(div.generic_pairwise(X, U), D)
     monkeypatch.setattr(E, "PARALLEL_MIN", 0)
     for threads in (1, 2, 3, 7):
         monkeypatch.setenv("BREGCLUST_NUM_THREADS", str(threads))

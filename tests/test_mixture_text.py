@@ -276,13 +276,11 @@ def test_start_search_keeps_the_best_objective_among_the_candidates(monkeypatch,
     assert gm.lower_bounds_[-1] >= max(bounds) - 1e-12 * abs(max(bounds))
 
 
-@pytest.mark.parametrize("schedule", SCHEDULES[1:])
-def test_start_search_is_reproducible_and_leaves_the_input_alone(monkeypatch, schedule):
-    import bregclust._mixture_init as MI
-
-    for a, v in zip(KNOBS, schedule):
-        monkeypatch.setattr(MI, a, v)
-    X, _ = topic_corpus(k=4, per=25, seed=8)
+def _reproducible_fit(seed):
+    """Two fits of one topic corpus (4 topics, 25 documents each, corpus ``seed``) with one
+    ``random_state``: the same means and lower bounds, the CSR input unmodified. Returns the
+    corpus and the first fit."""
+    X, _ = topic_corpus(k=4, per=25, seed=seed)
     X0 = X.copy()
     a = BregmanMixture(4, divergence="kl", random_state=5).fit(X)
     b = BregmanMixture(4, divergence="kl", random_state=5).fit(X)
@@ -290,6 +288,16 @@ def test_start_search_is_reproducible_and_leaves_the_input_alone(monkeypatch, sc
     np.testing.assert_array_equal(a.lower_bounds_, b.lower_bounds_)
     for attr in ("data", "indices", "indptr"):
         np.testing.assert_array_equal(getattr(X, attr), getattr(X0, attr))
+    return X, a
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES[1:])
+def test_start_search_is_reproducible_and_leaves_the_input_alone(monkeypatch, schedule):
+    import bregclust._mixture_init as MI
+
+    for a, v in zip(KNOBS, schedule):
+        monkeypatch.setattr(MI, a, v)
+    _reproducible_fit(seed=8)
 
 
 def test_spherical_kmeans_shared_transpose_and_layouts_give_the_same_labels():
@@ -385,18 +393,28 @@ def test_max_iter_bounds_every_iteration_under_annealing(monkeypatch, max_iter):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_annealing_gaps_in_row_blocks_give_the_same_fit(monkeypatch):
-    """The schedule's logit gaps computed a few rows at a time (never the whole n x k scores)
-    give the fit of the gaps computed at once."""
+    """The schedule's logit gaps computed a few rows at a time (never the whole n x k scores;
+    the blocks of ``_execution.chunk_rows``) give the fit of the gaps computed at once."""
+    import bregclust._execution as E
     import bregclust._mixture_init as MI
 
     _annealing(monkeypatch)  # a schedule of several temperatures on this corpus
     X, _ = topic_corpus(k=3, per=12, d=25, seed=11)
     X = X[np.asarray(X.sum(axis=1)).ravel() > 0]
+    assert E.chunk_rows(3) >= X.shape[0]  # the default: all rows in one block
     whole = BregmanMixture(3, divergence="kl", random_state=2).fit(X)
     plain = BregmanMixture(3, divergence="kl", random_state=2, max_iter=MI.TEXT_SHORT_ITER).fit(X)
     assert whole.n_iter_ > plain.n_iter_ + MI.ANNEAL_ITER  # annealed over several temperatures
-    monkeypatch.setattr(MI, "ANNEAL_GAP_ENTRIES", 7)  # blocks of 2 rows
+    rows, pairwise = [], E.pairwise
+
+    def spy(div, X, U, *args, **kw):
+        rows.append(X.shape[0])
+        return pairwise(div, X, U, *args, **kw)
+
+    monkeypatch.setattr(E, "chunk_rows", lambda k: 2)  # blocks of 2 rows
+    monkeypatch.setattr(E, "pairwise", spy)
     blocks = BregmanMixture(3, divergence="kl", random_state=2).fit(X)
+    assert rows.count(2) == X.shape[0] // 2 and max(rows) == 2  # the gaps' blocks
     assert blocks.n_iter_ == whole.n_iter_
     np.testing.assert_allclose(blocks.means_, whole.means_, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(blocks.weights_, whole.weights_, rtol=1e-12)
@@ -523,14 +541,7 @@ def test_annealed_fit_is_reproducible_pickles_and_leaves_the_input_alone(monkeyp
     import pickle
 
     _annealing(monkeypatch)
-    X, _ = topic_corpus(k=4, per=25, seed=14)
-    X0 = X.copy()
-    a = BregmanMixture(4, divergence="kl", random_state=5).fit(X)
-    b = BregmanMixture(4, divergence="kl", random_state=5).fit(X)
-    np.testing.assert_array_equal(a.means_, b.means_)
-    np.testing.assert_array_equal(a.lower_bounds_, b.lower_bounds_)
-    for attr in ("data", "indices", "indptr"):
-        np.testing.assert_array_equal(getattr(X, attr), getattr(X0, attr))
+    X, a = _reproducible_fit(seed=14)
     c = pickle.loads(pickle.dumps(a))
     np.testing.assert_array_equal(c.predict_proba(X), a.predict_proba(X))
     # dense counts give the sparse fit

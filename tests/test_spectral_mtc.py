@@ -8,6 +8,7 @@ import naive_spectral_mtc as naive
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import direction_tasks, quiet_fit
 from sklearn.base import clone
 from sklearn.cluster import SpectralClustering
 from sklearn.manifold import spectral_embedding
@@ -30,35 +31,16 @@ from bregclust.spectral_mtc import (
 )
 
 
-def _tasks(seed=0, sizes=((14, 12), (11, 13)), d=5):
-    """Tasks sharing two cluster directions (plus a third for a third task), rows in general
-    position (no ties among distances)."""
-    rng = np.random.default_rng(seed)
-    dirs = np.eye(d) * 4.0 + 0.5
-    Xs, ys = [], []
-    for t, part in enumerate(sizes):
-        blocks = [dirs[(c + t) % d] + 0.6 * rng.random((m, d)) for c, m in enumerate(part)]
-        Xs.append(np.vstack(blocks))
-        ys.append(np.repeat(np.arange(len(part)), part))
-    return Xs, ys
-
-
-def _fit(est, Xs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # graph not fully connected
-        return est.fit(Xs)
-
-
 # ------------------------------------------------------------------ graphs: dense reference
 @pytest.mark.parametrize("k", [3, 5])
 def test_task_graph_matches_dense_reference(k):
-    X = _tasks()[0][0]
+    X = direction_tasks()[0][0]
     np.testing.assert_allclose(task_graph(X, k).toarray(), naive.task_graph(X, k), atol=0)
 
 
 @pytest.mark.parametrize("n_tasks", [2, 3])
 def test_transfer_graph_matches_dense_reference(n_tasks):
-    Xs, _ = _tasks(sizes=((14, 12), (11, 13), (9, 10))[:n_tasks])
+    Xs, _ = direction_tasks(sizes=((14, 12), (11, 13), (9, 10))[:n_tasks])
     for t in range(n_tasks):
         H = transfer_graph(Xs, t, 4)
         R = naive.transfer_graph(Xs, t, 4)
@@ -68,7 +50,7 @@ def test_transfer_graph_matches_dense_reference(n_tasks):
 
 @pytest.mark.parametrize("n_tasks", [2, 3])
 def test_joint_graph_matches_dense_reference(n_tasks):
-    Xs, _ = _tasks(sizes=((14, 12), (11, 13), (9, 10))[:n_tasks])
+    Xs, _ = direction_tasks(sizes=((14, 12), (11, 13), (9, 10))[:n_tasks])
     J = joint_graph(Xs, 0.3, 4)
     np.testing.assert_allclose(J.toarray(), naive.joint_graph(Xs, 4, 0.3), rtol=1e-12, atol=1e-12)
     B = cross_task_graph(Xs, 0, 1, 4)
@@ -76,7 +58,7 @@ def test_joint_graph_matches_dense_reference(n_tasks):
 
 
 def test_normalized_cut_matches_dense_reference():
-    Xs, ys = _tasks()
+    Xs, ys = direction_tasks()
     W = task_graph(Xs[0], 4)
     rng = np.random.default_rng(1)
     for lab in (ys[0], rng.integers(0, 3, Xs[0].shape[0])):
@@ -87,7 +69,7 @@ def test_normalized_cut_matches_dense_reference():
 
 def test_joint_embedding_spans_the_dense_eigenvectors():
     """The embedding the joint transfer clusters spans the dense Laplacian's eigenvectors."""
-    Xs, _ = _tasks(sizes=((14, 12), (11, 13), (9, 10)))
+    Xs, _ = direction_tasks(sizes=((14, 12), (11, 13), (9, 10)))
     J = joint_graph(Xs, 0.2, 4)
     m = 4
     vals, R = naive.embedding(J.toarray(), m)
@@ -104,10 +86,10 @@ def test_joint_embedding_spans_the_dense_eigenvectors():
 # --------------------------------------------------------------- the single-task base
 @pytest.mark.parametrize("transfer", ["joint", "instance"])
 def test_coupling_zero_is_scikit_learn_spectral_clustering(transfer):
-    Xs, _ = _tasks(sizes=((30, 25), (28, 31)))
+    Xs, _ = direction_tasks(sizes=((30, 25), (28, 31)))
     Xs = [X + np.random.default_rng(2).random(X.shape) for X in Xs]  # a harder problem
-    est = _fit(SpectralMTC(2, base="spectral", coupling=0.0, transfer=transfer, n_neighbors=6,
-                           random_state=3), Xs)
+    est = quiet_fit(SpectralMTC(2, base="spectral", coupling=0.0, transfer=transfer, n_neighbors=6,
+                                random_state=3), Xs)
     for X, lab in zip(Xs, est.labels_):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
@@ -118,10 +100,10 @@ def test_coupling_zero_is_scikit_learn_spectral_clustering(transfer):
 
 @pytest.mark.parametrize("transfer", ["joint", "instance"])
 def test_auto_keeps_per_task_the_smallest_own_graph_ncut(transfer):
-    Xs, ys = _tasks(seed=4, sizes=((20, 18), (17, 21), (15, 16)))
+    Xs, ys = direction_tasks(seed=4, sizes=((20, 18), (17, 21), (15, 16)))
     Xs = [X + 0.8 * np.random.default_rng(5).random(X.shape) for X in Xs]
-    est = _fit(SpectralMTC([2, 2, 2], base="spectral", transfer=transfer, n_neighbors=5,
-                           random_state=0), Xs)
+    est = quiet_fit(SpectralMTC([2, 2, 2], base="spectral", transfer=transfer, n_neighbors=5,
+                                random_state=0), Xs)
     assert est.couplings_[0] == 0.0 and est.ncut_.shape == (est.couplings_.size, 3)
     for t in range(3):
         # the pareto guard: agreement with the single-task partition and no larger k-means
@@ -138,8 +120,8 @@ def test_auto_keeps_per_task_the_smallest_own_graph_ncut(transfer):
             naive.normalized_cut(naive.task_graph(Xs[t], 5), est.labels_[t]))
     # every candidate is the fit at that fixed coupling (same seeds)
     for i, mu in enumerate(est.couplings_):
-        fixed = _fit(SpectralMTC([2, 2, 2], base="spectral", coupling=float(mu),
-                                 transfer=transfer, n_neighbors=5, random_state=0), Xs)
+        fixed = quiet_fit(SpectralMTC([2, 2, 2], base="spectral", coupling=float(mu),
+                                      transfer=transfer, n_neighbors=5, random_state=0), Xs)
         for a, b in zip(fixed.labels_, est.labels_per_coupling_[i]):
             np.testing.assert_array_equal(a, b)
     assert est.objective_history_.shape == (1,)
@@ -151,9 +133,9 @@ def test_never_worse_on_its_own_graph_than_the_single_task_partition():
     """The label-free guarantee: every task's kept partition has a normalised cut on its own
     graph no larger than the single-task spectral partition's."""
     for seed in range(3):
-        Xs, _ = _tasks(seed=seed, sizes=((20, 18), (17, 21)))
+        Xs, _ = direction_tasks(seed=seed, sizes=((20, 18), (17, 21)))
         Xs = [X + 1.5 * np.random.default_rng(seed).random(X.shape) for X in Xs]
-        est = _fit(SpectralMTC(2, base="spectral", n_neighbors=5, random_state=seed), Xs)
+        est = quiet_fit(SpectralMTC(2, base="spectral", n_neighbors=5, random_state=seed), Xs)
         best = est.ncut_[[list(est.couplings_).index(c) for c in est.coupling_], [0, 1]]
         assert np.all(best <= est.ncut_[0] + 1e-15)
 
@@ -161,14 +143,14 @@ def test_never_worse_on_its_own_graph_than_the_single_task_partition():
 def test_agreement_guard_keeps_the_single_task_partition_when_strict():
     """min_agreement=1: only candidates equal (as partitions) to the single-task one are
     eligible, so every task keeps its single-task partition; -1 lets the cut decide alone."""
-    Xs, _ = _tasks(seed=7, sizes=((25, 25), (25, 25)))
+    Xs, _ = direction_tasks(seed=7, sizes=((25, 25), (25, 25)))
     Xs[0] = Xs[0] + 2.5 * np.random.default_rng(8).random(Xs[0].shape)
     kw = dict(base="spectral", guard="agreement", coupling_grid=(0.5, 2.0), n_neighbors=5,
               random_state=0)
-    strict = _fit(SpectralMTC(2, min_agreement=1.0, **kw), Xs)
+    strict = quiet_fit(SpectralMTC(2, min_agreement=1.0, **kw), Xs)
     for t in range(2):
         assert adjusted_rand_score(strict.labels_[t], strict.labels_per_coupling_[0][t]) == 1.0
-    loose = _fit(SpectralMTC(2, min_agreement=-1.0, **kw), Xs)
+    loose = quiet_fit(SpectralMTC(2, min_agreement=-1.0, **kw), Xs)
     for t in range(2):
         assert loose.coupling_[t] == loose.couplings_[int(np.argmin(loose.ncut_[:, t]))]
     with pytest.raises(ValueError, match="min_agreement"):
@@ -177,14 +159,14 @@ def test_agreement_guard_keeps_the_single_task_partition_when_strict():
 
 @pytest.mark.parametrize("transfer", ["joint", "instance"])
 def test_two_and_three_tasks_per_task_k_recover_clusters(transfer):
-    Xs, ys = _tasks(sizes=((15, 14), (12, 13, 11), (10, 12)))
-    est = _fit(SpectralMTC([2, 3, 2], base="spectral", coupling=0.05, transfer=transfer,
-                           n_neighbors=5, random_state=0), Xs)
+    Xs, ys = direction_tasks(sizes=((15, 14), (12, 13, 11), (10, 12)))
+    est = quiet_fit(SpectralMTC([2, 3, 2], base="spectral", coupling=0.05, transfer=transfer,
+                                n_neighbors=5, random_state=0), Xs)
     assert est.n_tasks_ == 3 and est.n_clusters_ == [2, 3, 2]
     for y, lab, k in zip(ys, est.labels_, [2, 3, 2]):
         assert lab.dtype == np.int64 and np.unique(lab).size == k
         assert adjusted_rand_score(y, lab) == 1.0
-    est2 = _fit(SpectralMTC(2, transfer=transfer, n_neighbors=5, random_state=0), Xs[::2])
+    est2 = quiet_fit(SpectralMTC(2, transfer=transfer, n_neighbors=5, random_state=0), Xs[::2])
     assert [adjusted_rand_score(y, lab) for y, lab in zip(ys[::2], est2.labels_)] == [1.0, 1.0]
 
 
@@ -192,11 +174,11 @@ def test_three_tasks_per_task_k_modularity_base_choice_against_dense_reference()
     """base="auto" with three tasks and per-task K: every task's modularities are the dense
     reference's on the dense graph, and the kept base is their argmax."""
     rng = np.random.default_rng(6)
-    Xs, _ = _tasks(seed=6, sizes=((15, 14), (12, 13, 11), (10, 12)))
+    Xs, _ = direction_tasks(seed=6, sizes=((15, 14), (12, 13, 11), (10, 12)))
     Xs = [X + 6.0 * rng.random(X.shape) for X in Xs]  # task 0 keeps spherical k-means
-    est = _fit(SpectralMTC([2, 3, 2], n_neighbors=5, random_state=1), Xs)
-    single = _fit(SpectralMTC([2, 3, 2], base="spectral", coupling=0.0, n_neighbors=5,
-                              random_state=1), Xs).labels_
+    est = quiet_fit(SpectralMTC([2, 3, 2], n_neighbors=5, random_state=1), Xs)
+    single = quiet_fit(SpectralMTC([2, 3, 2], base="spectral", coupling=0.0, n_neighbors=5,
+                                   random_state=1), Xs).labels_
     assert est.base_modularity_.shape == (3, 3)
     for t, (X, k) in enumerate(zip(Xs, [2, 3, 2])):
         W = naive.task_graph(X, 5)
@@ -215,19 +197,19 @@ def test_coupling_changes_the_partition_of_a_task_that_needs_it():
     """A task whose own kNN graph is ambiguous (two thin strands); the other task fills the gap
     between the strands' ends: fixed couplings give partitions other than the single-task one
     (the coupling is live, not ignored)."""
-    Xs, ys = _tasks(seed=7, sizes=((25, 25), (25, 25)))
+    Xs, ys = direction_tasks(seed=7, sizes=((25, 25), (25, 25)))
     Xs[0] = Xs[0] + 2.5 * np.random.default_rng(8).random(Xs[0].shape)
-    est = _fit(SpectralMTC(2, base="spectral", coupling_grid=(0.5, 2.0), n_neighbors=5,
-                           random_state=0), Xs)
+    est = quiet_fit(SpectralMTC(2, base="spectral", coupling_grid=(0.5, 2.0), n_neighbors=5,
+                                random_state=0), Xs)
     parts = est.labels_per_coupling_
     assert any(adjusted_rand_score(parts[0][0], p[0]) < 1.0 for p in parts[1:])
 
 
 # --------------------------------------------------------------------------- the contract
 def test_predict_pickle_clone_and_inputs_untouched():
-    Xs, ys = _tasks()
+    Xs, ys = direction_tasks()
     copies = [X.copy() for X in Xs]
-    est = _fit(SpectralMTC(2, n_neighbors=4, random_state=0), Xs)
+    est = quiet_fit(SpectralMTC(2, n_neighbors=4, random_state=0), Xs)
     for X, C in zip(Xs, copies):
         np.testing.assert_array_equal(X, C)
     for t in range(2):
@@ -245,10 +227,11 @@ def test_predict_pickle_clone_and_inputs_untouched():
 
 
 def test_sparse_and_float32_give_the_dense_labels():
-    Xs, _ = _tasks()
-    ref = _fit(SpectralMTC(2, n_neighbors=4, random_state=0), Xs).labels_
+    Xs, _ = direction_tasks()
+    ref = quiet_fit(SpectralMTC(2, n_neighbors=4, random_state=0), Xs).labels_
     for conv in (sp.csr_matrix, lambda X: X.astype(np.float32)):
-        got = _fit(SpectralMTC(2, n_neighbors=4, random_state=0), [conv(X) for X in Xs]).labels_
+        got = quiet_fit(SpectralMTC(2, n_neighbors=4, random_state=0),
+                        [conv(X) for X in Xs]).labels_
         for a, b in zip(got, ref):
             assert adjusted_rand_score(a, b) == 1.0
 
@@ -267,13 +250,13 @@ def test_sparse_and_float32_give_the_dense_labels():
     (dict(guard="none"), ValueError, "guard"),
 ])
 def test_bad_parameters_are_named(kw, exc, match):
-    Xs, _ = _tasks()
+    Xs, _ = direction_tasks()
     with pytest.raises(exc, match=match):
         SpectralMTC(2, **kw).fit(Xs)
 
 
 def test_bad_tasks_are_named():
-    Xs, _ = _tasks()
+    Xs, _ = direction_tasks()
     with pytest.raises(ValueError, match="at least two tasks"):
         SpectralMTC(2).fit(Xs[:1])
     with pytest.raises(ValueError, match="feature space"):
@@ -359,10 +342,10 @@ def test_modularity_matches_dense_reference():
 @pytest.mark.parametrize("seed", [0, 2, 3, 4])
 def test_auto_base_keeps_the_partition_the_rule_prefers(seed, base_rule):
     Xs = _wide_tasks(seed)
-    est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2, base_rule=base_rule), Xs)
+    est = quiet_fit(SpectralMTC(3, n_neighbors=5, random_state=2, base_rule=base_rule), Xs)
     assert est.bases_ == ("spectral", "spherical", "kl")
-    single = _fit(SpectralMTC(3, base="spectral", coupling=0.0, n_neighbors=5,
-                              random_state=2), Xs).labels_
+    single = quiet_fit(SpectralMTC(3, base="spectral", coupling=0.0, n_neighbors=5,
+                                   random_state=2), Xs).labels_
     chosen = []
     for t, X in enumerate(Xs):
         cand = {"spectral": single[t],
@@ -393,14 +376,14 @@ def test_auto_base_keeps_the_partition_the_rule_prefers(seed, base_rule):
         assert set(chosen) != {"spectral"}
     # a fixed base is that base's partition; kl only on non-negative rows
     for b in ("spherical", "kl"):
-        fixed = _fit(SpectralMTC(3, base=b, n_neighbors=5, random_state=2), Xs)
+        fixed = quiet_fit(SpectralMTC(3, base=b, n_neighbors=5, random_state=2), Xs)
         assert fixed.base_ == [b, b] and fixed.couplings_.tolist() == [0.0]
         for t, X in enumerate(Xs):
             Z = normalize(X) if b == "spherical" else normalize(X, norm="l1")
             ref = BregmanKMeans(3, divergence="sqeuclidean" if b == "spherical" else "kl",
                                 random_state=2).fit(Z).labels_
             np.testing.assert_array_equal(fixed.labels_[t], ref)
-    signed = _fit(SpectralMTC(3, n_neighbors=5, random_state=2), [X - 0.5 for X in Xs])
+    signed = quiet_fit(SpectralMTC(3, n_neighbors=5, random_state=2), [X - 0.5 for X in Xs])
     assert signed.bases_ == ("spectral", "spherical")
 
 
@@ -409,10 +392,10 @@ def test_pareto_guard_never_keeps_a_coupled_partition_worse_for_k_means():
     single-task spectral partition for both the cut on its own graph and the k-means sum of
     squares on its unit rows."""
     for seed in range(3):
-        Xs, _ = _tasks(seed=seed, sizes=((20, 18), (17, 21)))
+        Xs, _ = direction_tasks(seed=seed, sizes=((20, 18), (17, 21)))
         Xs = [X + 1.5 * np.random.default_rng(seed).random(X.shape) for X in Xs]
-        est = _fit(SpectralMTC(2, base="spectral", coupling_grid=(0.05, 0.5, 2.0),
-                               n_neighbors=5, random_state=seed), Xs)
+        est = quiet_fit(SpectralMTC(2, base="spectral", coupling_grid=(0.05, 0.5, 2.0),
+                                    n_neighbors=5, random_state=seed), Xs)
         kept = [list(est.couplings_).index(c) for c in est.coupling_]
         for t, i in enumerate(kept):
             assert est.ncut_[i, t] <= est.ncut_[0, t] + 1e-15
@@ -498,8 +481,8 @@ def test_kmeans_coupling_against_its_parts_and_dense_modularity(base, seed, size
     base partition elsewhere; and the coupling is live on these draws (some task changes)."""
     Xs = _blobs(seed, sizes)
     ks = [len(p) for p in sizes]
-    est = _fit(SpectralMTC(ks, base=base, kmeans_coupling="mbc", n_neighbors=5,
-                           random_state=seed), Xs)
+    est = quiet_fit(SpectralMTC(ks, base=base, kmeans_coupling="mbc", n_neighbors=5,
+                                random_state=seed), Xs)
     ref, kept, start, lam, why = _kmc_reference(Xs, ks, base, seed)
     assert est.kmeans_coupled_ == kept
     assert est.kmeans_refusal_ == why
@@ -511,7 +494,7 @@ def test_kmeans_coupling_against_its_parts_and_dense_modularity(base, seed, size
             np.testing.assert_array_equal(est.kmeans_coupled_labels_[t], ref[t])
     assert any(not np.array_equal(a, b) for a, b in zip(est.labels_, start))
     # kmeans_coupling="none" (the default) is the uncoupled partition
-    plain = _fit(SpectralMTC(ks, base=base, n_neighbors=5, random_state=seed), Xs)
+    plain = quiet_fit(SpectralMTC(ks, base=base, n_neighbors=5, random_state=seed), Xs)
     for a, b in zip(plain.labels_, start):
         np.testing.assert_array_equal(a, b)
     assert plain.kmeans_coupled_ == [False] * len(Xs)
@@ -526,8 +509,8 @@ def test_kmeans_coupling_never_lowers_modularity_or_raises_the_sum_of_squares(se
     steps from the base partition cannot make worse)."""
     sizes = ((20, 20, 20, 20), (25, 25, 25), (15, 15, 15, 15, 15))
     Xs = _blobs(seed, sizes)
-    est = _fit(SpectralMTC([4, 3, 5], base="spherical", kmeans_coupling="mbc", n_neighbors=5,
-                           random_state=seed), Xs)
+    est = quiet_fit(SpectralMTC([4, 3, 5], base="spherical", kmeans_coupling="mbc", n_neighbors=5,
+                                random_state=seed), Xs)
     for t, X in enumerate(Xs):
         W = naive.task_graph(X, 5)
         new, old = est.labels_[t], est.labels_without_kmeans_coupling_[t]
@@ -543,8 +526,8 @@ def test_kmeans_coupling_leaves_spectral_tasks_and_keeps_the_contract():
     the default's); predict, pickle, inputs untouched, sparse input; a bad value is named."""
     Xs = _wide_tasks(4)
     copies = [X.copy() for X in Xs]
-    est = _fit(SpectralMTC(3, n_neighbors=5, random_state=2, kmeans_coupling="mbc"), Xs)
-    ref = _fit(SpectralMTC(3, n_neighbors=5, random_state=2), Xs)
+    est = quiet_fit(SpectralMTC(3, n_neighbors=5, random_state=2, kmeans_coupling="mbc"), Xs)
+    ref = quiet_fit(SpectralMTC(3, n_neighbors=5, random_state=2), Xs)
     assert est.base_ == ref.base_ and set(est.base_) != {"spectral"}
     for t in range(len(Xs)):
         np.testing.assert_array_equal(est.labels_without_kmeans_coupling_[t], ref.labels_[t])
@@ -554,8 +537,8 @@ def test_kmeans_coupling_leaves_spectral_tasks_and_keeps_the_contract():
         np.testing.assert_array_equal(est.predict(Xs[t], task=t), est.labels_[t])
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict(Xs[1], task=1), est.labels_[1])
-    got = _fit(SpectralMTC(3, n_neighbors=5, random_state=2, kmeans_coupling="mbc"),
-               [sp.csr_matrix(X) for X in Xs])
+    got = quiet_fit(SpectralMTC(3, n_neighbors=5, random_state=2, kmeans_coupling="mbc"),
+                    [sp.csr_matrix(X) for X in Xs])
     for a, b in zip(got.labels_, est.labels_):
         assert adjusted_rand_score(a, b) == 1.0
     with pytest.raises(ValueError, match="kmeans_coupling"):

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import noisy_tasks, quiet_fit
 from naive_consensus import anmi as naive_anmi
 from naive_consensus import coassociation as naive_coassociation
 from naive_consensus import embedding as naive_embedding
@@ -26,19 +27,6 @@ from bregclust.spectral_mtc import (
     spectral_labels,
     task_graph,
 )
-
-
-def _tasks(seed=4, sizes=((15, 14), (12, 13, 11), (10, 12)), d=5, noise=3.0):
-    """Tasks sharing cluster directions (the draws of tests/test_spectral_mtc_njw.py); with
-    ``noise=5.0`` the candidate bases disagree enough that consensus takes kl on a task."""
-    rng = np.random.default_rng(seed)
-    dirs = np.eye(d) * 4.0 + 0.5
-    Xs = []
-    for t, part in enumerate(sizes):
-        blocks = [dirs[(c + t) % d] + 0.6 * rng.random((m, d)) for c, m in enumerate(part)]
-        Xs.append(np.vstack(blocks))
-    rng = np.random.default_rng(seed)
-    return [X + noise * rng.random(X.shape) for X in Xs]
 
 
 def _ensemble(seed, n=40, m=5, k=(2, 3, 4, 3, 5)):
@@ -110,12 +98,6 @@ def test_inputs_unmodified_and_bad_input_named():
 
 
 # ------------------------------------------------------------ SpectralMTC(base_rule="consensus")
-def _fit(est, Xs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # graph not fully connected
-        return est.fit(Xs)
-
-
 def _reference_choice(X, k, seed, rows=("scaled", "unit")):
     """The consensus choice from independent pieces: every candidate method at seeds
     ``seed + (0, 100, 200)``, NMI counted from contingency tables (naive_consensus), the
@@ -144,9 +126,9 @@ def test_consensus_base_equals_the_reference_choice(n_tasks, ks, noise):
     """coupling=0: each task's base, spectral rows, labels and consensus scores are those of
     the independent reference (2 and 3 tasks, per-task K); the draws cover a k-means base, the
     unit rows and the scaled rows."""
-    Xs = _tasks(seed=4, noise=noise)[:n_tasks]
-    est = _fit(SpectralMTC(ks, base_rule="consensus", spectral_rows="both", coupling=0.0,
-                           n_neighbors=5, random_state=0), Xs)
+    Xs = noisy_tasks(seed=4, noise=noise)[:n_tasks]
+    est = quiet_fit(SpectralMTC(ks, base_rule="consensus", spectral_rows="both", coupling=0.0,
+                                n_neighbors=5, random_state=0), Xs)
     assert est.consensus_candidates_ == ("spectral-scaled", "spectral-unit", "spherical", "kl")
     seen = set()
     for t, (X, k) in enumerate(zip(Xs, ks)):
@@ -166,10 +148,10 @@ def test_consensus_base_equals_the_reference_choice(n_tasks, ks, noise):
 
 def test_consensus_changes_the_choice_of_the_modularity_rule():
     """Not a no-op: on this draw modularity keeps the spectral base where consensus takes kl."""
-    Xs = _tasks(seed=4, noise=5.0)
+    Xs = noisy_tasks(seed=4, noise=5.0)
     kw = dict(spectral_rows="both", coupling=0.0, n_neighbors=5, random_state=0)
-    a = _fit(SpectralMTC([2, 3, 2], base_rule="consensus", **kw), Xs)
-    b = _fit(SpectralMTC([2, 3, 2], **kw), Xs)
+    a = quiet_fit(SpectralMTC([2, 3, 2], base_rule="consensus", **kw), Xs)
+    b = quiet_fit(SpectralMTC([2, 3, 2], **kw), Xs)
     assert a.base_ != b.base_
     assert b.base_consensus_.shape == (3, 0) and b.consensus_candidates_ == ()
 
@@ -178,9 +160,9 @@ def test_consensus_scaled_rows_only_and_the_coupling_on_top():
     """spectral_rows="scaled": three candidates; with a coupling, a task the rule keeps on the
     spectral base has its consensus partition as the coupling-0 candidate and a task on a
     k-means base keeps its k-means partition."""
-    Xs = _tasks(seed=4, noise=5.0)
-    est = _fit(SpectralMTC([2, 3, 2], base_rule="consensus", coupling_grid=(0.3,),
-                           n_neighbors=5, random_state=0), Xs)
+    Xs = noisy_tasks(seed=4, noise=5.0)
+    est = quiet_fit(SpectralMTC([2, 3, 2], base_rule="consensus", coupling_grid=(0.3,),
+                                n_neighbors=5, random_state=0), Xs)
     assert est.consensus_candidates_ == ("spectral-scaled", "spherical", "kl")
     assert est.base_consensus_.shape == (3, 3)
     for t, X in enumerate(Xs):
@@ -194,10 +176,10 @@ def test_consensus_scaled_rows_only_and_the_coupling_on_top():
 
 
 def test_consensus_predict_pickle_inputs_untouched_sparse_equals_dense():
-    Xs = _tasks(seed=4, noise=5.0)
+    Xs = noisy_tasks(seed=4, noise=5.0)
     copies = [X.copy() for X in Xs]
     kw = dict(base_rule="consensus", spectral_rows="both", n_neighbors=5, random_state=0)
-    est = _fit(SpectralMTC([2, 3, 2], **kw), Xs)
+    est = quiet_fit(SpectralMTC([2, 3, 2], **kw), Xs)
     for X, C in zip(Xs, copies):
         np.testing.assert_array_equal(X, C)
     for t in range(3):
@@ -205,17 +187,28 @@ def test_consensus_predict_pickle_inputs_untouched_sparse_equals_dense():
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict(Xs[1], task=1), est.labels_[1])
     np.testing.assert_array_equal(again.base_consensus_, est.base_consensus_)
-    sparse = _fit(SpectralMTC([2, 3, 2], **kw), [sp.csr_matrix(X) for X in Xs])
+    sparse = quiet_fit(SpectralMTC([2, 3, 2], **kw), [sp.csr_matrix(X) for X in Xs])
     assert sparse.base_ == est.base_
     for a, b in zip(sparse.labels_, est.labels_):
         assert nmi(a, b) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("rule", ["consensus", "modularity", "gain"])
+def test_fit_leaves_no_scratch_on_the_estimator(rule):
+    """The consensus choice of the spectral rows passes from the base choice to the row choice
+    as a value: a fitted estimator holds its parameters, fitted attributes (trailing
+    underscore) and the rows ``predict`` reads, nothing else."""
+    est = quiet_fit(SpectralMTC([2, 3, 2], base_rule=rule, spectral_rows="both", n_neighbors=5,
+                                random_state=0), noisy_tasks(seed=4, noise=5.0))
+    extra = {a for a in vars(est) if a not in est.get_params() and not a.endswith("_")}
+    assert extra == {"_fit_tasks"}
 
 
 @pytest.mark.parametrize("value, exc", [("Consensus", ValueError), ("ensemble", ValueError),
                                         (1, TypeError), (None, TypeError)])
 def test_bad_base_rule_is_named(value, exc):
     with pytest.raises(exc, match="base_rule"):
-        SpectralMTC(2, base_rule=value).fit(_tasks()[:2])
+        SpectralMTC(2, base_rule=value).fit(noisy_tasks()[:2])
 
 
 def test_consensus_scores_bad_runs_named():

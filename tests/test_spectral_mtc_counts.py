@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import quiet_fit
 from naive_consensus import anmi as naive_anmi
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.preprocessing import normalize
@@ -53,12 +54,6 @@ def _tfidf(Xs):
     return [sp.csr_matrix(T[a:b]) for a, b in zip(sizes[:-1], sizes[1:])]
 
 
-def _fit(est, Xs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # graph not fully connected
-        return est.fit(Xs)
-
-
 def _same_labels(a, b):
     assert len(a) == len(b)
     for x, y in zip(a, b):
@@ -75,8 +70,8 @@ def test_spectral_and_spherical_bases_match_the_estimator_on_outside_tfidf(base,
     C = _counts(sparse=sparse)[:n_tasks]
     ks = [2, 3, 2][:n_tasks]
     kw = dict(n_neighbors=5, base=base, random_state=3)
-    a = _fit(SpectralMTC(ks, input="counts", **kw), C)
-    b = _fit(SpectralMTC(ks, **kw), _tfidf(C))
+    a = quiet_fit(SpectralMTC(ks, input="counts", **kw), C)
+    b = quiet_fit(SpectralMTC(ks, **kw), _tfidf(C))
     _same_labels(a.labels_, b.labels_)
     for la, lb in zip(a.labels_per_coupling_, b.labels_per_coupling_):
         _same_labels(la, lb)
@@ -95,13 +90,13 @@ def test_kl_base_is_kl_kmeans_on_term_frequencies(n_tasks):
     sum one, with the task's seed; on the tf-idf (input="features") it is not the same run."""
     C = _counts()[:n_tasks]
     ks = [2, 3, 2][:n_tasks]
-    est = _fit(SpectralMTC(ks, base="kl", input="counts", n_neighbors=5, random_state=7), C)
+    est = quiet_fit(SpectralMTC(ks, base="kl", input="counts", n_neighbors=5, random_state=7), C)
     for X, k, lab in zip(C, ks, est.labels_):
         ref = BregmanKMeans(k, divergence="kl", random_state=7).fit(normalize(X, norm="l1"))
         np.testing.assert_array_equal(lab, ref.labels_)
     # today's kl base scales the tf-idf rows to sum one: a different input to kl k-means,
     # and here a different partition of task 1
-    old = _fit(SpectralMTC(ks, base="kl", n_neighbors=5, random_state=7), _tfidf(C))
+    old = quiet_fit(SpectralMTC(ks, base="kl", n_neighbors=5, random_state=7), _tfidf(C))
     for X, k, lab in zip(_tfidf(C), ks, old.labels_):
         ref = BregmanKMeans(k, divergence="kl", random_state=7).fit(normalize(X, norm="l1"))
         np.testing.assert_array_equal(lab, ref.labels_)
@@ -116,8 +111,8 @@ def test_auto_base_differs_only_in_the_kl_candidate(rule):
     C = _counts(seed=2)
     ks = [2, 3, 2]
     kw = dict(n_neighbors=5, base_rule=rule, random_state=1)
-    a = _fit(SpectralMTC(ks, input="counts", **kw), C)
-    b = _fit(SpectralMTC(ks, **kw), _tfidf(C))
+    a = quiet_fit(SpectralMTC(ks, input="counts", **kw), C)
+    b = quiet_fit(SpectralMTC(ks, **kw), _tfidf(C))
     assert a.bases_ == b.bases_ == ("spectral", "spherical", "kl")
     np.testing.assert_array_equal(a.base_modularity_[:, :2], b.base_modularity_[:, :2])
     for oa, ob in zip(a.base_objectives_, b.base_objectives_):
@@ -143,8 +138,8 @@ def test_consensus_runs_the_kl_candidate_on_term_frequencies(n_tasks):
     NMI counted from contingency tables (naive_consensus)."""
     C = _counts(seed=1)[:n_tasks]
     ks = [2, 3, 2][:n_tasks]
-    est = _fit(SpectralMTC(ks, base_rule="consensus", spectral_rows="both", coupling=0.0,
-                           input="counts", n_neighbors=5, random_state=0), C)
+    est = quiet_fit(SpectralMTC(ks, base_rule="consensus", spectral_rows="both", coupling=0.0,
+                                input="counts", n_neighbors=5, random_state=0), C)
     for t, (X, Y, k) in enumerate(zip(C, _tfidf(C), ks)):
         W = task_graph(Y, 5)
         runs = []
@@ -169,8 +164,8 @@ def test_mbc_coupling_of_kl_tasks_runs_on_term_frequencies():
     from bregclust import MultitaskBregmanClustering
 
     C = _counts(seed=2, sizes=((25, 25), (25, 25)))  # MBC couples here (lam > 0)
-    est = _fit(SpectralMTC(2, base="kl", input="counts", kmeans_coupling="mbc", n_neighbors=5,
-                           random_state=0), C)
+    est = quiet_fit(SpectralMTC(2, base="kl", input="counts", kmeans_coupling="mbc", n_neighbors=5,
+                                random_state=0), C)
     P = [normalize(X, norm="l1") for X in C]
     starts = [BregmanKMeans(2, divergence="kl", random_state=0).fit(p).labels_ for p in P]
     mbc = MultitaskBregmanClustering([2, 2], divergence="kl", lam="auto", guard="task",
@@ -183,8 +178,8 @@ def test_mbc_coupling_of_kl_tasks_runs_on_term_frequencies():
 def test_predict_and_score_apply_the_fitted_idf():
     C = _counts(seed=3)
     new = _counts(seed=9)
-    a = _fit(SpectralMTC([2, 3, 2], input="counts", n_neighbors=5, random_state=0), C)
-    b = _fit(SpectralMTC([2, 3, 2], n_neighbors=5, random_state=0), _tfidf(C))
+    a = quiet_fit(SpectralMTC([2, 3, 2], input="counts", n_neighbors=5, random_state=0), C)
+    b = quiet_fit(SpectralMTC([2, 3, 2], n_neighbors=5, random_state=0), _tfidf(C))
     for t in range(3):
         np.testing.assert_array_equal(a.predict(new[t], task=t),
                                       a.predict(new[t].toarray(), task=t))
@@ -203,8 +198,8 @@ def test_pickle_and_inputs_unmodified():
     D = [X.copy() for X in C]
     dense = [X.toarray() for X in C]
     Dd = [X.copy() for X in dense]
-    est = _fit(SpectralMTC([2, 3, 2], input="counts", n_neighbors=5, random_state=0), C)
-    _fit(SpectralMTC([2, 3, 2], input="counts", n_neighbors=5, random_state=0), dense)
+    est = quiet_fit(SpectralMTC([2, 3, 2], input="counts", n_neighbors=5, random_state=0), C)
+    quiet_fit(SpectralMTC([2, 3, 2], input="counts", n_neighbors=5, random_state=0), dense)
     for X, Y in zip(C, D):
         assert abs(X - Y).max() == 0 and sp.issparse(X)
     for X, Y in zip(dense, Dd):
@@ -230,13 +225,13 @@ def test_hostile_input_names_the_parameter():
         SpectralMTC(2, input="counts", n_neighbors=5).fit(inf)
     with pytest.raises(ValueError, match="input"):
         SpectralMTC(2, input="tfidf").fit(C)
-    est = _fit(SpectralMTC(2, input="counts", n_neighbors=5, random_state=0), C)
+    est = quiet_fit(SpectralMTC(2, input="counts", n_neighbors=5, random_state=0), C)
     neg = C[0][:3].toarray()
     neg[0, 0] = -2.0
     with pytest.raises(ValueError, match=r"input='counts'.*X.*negative"):
         est.predict(neg, task=0)
     # negative rows are fine as features (the default input), spherical/spectral bases only
-    est = _fit(SpectralMTC(2, n_neighbors=5, random_state=0), bad)
+    est = quiet_fit(SpectralMTC(2, n_neighbors=5, random_state=0), bad)
     assert est.bases_ == ("spectral", "spherical")
 
 

@@ -9,31 +9,13 @@ import naive_spectral_mtc as naive
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import noisy_tasks, quiet_fit
 from sklearn.cluster import KMeans
 from sklearn.manifold import spectral_embedding
 from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import normalize
 
 from bregclust.spectral_mtc import SpectralMTC, joint_graph, spectral_labels, task_graph
-
-
-def _tasks(seed=4, sizes=((15, 14), (12, 13, 11), (10, 12)), d=5, noise=3.0):
-    """Tasks sharing cluster directions, with enough noise that unit rows and scaled rows
-    of the embedding give different partitions on some task (seed 4: the third task)."""
-    rng = np.random.default_rng(seed)
-    dirs = np.eye(d) * 4.0 + 0.5
-    Xs = []
-    for t, part in enumerate(sizes):
-        blocks = [dirs[(c + t) % d] + 0.6 * rng.random((m, d)) for c, m in enumerate(part)]
-        Xs.append(np.vstack(blocks))
-    rng = np.random.default_rng(seed)
-    return [X + noise * rng.random(X.shape) for X in Xs]
-
-
-def _fit(est, Xs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # graph not fully connected
-        return est.fit(Xs)
 
 
 def _dense_njw_labels(W, k, seed, rows=None, m=None):
@@ -55,7 +37,7 @@ def _dense_njw_labels(W, k, seed, rows=None, m=None):
 def test_unit_rows_of_the_scaled_embedding_are_the_njw_rows():
     """The rows k-means sees (scikit-learn's D^-1/2-scaled eigenvectors at unit norm) equal the
     dense NJW rows up to a rotation of the eigenvector basis: equal Gram matrices."""
-    X = _tasks()[2]
+    X = noisy_tasks()[2]
     W = task_graph(X, 5)
     for m in (2, 3):
         E = spectral_embedding(W, n_components=m, eigen_solver="arpack", random_state=0,
@@ -69,7 +51,7 @@ def test_unit_rows_of_the_scaled_embedding_are_the_njw_rows():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_spectral_labels_unit_rows_equal_the_dense_reference(seed):
-    for X, k in zip(_tasks(), (2, 3, 2)):
+    for X, k in zip(noisy_tasks(), (2, 3, 2)):
         W = task_graph(X, 5)
         got = spectral_labels(W, k, unit_rows=True, random_state=seed, eigen_solver="arpack")
         ref = _dense_njw_labels(W.toarray(), k, seed)
@@ -78,7 +60,7 @@ def test_spectral_labels_unit_rows_equal_the_dense_reference(seed):
 
 def test_the_option_changes_a_partition_on_these_tasks():
     """Not a no-op: the third task's unit-row partition differs from the scaled one."""
-    W = task_graph(_tasks()[2], 5)
+    W = task_graph(noisy_tasks()[2], 5)
     a = spectral_labels(W, 2, random_state=1)
     b = spectral_labels(W, 2, random_state=1, unit_rows=True)
     assert adjusted_rand_score(a, b) < 0.95
@@ -89,9 +71,9 @@ def test_the_option_changes_a_partition_on_these_tasks():
 def test_unit_single_task_base_equals_the_dense_reference(sizes, ks):
     """coupling=0, base="spectral": every task's labels are NJW on its own graph, and NJW from
     the public function with the same seed (2 and 3 tasks, per-task K)."""
-    Xs = _tasks(sizes=sizes)
-    est = _fit(SpectralMTC(ks, base="spectral", spectral_rows="unit", coupling=0.0,
-                           n_neighbors=5, random_state=3), Xs)
+    Xs = noisy_tasks(sizes=sizes)
+    est = quiet_fit(SpectralMTC(ks, base="spectral", spectral_rows="unit", coupling=0.0,
+                                n_neighbors=5, random_state=3), Xs)
     assert est.spectral_rows_ == ["unit"] * len(Xs)
     for X, k, lab in zip(Xs, ks, est.labels_):
         W = task_graph(X, 5)
@@ -105,11 +87,11 @@ def test_unit_joint_candidates_equal_k_means_on_the_dense_joint_njw_rows(n_tasks
     """At a fixed coupling every task's candidate is k-means on its unit rows of the joint
     embedding: the dense reference's joint graph, eigh, unit rows, k-means with the task's
     seed; per-task K."""
-    Xs = _tasks()[:n_tasks]
+    Xs = noisy_tasks()[:n_tasks]
     ks = [2, 3, 2][:n_tasks]
     mu = 0.3
-    est = _fit(SpectralMTC(ks, base="spectral", spectral_rows="unit", coupling=mu,
-                           n_neighbors=5, random_state=2), Xs)
+    est = quiet_fit(SpectralMTC(ks, base="spectral", spectral_rows="unit", coupling=mu,
+                                n_neighbors=5, random_state=2), Xs)
     assert list(est.couplings_) == [mu]
     J = naive.joint_graph(Xs, 5, mu)
     np.testing.assert_allclose(joint_graph(Xs, mu, 5).toarray(), J, rtol=1e-12, atol=1e-12)
@@ -123,11 +105,11 @@ def test_unit_joint_candidates_equal_k_means_on_the_dense_joint_njw_rows(n_tasks
 
 def test_scaled_and_unit_joint_candidates_differ_only_in_the_rows():
     """"scaled" (the default) still clusters scikit-learn's rows; "unit" differs on a task."""
-    Xs = _tasks()
+    Xs = noisy_tasks()
     kw = dict(base="spectral", coupling=0.3, n_neighbors=5, random_state=2)
-    a = _fit(SpectralMTC([2, 3, 2], **kw), Xs)
-    b = _fit(SpectralMTC([2, 3, 2], spectral_rows="scaled", **kw), Xs)
-    c = _fit(SpectralMTC([2, 3, 2], spectral_rows="unit", **kw), Xs)
+    a = quiet_fit(SpectralMTC([2, 3, 2], **kw), Xs)
+    b = quiet_fit(SpectralMTC([2, 3, 2], spectral_rows="scaled", **kw), Xs)
+    c = quiet_fit(SpectralMTC([2, 3, 2], spectral_rows="unit", **kw), Xs)
     for x, y in zip(a.labels_, b.labels_):
         np.testing.assert_array_equal(x, y)
     assert min(adjusted_rand_score(x, y) for x, y in zip(a.labels_, c.labels_)) < 1.0
@@ -138,12 +120,12 @@ def test_both_keeps_per_task_the_variant_of_larger_dense_modularity(seed):
     """spectral_rows="both": the two single-task spectral partitions are the "scaled" and
     "unit" fits', their modularities the dense reference's, and each task's spectral base
     (coupling 0) is the one of larger modularity (ties to "scaled"); 3 tasks, per-task K."""
-    Xs = _tasks(seed=seed)
+    Xs = noisy_tasks(seed=seed)
     ks = [2, 3, 2]
     kw = dict(base="spectral", coupling=0.0, n_neighbors=5, random_state=1)
-    both = _fit(SpectralMTC(ks, spectral_rows="both", **kw), Xs)
-    scaled = _fit(SpectralMTC(ks, spectral_rows="scaled", **kw), Xs)
-    unit = _fit(SpectralMTC(ks, spectral_rows="unit", **kw), Xs)
+    both = quiet_fit(SpectralMTC(ks, spectral_rows="both", **kw), Xs)
+    scaled = quiet_fit(SpectralMTC(ks, spectral_rows="scaled", **kw), Xs)
+    unit = quiet_fit(SpectralMTC(ks, spectral_rows="unit", **kw), Xs)
     for t, X in enumerate(Xs):
         W = naive.task_graph(X, 5)
         q = [naive.modularity(W, scaled.labels_[t]), naive.modularity(W, unit.labels_[t])]
@@ -160,10 +142,10 @@ def test_both_keeps_per_task_the_variant_of_larger_dense_modularity(seed):
 def test_both_with_the_base_choice_and_the_coupling():
     """The default base choice and coupling on top of "both": a task's spectral candidate at
     coupling 0 is its kept variant, and its joint candidates use the same rows."""
-    Xs = _tasks()
+    Xs = noisy_tasks()
     ks = [2, 3, 2]
-    est = _fit(SpectralMTC(ks, spectral_rows="both", coupling_grid=(0.3,), n_neighbors=5,
-                           random_state=2), Xs)
+    est = quiet_fit(SpectralMTC(ks, spectral_rows="both", coupling_grid=(0.3,), n_neighbors=5,
+                                random_state=2), Xs)
     assert est.spectral_rows_ == ["scaled", "scaled", "unit"]
     J = naive.joint_graph(Xs, 5, 0.3)
     E = spectral_embedding(sp.csr_matrix(J), n_components=sum(ks), eigen_solver="arpack",
@@ -181,9 +163,9 @@ def test_both_with_the_base_choice_and_the_coupling():
 
 @pytest.mark.parametrize("rows", ["unit", "both"])
 def test_predict_pickle_inputs_untouched_sparse_equals_dense(rows):
-    Xs = _tasks()
+    Xs = noisy_tasks()
     copies = [X.copy() for X in Xs]
-    est = _fit(SpectralMTC([2, 3, 2], spectral_rows=rows, n_neighbors=5, random_state=0), Xs)
+    est = quiet_fit(SpectralMTC([2, 3, 2], spectral_rows=rows, n_neighbors=5, random_state=0), Xs)
     for X, C in zip(Xs, copies):
         np.testing.assert_array_equal(X, C)
     for t in range(3):
@@ -191,8 +173,8 @@ def test_predict_pickle_inputs_untouched_sparse_equals_dense(rows):
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict(Xs[2], task=2), est.labels_[2])
     assert again.spectral_rows_ == est.spectral_rows_
-    sparse = _fit(SpectralMTC([2, 3, 2], spectral_rows=rows, n_neighbors=5, random_state=0),
-                  [sp.csr_matrix(X) for X in Xs])
+    sparse = quiet_fit(SpectralMTC([2, 3, 2], spectral_rows=rows, n_neighbors=5, random_state=0),
+                       [sp.csr_matrix(X) for X in Xs])
     for a, b in zip(sparse.labels_, est.labels_):
         assert adjusted_rand_score(a, b) == 1.0
 
@@ -201,4 +183,4 @@ def test_predict_pickle_inputs_untouched_sparse_equals_dense(rows):
                                         (1, TypeError), (None, TypeError)])
 def test_bad_spectral_rows_is_named(value, exc):
     with pytest.raises(exc, match="spectral_rows"):
-        SpectralMTC(2, spectral_rows=value).fit(_tasks()[:2])
+        SpectralMTC(2, spectral_rows=value).fit(noisy_tasks()[:2])

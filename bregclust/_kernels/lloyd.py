@@ -640,30 +640,21 @@ def generic_assigned_rows(code, fphi, fdphi, X, U, labels, w, out, r0, r1):
 
 @njit(**PJIT)
 def l1_pairwise_exact(X, U, out):
-    """OUT ``out``: the l1_subgradient definition ``sum_l (0 if x_l u_l > 0 else 2 |x_l|)`` (oracle).
-
-    ``x_l u_l > 0`` is decided by comparing signs, not by the product, which underflows to 0
-    for tiny values (``1e-200 * 1e-200``)."""
-    n, d = X.shape
-    k = U.shape[0]
-    for i in prange(n):
-        for j in range(k):
-            s = 0.0
-            for l in range(d):
-                x = X[i, l]
-                u = U[j, l]
-                if not ((x > 0.0 and u > 0.0) or (x < 0.0 and u < 0.0)):
-                    s += 2.0 * abs(x)
-            out[i, j] = s
+    """OUT ``out``: :func:`l1_pairwise_rows` of every row, the rows in parallel (``prange``)
+    (:meth:`Divergence.generic_pairwise` of l1_subgradient)."""
+    for i in prange(X.shape[0]):
+        l1_pairwise_rows(X, U, out, i, i + 1)
 
 
 @njit(**JIT)
 def l1_pairwise_rows(X, U, out, r0, r1):
-    """:func:`l1_pairwise_exact` for the rows ``r0..r1-1`` on the calling thread, the same code
-    per entry (so the same values): the exact objective of an l1_subgradient fit runs it per
-    block of rows on the engine's thread pool, where a serial kernel compiles in a fraction of
-    the ``prange`` kernel's time (which stays for :meth:`Divergence.generic_pairwise` and as
-    this kernel's oracle in the tests)."""
+    """OUT ``out[r0:r1]``: the l1_subgradient definition ``sum_l (0 if x_l u_l > 0 else 2 |x_l|)``
+    of the rows ``r0..r1-1``, on the calling thread.
+
+    ``x_l u_l > 0`` is decided by comparing signs, not by the product, which underflows to 0
+    for tiny values (``1e-200 * 1e-200``). The exact objective of an l1_subgradient fit runs it
+    per block of rows on the engine's thread pool, where a serial kernel compiles in a fraction
+    of the ``prange`` kernel's time."""
     d = X.shape[1]
     k = U.shape[0]
     for i in range(r0, r1):
