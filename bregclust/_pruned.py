@@ -132,7 +132,7 @@ def _run_blocks(block, T):
 
 class CachedPasses:
     """Lloyd passes over sparse rows that keep the products ``<x_i, t_j>`` of every centre
-    whose gradient did not change.
+    whose gradient did not change, and recompute only the centres whose members changed.
 
     A centre whose members did not change in a pass is recomputed bit for bit (the same rows
     summed in the same order), so its gradient ``t_j`` and every product ``<x_i, t_j>`` are
@@ -140,9 +140,16 @@ class CachedPasses:
     ``G^T`` only (the same sum over the same stored entries in the same order as the Lloyd
     kernel, so the same values), reads the other columns from an ``n x k`` float64 cache, and
     runs Lloyd's argmin and sums on the result: labels, minima, sums and centres are Lloyd's
-    bit for bit. Which centres moved is decided by comparing the bits of ``G`` with those of
-    the previous pass, not by the labels, so nothing rests on an argument about the centre
-    step.
+    bit for bit. A row whose centre did not move compares its own score with the moved
+    centres' only (:func:`bregclust._kernels.pruned.cached_rows_csr`).
+
+    The same fact spares the rest of an iteration the clusters whose members stayed
+    (:meth:`update_centres`, :meth:`prepare`): the pass adds up only the sums of the clusters
+    that gained or lost a row (the others are the previous pass's sums, kept), the centre
+    step divides only those, and the preparation computes the gradients, ``phi`` and ``c``
+    of those centres only, written over the previous ones. Each of these falls back to the
+    whole computation when it cannot tell what changed (the first pass, an empty cluster, a
+    pass the cache did not serve, spherical centres, centres it did not make itself).
 
     Call it as ``passes(div, centres)`` where :func:`bregclust._centroid.lloyd` would call
     ``src.lloyd(div, centres)``. Passes the cache cannot serve (centres outside the fused GEMM
@@ -155,12 +162,15 @@ class CachedPasses:
     div : Divergence
     debug : bool, default=False
         Check after every pass that labels, minima and sums are those of the source's Lloyd
-        pass (tests only: a full pass more per iteration).
+        pass, and every preparation against a fresh one (tests only: a full pass more per
+        iteration).
 
     Attributes
     ----------
     skipped : list of int
         Per pass, the products ``<x_i, t_j>`` read from the cache instead of computed.
+    centre_rows, prepared_rows : list of int
+        Per centre step and per preparation, the centres computed (``k`` for a whole one).
     total : int
         ``n k``, the products of a Lloyd pass.
     """
@@ -178,33 +188,83 @@ class CachedPasses:
         self.w = block.weights()
         self.n, self.d = self.Xg.shape
         self.k = None
-        self.G = None
         self.P = None
-        self.prepared = None  # (centres prepared by self.prepare, their moved rows, base G)
+        self.pc = None  # the centres self.prepare returned last
+        self.pending = None  # bool (k,): centres prepared since P was last written; None: all
+        self.labels = None  # labels of the last cached pass whose minima were all finite
+        self.S = None  # the sums of the last cached pass (every cluster), or None
+        self.changed = None  # bool (k,): clusters whose members that pass changed
+        self.npass = 0
+        # the last centre step: (its centres, the pass it read, the rows it recomputed or None
+        # for all, its previous centres, whether every centre is its cluster's quotient)
+        self.step = None
         self.skipped = []
+        self.centre_rows = []
+        self.prepared_rows = []
         self.total = 0
         self.T = PrunedPasses._threads(self)
 
+    # ------------------------------------------------------------------ the centre step
+    def update_centres(self, S, W, candidates, div, beta, z, run, previous):
+        """:func:`bregclust._centroid.update_centres` (the same centres bit for bit), dividing
+        only the sums of the clusters whose members changed in the last pass when
+        ``previous`` are the centres this step made from the pass before it: every other
+        centre is then the previous one (the same sums, so the same quotient)."""
+        from ._centroid import update_centres
+
+        last = self.step
+        # every centre a quotient of its own cluster's sums: no re-seeding, no normalisation
+        clean = not div.spherical and bool((W > 0).all())
+        incremental = (clean and self.changed is not None and S is self.S and last is not None
+                       and last[0] is previous and last[1] == self.npass - 1 and last[4])
+        if not incremental:
+            self.S = None  # update_centres may write into S (re-seeding, the division)
+            U = update_centres(S, W, candidates, div, beta, z, run, previous)
+            self.step = (U, self.npass, None, previous, clean)
+            self.centre_rows.append(U.shape[0])
+            return U
+        rows = np.flatnonzero(self.changed)
+        U = previous.copy()
+        if rows.size:
+            U[rows] = update_centres(S[rows], W[rows], (), div, beta, z, run, previous[rows])
+        self.step = (U, self.npass, rows, previous, True)
+        self.centre_rows.append(int(rows.size))
+        if self.debug:
+            ref = update_centres(S.copy(), W.copy(), (), div, beta, z, run, previous)
+            assert np.array_equal(ref.view(np.uint64), U.view(np.uint64)), (
+                "cached centre step differs from update_centres")
+        return U
+
+    # ------------------------------------------------------------------ the preparation
     def prepare(self, div, U):
         """:func:`bregclust._execution.prepare_centres` of ``U``, recomputing only the rows
-        that differ (in their bits) from the centres prepared last. For a separable generator
-        the gradients, ``phi`` and ``c`` are computed row by row (elementwise maps and row
-        sums), so the other rows are the previous values; other generators (Mahalanobis: a
-        matrix product) are prepared whole. The debug mode checks every preparation against
-        a fresh one."""
-        last = self.prepared[0] if self.prepared is not None else None
+        that changed since the centres prepared last: those :meth:`update_centres` recomputed
+        when it made ``U`` from them, else the rows that differ in their bits. For a separable
+        generator the gradients, ``phi`` and ``c`` are computed row by row (elementwise maps
+        and row sums), so the other rows are the previous values; other generators
+        (Mahalanobis: a matrix product) are prepared whole. The previous centres' ``G`` is
+        written over (the loop never reads a preparation after the next one). The debug mode
+        checks every preparation against a fresh one."""
+        last = self.pc
         U = np.ascontiguousarray(U)
-        if (last is None or last.phi is None or last.U.shape != U.shape
+        if (last is None or last.phi is None or last.U.shape != U.shape or not last.finite
                 or last.U.dtype != U.dtype or not (div.differentiable and div.separable)):
             pc = E.prepare_centres(div, U)
-            self.prepared = (pc, None, None)
+            self.pc, self.pending = pc, None
+            self.prepared_rows.append(U.shape[0])
             return pc
-        bits = f"u{U.itemsize}"
-        moved = np.flatnonzero(~(U.view(bits) == last.U.view(bits)).all(axis=1))
-        part = E.prepare_centres(div, U[moved])
-        G, c, phi = last.G.copy(), last.c.copy(), last.phi.copy()
-        G[moved], c[moved], phi[moved] = part.G, part.c, part.phi
+        step = self.step
+        if step is not None and step[0] is U and step[2] is not None and step[3] is last.U:
+            moved = step[2]  # the rows the centre step recomputed; the others are last.U's
+        else:
+            bits = f"u{U.itemsize}"
+            moved = np.flatnonzero(~(U.view(bits) == last.U.view(bits)).all(axis=1))
+        G, c, phi = last.G, last.c.copy(), last.phi.copy()
+        if moved.size:
+            part = E.prepare_centres(div, U[moved])
+            G[moved], c[moved], phi[moved] = part.G, part.c, part.phi
         pc = E.PreparedCentres(U, G, c, phi, fused=div.form.fused)
+        last.G = None  # written over: the previous preparation is no longer valid
         if self.debug:
             ref = E.prepare_centres(div, U)
             for name in ("G", "c", "phi"):
@@ -212,53 +272,87 @@ class CachedPasses:
                 assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}")), (
                     f"cached preparation: {name} differs from prepare_centres")
             assert (ref.finite, ref.fused) == (pc.finite, pc.fused)
-        self.prepared = (pc, moved, last.G)
+        if self.pending is not None:
+            self.pending[moved] = True
+        self.pc = pc
+        self.prepared_rows.append(int(moved.size))
         return pc
 
+    # ------------------------------------------------------------------ the pass
     def __call__(self, div, pc, extra=None, sums=True):
         k = pc.U.shape[0]
         if self.k != k:
-            self.k, self.total, self.G, self.P = k, self.n * k, None, None
+            self.k, self.total, self.P = k, self.n * k, None
+            self.labels = self.S = self.changed = None
         if not pc.fused or extra is not None or not sums or self.n == 0:
             self.skipped.append(0)
+            self.labels = self.S = self.changed = None
+            self.npass += 1
             return self.src.lloyd(div, pc, extra, sums)
-        G = np.ascontiguousarray(pc.G)
-        if self.P is None:
-            self.P = np.empty((self.n, k))
+        G = pc.G
+        if self.P is None or pc is not self.pc or self.pending is None:
+            if self.P is None:
+                self.P = np.empty((self.n, k))
             moved = np.arange(k, dtype=np.int64)
-        elif (self.prepared is not None and self.prepared[0] is pc
-              and self.prepared[2] is self.G):
-            # prepared here from the centres of the cached pass: only their moved rows changed
-            moved = self.prepared[1].astype(np.int64)
         else:
-            bits = f"u{G.itemsize}"
-            same = (G.view(bits) == self.G.view(bits)).all(axis=1)
-            moved = np.flatnonzero(~same).astype(np.int64)
-        GTm = np.ascontiguousarray(G[moved].T)  # the rows of G that moved, as columns
+            moved = np.flatnonzero(self.pending).astype(np.int64)
+        GTm = pc.GT if moved.shape[0] == k else np.ascontiguousarray(G[moved].T)
+        stay = np.ones(k, dtype=np.uint8)
+        stay[moved] = 0
+        prev = self.labels if self.labels is not None else np.empty(0, dtype=np.int64)
+        full_sums = self.S is None or self.labels is None
         n, d, T = self.n, self.d, self.T
         labels = np.empty(n, dtype=np.int64)
         mins = np.empty(n)
-        S = np.zeros((T, k, d))
+        St = [np.zeros((k, d)) for _ in range(T)] if full_sums else None
         W = np.zeros((T, k))
         O = np.zeros(T)
         Xg = self.Xg
         per = (n + T - 1) // T
+        dummy = np.zeros((0, 0))
 
         def block(t):
             O[t] = KP.cached_rows_csr(Xg.data, Xg.indices, Xg.indptr, self.phi_x, GTm, moved,
-                                      pc.c, self.w, self.P, labels, mins, S[t], W[t], t * per,
-                                      min(n, (t + 1) * per), np.empty(moved.shape[0]))
+                                      pc.c, self.w, self.P, labels, mins,
+                                      St[t] if full_sums else dummy, W[t], t * per,
+                                      min(n, (t + 1) * per), np.empty(moved.shape[0]), prev,
+                                      stay, full_sums)
 
         _run_blocks(block, T)
-        self.G = G  # prepare_centres makes a new G every pass (never written to)
+        self.pending = np.zeros(k, dtype=bool)  # P now holds the products of pc
+        self.npass += 1
         self.skipped.append(n * (k - moved.shape[0]))
         obj = float(O[0])
-        for t in range(1, T):  # as fused_pass adds the threads' sums
-            S[0] += S[t]
+        for t in range(1, T):  # as fused_pass adds the threads' objectives
             obj += float(O[t])
         if not np.isfinite(obj):  # a minimum to evaluate by the definition: Lloyd's pass
+            self.labels = self.S = self.changed = None
             return self.src.lloyd(div, pc)
-        part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels, mins=mins)
+        changed = np.ones(k, dtype=bool)
+        if self.labels is not None:  # the clusters that gained or lost a row
+            diff = labels != self.labels
+            changed[:] = False
+            changed[labels[diff]] = True
+            changed[self.labels[diff]] = True
+        if full_sums:
+            S = St[0]
+            for t in range(1, T):  # as fused_pass adds the threads' sums
+                S += St[t]
+        else:  # the other clusters' sums are the last pass's, bit for bit
+            S = self.S
+            rows = np.flatnonzero(changed)
+            S[rows] = 0.0
+            Sx = [S] + [np.zeros((k, d)) for _ in range(1, T)]
+
+            def sums_block(t):
+                KP.cluster_sums_csr(Xg.data, Xg.indices, Xg.indptr, self.w, labels, changed,
+                                    Sx[t], t * per, min(n, (t + 1) * per))
+
+            _run_blocks(sums_block, T)
+            for t in range(1, T):  # as fused_pass adds the threads' sums
+                S[rows] += Sx[t][rows]
+        self.labels, self.S, self.changed = labels, S, changed
+        part = B.LloydPart(S=S, W=W.sum(axis=0), objective=obj, labels=labels, mins=mins)
         if self.debug:
             ref = self.src.lloyd(div, pc)
             assert np.array_equal(ref.labels, part.labels), "cached labels differ from Lloyd's"
