@@ -242,9 +242,11 @@ class CachedPasses:
         when it made ``U`` from them, else the rows that differ in their bits. For a separable
         generator the gradients, ``phi`` and ``c`` are computed row by row (elementwise maps
         and row sums), so the other rows are the previous values; other generators
-        (Mahalanobis: a matrix product) are prepared whole. The previous centres' ``G`` is
-        written over (the loop never reads a preparation after the next one). The debug mode
-        checks every preparation against a fresh one."""
+        (Mahalanobis: a matrix product) are prepared whole, and so are centres of which more
+        than half changed (the unchanged rows then have the same values, and the pass still
+        recomputes only the changed columns). The previous centres' ``G`` is written over
+        (the loop never reads a preparation after the next one). The debug mode checks every
+        preparation against a fresh one."""
         last = self.pc
         U = np.ascontiguousarray(U)
         if (last is None or last.phi is None or last.U.shape != U.shape or not last.finite
@@ -259,12 +261,15 @@ class CachedPasses:
         else:
             bits = f"u{U.itemsize}"
             moved = np.flatnonzero(~(U.view(bits) == last.U.view(bits)).all(axis=1))
-        G, c, phi = last.G, last.c.copy(), last.phi.copy()
-        if moved.size:
-            part = E.prepare_centres(div, U[moved])
-            G[moved], c[moved], phi[moved] = part.G, part.c, part.phi
-        pc = E.PreparedCentres(U, G, c, phi, fused=div.form.fused)
-        last.G = None  # written over: the previous preparation is no longer valid
+        if 2 * moved.size > U.shape[0]:  # most rows: whole (no gather, no scatter)
+            pc = E.prepare_centres(div, U)
+        else:
+            G, c, phi = last.G, last.c.copy(), last.phi.copy()
+            if moved.size:
+                part = E.prepare_centres(div, U[moved])
+                G[moved], c[moved], phi[moved] = part.G, part.c, part.phi
+            pc = E.PreparedCentres(U, G, c, phi, fused=div.form.fused)
+            last.G = None  # written over: the previous preparation is no longer valid
         if self.debug:
             ref = E.prepare_centres(div, U)
             for name in ("G", "c", "phi"):
