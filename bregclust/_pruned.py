@@ -434,6 +434,25 @@ class PrunedPasses:
         self._x32 = None  # the rows in float32 with a column of ones (built on first use)
         self.float64_rows = []  # per pass: failing rows the float32 filter left to float64
 
+    def centre_norms(self, pc):
+        """``(TN, CN)``: ``max_j ||g_j||_2`` rounded up and ``max_j |c_j|`` of prepared
+        centres (the scale of a score's rounding error)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + self.gam)
+            CN = float(np.abs(pc.c).max())
+        return TN, CN
+
+    def filter_applies(self, pc):
+        """Whether a pruned pass at the prepared centres ``pc`` scores its failing rows with
+        the float32 filter (:meth:`filter32` would not refuse), without making its float32
+        copy of the rows."""
+        if (not FILTER32 or self.sparse or self.Xg.dtype != np.float64 or self.n == 0
+                or not pc.fused):
+            return False
+        TN, CN = self.centre_norms(pc)
+        return bool(TN < FILTER32_MAX and CN < FILTER32_MAX
+                    and float(self.xn.max()) < FILTER32_MAX)
+
     def filter32(self, TN, CN):
         """``(X32, kap, eta)`` of the float32 filter for this pass
         (:func:`bregclust._kernels.pruned._filter_rows32`: the rows in float32 with a column of
@@ -659,9 +678,7 @@ class PrunedPasses:
         definition)."""
         shift_m, shift_2, shift_inf, U0, use_ref = shifts
         n, d, k, T = self.n, self.d, self.k, self.T
-        with np.errstate(over="ignore", invalid="ignore"):
-            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + self.gam)
-            CN = float(np.abs(pc.c).max())
+        TN, CN = self.centre_norms(pc)
         G = np.ascontiguousarray(pc.G)
         c = pc.c
         mins = np.empty(n)
@@ -805,6 +822,11 @@ class AdaptivePasses:
         Per pass, ``"lloyd"``, ``"start"`` or ``"pruned"``.
     predicted : list of float
         Per pass, ``s_f`` measured on the sample (NaN before the second pass).
+    row_costs : list of float
+        Per pass, the cost of a recomputed row the choice used: :data:`PRUNED_ROW` when a
+        pruned pass at the pass's centres would run the float32 filter, else
+        :data:`PRUNED_ROW_FLOAT64` (float32 rows, the filter off, or rows or centres beyond
+        :data:`FILTER32_MAX`, where the filter refuses).
     """
 
     #: tests: a callable ``pass number -> "lloyd" | "start" | "pruned"`` in place of the
@@ -817,7 +839,11 @@ class AdaptivePasses:
         self.pruned = PrunedPasses(src, div, algorithm, debug=debug)
         n = self.pruned.n
         float64 = self.pruned.Xg.dtype == np.float64
+        # the cost of a recomputed row, set again before every choice from what a pruned
+        # pass at the pass's centres would run (the filter refuses rows or centres beyond
+        # FILTER32_MAX)
         self.row_cost = PRUNED_ROW if FILTER32 and float64 else PRUNED_ROW_FLOAT64
+        self.row_costs = []
         m = min(n, SAMPLE_ROWS, max(n // 16, 64))  # 1/16 of the rows, at least 64
         self.rows = (np.arange(m, dtype=np.int64) * n) // max(m, 1)
         self.Xs = np.ascontiguousarray(self.pruned.Xg[self.rows], dtype=np.float64)
@@ -908,6 +934,8 @@ class AdaptivePasses:
         self.total = P.n * k
         if pc.fused and (P.grp is None or P.grp.shape[0] != k):
             P._group(pc.U)
+        self.row_cost = PRUNED_ROW if P.filter_applies(pc) else PRUNED_ROW_FLOAT64
+        self.row_costs.append(self.row_cost)
         if self.schedule is not None:
             mode = self.schedule(len(self.skipped))
         else:

@@ -399,16 +399,23 @@ def test_float32_stop_rule_gap_is_known():
         float32=True, n_init=1, modes=["pruned"])
 
 
-@pytest.mark.parametrize("filter32", [False, True])
+@pytest.mark.parametrize("filter32", [False, True, "refused"])
 def test_auto_switches_by_measurement_and_equals_lloyd(monkeypatch, filter32):
     """The measured rule on data where pruning pays late (many clusters, the centres settle):
     without the float32 filter the first passes are Lloyd's (nothing skipped); with it a pruned
     pass skipping nothing already beats Lloyd's, so the bounds start on the first pass and the
     second pass skips scores; later passes skip most scores, and the fit is Lloyd's. With a
-    budget of two iterations no pass can repay the starting pass: Lloyd's passes only."""
+    budget of two iterations no pass can repay the starting pass: Lloyd's passes only.
+    ``"refused"``: the filter on, but every row beyond its limit (FILTER32_MAX patched): the
+    rule prices rows as without the filter, pass by pass."""
     import bregclust._pruned as P
 
-    monkeypatch.setattr(P, "FILTER32", filter32)
+    made = _cached_passes(monkeypatch)
+    refused = filter32 == "refused"
+    if refused:
+        monkeypatch.setattr(P, "FILTER32_MAX", 1e-3)
+    filter32 = bool(filter32) and not refused
+    monkeypatch.setattr(P, "FILTER32", filter32 or refused)
     rng = np.random.default_rng(11)
     centres = rng.normal(scale=6.0, size=(80, 4))
     X = centres[rng.integers(0, 80, 4000)] + rng.normal(size=(4000, 4))
@@ -419,6 +426,9 @@ def test_auto_switches_by_measurement_and_equals_lloyd(monkeypatch, filter32):
     frac = b.n_skipped_ / (4000 * 64)
     assert frac[0] == 0 and (frac[1] > 0) == filter32
     assert frac.max() > 0.5
+    costs = np.array(made[-1].row_costs)
+    assert costs.shape == (b.n_iter_ + 1,)
+    assert (costs == (P.PRUNED_ROW if filter32 else P.PRUNED_ROW_FLOAT64)).all()
     short = _fit("auto", X, 64, "sqeuclidean", init=X[:64], max_iter=2, tol=0.0)
     assert short.algorithm_ == "yinyang" and not short.n_skipped_.any()
     assert np.array_equal(short.labels_, _fit("lloyd", X, 64, "sqeuclidean", init=X[:64],
