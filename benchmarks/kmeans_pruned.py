@@ -14,6 +14,21 @@ What it measures (same run, ratios, best of ``--repeat``):
 3. k = 20 (the dense problem of benchmarks/kmeans_speed.py) with algorithm="auto" vs "lloyd":
    auto must not be slower (it runs Lloyd's passes below AUTO_MIN_CLUSTERS clusters).
 
+4. ``--auto-rule``: the thresholds of ``algorithm="auto"``. Decision rule, written before
+   measuring (2026-11-28): each fit best of ``--repeat`` (3), all in one process.
+   Dense (``AUTO_MIN_CLUSTERS``, today 64): squared Euclidean, float64, blobs (64 centres
+   N(0, 4^2), noise N(0, 3^2)), shapes 200,000 x 50, 100,000 x 20 and 50,000 x 128, 20
+   iterations (tol = 0) from k rows drawn at random; for k in {16, 24, 32, 48, 64}, forced
+   "yinyang" against "lloyd". The threshold is the smallest k of that list at which yinyang
+   takes < 0.95 of Lloyd's time on all three shapes, at that k and at every larger k of the
+   list (none: it stays 64). If that k is 16 (below 20), it applies only if "auto" at part 3's
+   k = 20 problem is also <= 1.00x Lloyd in the same run; else the next k (24) is taken.
+   Sparse (``AUTO_CACHED_MIN_CLUSTERS``, today 128): kl on part 2's 20 Newsgroups term
+   frequencies and squared Euclidean on the same documents' tf-idf (l2 rows), from the
+   centres of one Lloyd iteration (``random_state=0``), ``max_iter=300``; for k in
+   {32, 48, 64, 96, 128}, "cached" against "lloyd"; the same rule (< 0.95 on both data, at k
+   and every larger k of the list; none: it stays 128).
+
 Threads: ``--threads`` (default 1) limits every library to that many threads (numba,
 BREGCLUST_NUM_THREADS, OpenMP through threadpoolctl, faiss.omp_set_num_threads); set
 OPENBLAS_NUM_THREADS=1 in the environment. With ``--threads 1`` the clock is the CPU time of
@@ -22,7 +37,7 @@ time is what a shared, loaded machine disturbs least.
 
 Run: python benchmarks/kmeans_pruned.py [--n 200000] [--iters 50] [--ks 256 1024] [--repeat 3]
 [--threads 1] [--skip-20ng] [--skip-dense] [--skip-faiss] [--wall] [--text-algs cached ...]
-[--dense-algs auto yinyang hamerly]
+[--dense-algs auto yinyang hamerly] [--auto-rule [dense|sparse]]
 """
 
 import argparse
@@ -145,6 +160,83 @@ def small_k_rows(n, iters, repeat, clock):
            ("yinyang (forced)", f"{t_h:.2f}", f"{t_h / t_l:.2f}")])
 
 
+AUTO_KS = (16, 24, 32, 48, 64)
+AUTO_SHAPES = ((200_000, 50), (100_000, 20), (50_000, 128))
+CACHED_KS = (32, 48, 64, 96, 128)
+
+
+def _rule(ks, ratios, today):
+    """The smallest k of ``ks`` at which every ratio is < 0.95, at k and every larger k
+    (``ratios[k]``: a list over the shapes); ``today`` when none."""
+    ok = [all(r < 0.95 for r in ratios[k]) for k in ks]
+    for i, k in enumerate(ks):
+        if all(ok[i:]):
+            return k
+    return today
+
+
+def auto_rule_dense(repeat, clock):
+    ratios = {k: [] for k in AUTO_KS}
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for n, d in AUTO_SHAPES:
+            rng = np.random.default_rng(0)
+            centres = rng.normal(scale=4.0, size=(64, d))
+            X = centres[rng.integers(0, 64, n)] + rng.normal(scale=3.0, size=(n, d))
+            for k in AUTO_KS:
+                C0 = X[rng.choice(n, k, replace=False)]
+                kw = dict(init=C0, max_iter=20, tol=0.0)
+                BregmanKMeans(k, algorithm="yinyang", **dict(kw, max_iter=2)).fit(X[:5000])
+                t_l, a = timed(lambda: BregmanKMeans(k, algorithm="lloyd", **kw).fit(X), repeat,
+                               clock)
+                t_y, b = timed(lambda: BregmanKMeans(k, algorithm="yinyang", **kw).fit(X),
+                               repeat, clock)
+                same = np.array_equal(a.labels_, b.labels_)
+                ratios[k].append(t_y / t_l)
+                rows.append((f"{n:,} x {d}", str(k), f"{t_l:.3f}", f"{t_y:.3f}",
+                             f"{t_y / t_l:.2f}", str(same)))
+    print("\n### dense, squared Euclidean, 20 iterations: forced yinyang vs lloyd")
+    table(["shape", "k", "lloyd s", "yinyang s", "ratio (rule: < 0.95)", "same labels"], rows)
+    k0 = _rule(AUTO_KS, ratios, 64)
+    print(f"rule: AUTO_MIN_CLUSTERS = {k0} (before the k = 20 check when 16)")
+    return k0
+
+
+def auto_rule_sparse(repeat, clock):
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.preprocessing import normalize
+
+    from bregclust.datasets import load_20newsgroups
+    ng = load_20newsgroups(vectorizer="count", min_df=5, stop_words="english",
+                           remove=("headers", "footers", "quotes"))
+    data = {"kl, tf": ("kl", normalize(ng.X, "l1")),
+            "sqeuclidean, tf-idf": ("sqeuclidean", TfidfTransformer().fit_transform(ng.X))}
+    ratios = {k: [] for k in CACHED_KS}
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for name, (div, X) in data.items():
+            for k in CACHED_KS:
+                start = BregmanKMeans(k, divergence=div, random_state=0, max_iter=1,
+                                      algorithm="lloyd").fit(X).cluster_centers_
+                kw = dict(divergence=div, init=start, max_iter=300)
+                t_l, a = timed(lambda: BregmanKMeans(k, algorithm="lloyd", **kw).fit(X), repeat,
+                               clock)
+                t_c, b = timed(lambda: BregmanKMeans(k, algorithm="cached", **kw).fit(X),
+                               repeat, clock)
+                same = np.array_equal(a.labels_, b.labels_)
+                ratios[k].append(t_c / t_l)
+                rows.append((name, str(k), str(a.n_iter_), f"{t_l:.3f}", f"{t_c:.3f}",
+                             f"{t_c / t_l:.2f}", str(same)))
+    print("\n### sparse, 20 Newsgroups: cached vs lloyd")
+    table(["data", "k", "iterations", "lloyd s", "cached s", "ratio (rule: < 0.95)",
+           "same labels"], rows)
+    k0 = _rule(CACHED_KS, ratios, 128)
+    print(f"rule: AUTO_CACHED_MIN_CLUSTERS = {k0}")
+    return k0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200_000)
@@ -161,6 +253,8 @@ def main():
     ap.add_argument("--skip-dense", action="store_true", help="leave out parts 1 and 3")
     ap.add_argument("--skip-faiss", action="store_true")
     ap.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
+    ap.add_argument("--auto-rule", nargs="?", const="both", choices=["both", "dense", "sparse"],
+                    help="only part 4: measure the thresholds of algorithm='auto'")
     a = ap.parse_args()
     import numba
     from threadpoolctl import threadpool_limits
@@ -180,6 +274,14 @@ def main():
         except ImportError:
             use_faiss = False
             print("# faiss-cpu not installed: its row is left out")
+    if a.auto_rule:
+        print("\n## 4. the thresholds of algorithm='auto'")
+        if a.auto_rule in ("both", "dense"):
+            if auto_rule_dense(a.repeat, clock) <= 20:
+                small_k_rows(a.n, 20, a.repeat, clock)  # the k = 20 check of the rule
+        if a.auto_rule in ("both", "sparse"):
+            auto_rule_sparse(a.repeat, clock)
+        return
     if not a.skip_dense:
         print(f"\n## 1. dense squared Euclidean, {a.iters} iterations from the same centres")
         for k in a.ks:
