@@ -277,8 +277,11 @@ def main():
     if a.auto_rule:
         print("\n## 4. the thresholds of algorithm='auto'")
         if a.auto_rule in ("both", "dense"):
-            if auto_rule_dense(a.repeat, clock) <= 20:
-                small_k_rows(a.n, 20, a.repeat, clock)  # the k = 20 check of the rule
+            k0 = auto_rule_dense(a.repeat, clock)
+            if k0 <= 20:  # the k = 20 check of the rule, with the threshold it gives
+                import bregclust._pruned as P
+                P.AUTO_MIN_CLUSTERS = k0
+                small_k_rows(a.n, 20, a.repeat, clock)
         if a.auto_rule in ("both", "sparse"):
             auto_rule_sparse(a.repeat, clock)
         return
