@@ -39,14 +39,19 @@ __all__ = ["PrunedPasses", "CachedPasses", "AdaptivePasses", "make_passes", "ALG
 ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang", "cached")
 
 #: ``algorithm="auto"`` prunes dense rows from this many clusters on (below it a
-#: Lloyd pass is cheap and the bounds rarely pay for their bookkeeping, see
-#: benchmarks/kmeans_pruned.py).
+#: Lloyd pass is cheap and the bounds rarely pay for their bookkeeping). Kept by the rule of
+#: ``benchmarks/kmeans_pruned.py --auto-rule`` (session 21, one thread, 20 iterations): forced
+#: yinyang took 1.52, 1.22, 1.24, 0.88 and 0.70 of Lloyd's time at k = 16, 24, 32, 48, 64 on
+#: 200,000 x 50 blobs, and still 1.14 at k = 64 on 100,000 x 20.
 AUTO_MIN_CLUSTERS = 64
 
 #: ``algorithm="auto"`` keeps the score columns of sparse rows (``"cached"``) from this many
 #: clusters on, while its ``n x k`` float64 cache stays below :data:`CACHE_MAX_BYTES` (kl on
 #: 20 Newsgroups term frequencies, one thread: 1.27x Lloyd's time at k = 32, where nearly every
-#: centre moves every pass; 0.92x at k = 128, 0.59x at k = 256; benchmarks/RESULTS.md).
+#: centre moves every pass; 0.92x at k = 128, 0.59x at k = 256; benchmarks/RESULTS.md). Kept by
+#: the rule of ``benchmarks/kmeans_pruned.py --auto-rule`` after the changed-clusters-only steps
+#: (session 21): kl on term frequencies 0.89, 0.99, 1.01, 0.73, 0.69 of Lloyd's time at
+#: k = 32, 48, 64, 96, 128; squared Euclidean on tf-idf 0.73, 1.14, 0.91, 0.94, 0.96.
 AUTO_CACHED_MIN_CLUSTERS = 128
 
 #: The largest score cache ``algorithm="auto"`` allocates (``n k`` float64 values).
