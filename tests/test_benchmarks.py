@@ -91,6 +91,8 @@ CASES = [
      "cosine methods (spkmeans / soft / hard moVMF) best on"),
     ("kmeans_pruned.py --n 3000 --ks 64 --iters 5 --repeat 1 --skip-20ng", None,
      "ratio to sklearn's faster (target <= 0.5)"),
+    ("kmeans_pruned.py --skip-dense --text-k 16 --repeat 1 --text-algs cached", "20newsgroups",
+     "cached / (lloyd with the centre step and preparation of changed clusters only)"),
     ("mixture_text.py --seeds 1 --ref-seeds 1 --datasets tr23", "cluto_docs/tr23.mat",
      "K on text: every criterion"),
     ("lssttc_malsar.py --problems rec.vs.talk --representation tfidf", "mtc_newsgroups_malsar",
