@@ -1131,3 +1131,22 @@ def test_cached_pass_with_previous_labels_is_the_full_scan():
         shortcut += int((stay[prev] == 1).sum())
         whole += int((stay[prev] == 0).sum())
     assert shortcut > 1000 and whole > 1000  # both branches ran
+
+
+def test_cached_changed_sums_over_thread_blocks(monkeypatch):
+    """Two blocks of rows (two threads): the sums of the changed clusters are added block by
+    block as Lloyd's pass adds its threads' sums, so the fit is still Lloyd's bit for bit."""
+    import numba
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs two numba threads")
+    monkeypatch.setenv("BREGCLUST_NUM_THREADS", "2")
+    made = _cached_passes(monkeypatch)
+    rng = np.random.default_rng(9)
+    Z = rng.gamma(1.0, 1.0, size=(8000, 40)) * (rng.random((8000, 40)) < 0.25)
+    Z[:, 0] += 0.1
+    X = sp.csr_matrix(Z)
+    kw = dict(init=Z[:60] + 0.05, max_iter=30, tol=0.0, smoothing=0.5)
+    a, b = _fit("lloyd", X, 60, "kl", **dict(kw)), _fit("cached", X, 60, "kl", **dict(kw))
+    _same(a, b)
+    assert made[0].T == 2 and (np.array(made[0].centre_rows) < 60).any()
