@@ -13,7 +13,8 @@ What it measures (same run, ratios, best of ``--repeat``):
    labels. Target <= 0.35. A row "lloyd, changed clusters' steps only" gives Lloyd's
    passes the centre step and preparation of the changed clusters only (the cached fit's
    saving that is not pruning), and the ratios to it are printed too. The fits of this part
-   run in rounds (each once per round, best of ``--repeat`` rounds).
+   run in rounds (each once per round, best of ``--repeat`` rounds). ``--breakdown``: instead,
+   the time of each phase of the fastest of ``--repeat`` fits of lloyd and each text algorithm.
 3. k = 20 (the dense problem of benchmarks/kmeans_speed.py) with algorithm="auto" vs "lloyd":
    auto must not be slower (it runs Lloyd's passes below AUTO_MIN_CLUSTERS clusters).
 
@@ -40,7 +41,7 @@ time is what a shared, loaded machine disturbs least.
 
 Run: python benchmarks/kmeans_pruned.py [--n 200000] [--iters 50] [--ks 256 1024] [--repeat 3]
 [--threads 1] [--skip-20ng] [--skip-dense] [--skip-faiss] [--wall] [--text-algs cached ...]
-[--dense-algs auto yinyang hamerly] [--auto-rule [dense|sparse]]
+[--dense-algs auto yinyang hamerly] [--auto-rule [dense|sparse]] [--breakdown]
 """
 
 import argparse
@@ -165,7 +166,64 @@ def _lloyd_steps_fit(est, X):
         P.make_passes = real
 
 
-def text_rows(k, repeat, clock, algs):
+def phase_breakdown(X, k, algs, repeat, clock):
+    """Where the time of one fit goes: per phase (first pass, passes, centre preparation, centre
+    step, smoothing term, final exact objective, the rest), each fit of ``algs`` ``repeat``
+    times, the phases of its fastest fit. The phases are timed by wrapping the library's
+    functions for the duration of this call."""
+    import bregclust._centroid as C
+    import bregclust._execution as E
+    import bregclust._pruned as P
+    import bregclust._sources as S
+
+    spent, depth = {}, [0]
+    wrapped = [(C, "update_centres", "centre step"), (C, "smoothed_objective", "smoothing"),
+               (E, "exact_objective", "final objective"), (E, "prepare_centres", "preparation"),
+               (P.CachedPasses, "prepare", "preparation"),
+               (P.CachedPasses, "update_centres", "centre step"),
+               (S.InMemorySource, "lloyd", "passes"), (P.CachedPasses, "__call__", "passes"),
+               (S.InMemorySource, "stats", "statistics (Lloyd: with the first pass)")]
+    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in wrapped]
+
+    def wrap(fn, key):
+        def timed_fn(*args, **kwargs):
+            if depth[0]:
+                return fn(*args, **kwargs)
+            depth[0] += 1
+            t0 = clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                spent.setdefault(key, []).append(clock() - t0)
+        return timed_fn
+
+    for owner, name, key in wrapped:
+        setattr(owner, name, wrap(owner.__dict__[name], key))
+    try:
+        for alg in algs:
+            best = None
+            for _ in range(repeat):
+                spent.clear()
+                t0 = clock()
+                BregmanKMeans(k, algorithm=alg, divergence="kl", init=X[1], max_iter=300).fit(
+                    X[0])
+                total = clock() - t0
+                if best is None or total < best[0]:
+                    best = (total, {key: list(v) for key, v in spent.items()})
+            total, phases = best
+            print(f"\n{alg}: fit {total:.3f} s (best of {repeat})")
+            rows = [(key, f"{sum(v):.3f}", " ".join(f"{x:.3f}" for x in v))
+                    for key, v in phases.items()]
+            rows.append(("the rest", f"{total - sum(sum(v) for v in phases.values()):.3f}",
+                         ""))
+            table(["phase", "seconds", "per call"], rows)
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
+
+
+def text_rows(k, repeat, clock, algs, breakdown=False):
     from sklearn.preprocessing import normalize
 
     from bregclust.datasets import load_20newsgroups
@@ -177,6 +235,10 @@ def text_rows(k, repeat, clock, algs):
         start = BregmanKMeans(k, divergence="kl", random_state=0, max_iter=1,
                               algorithm="lloyd").fit(X).cluster_centers_
         kw = dict(divergence="kl", init=start, max_iter=300)
+        if breakdown:
+            print(f"\n### where the time goes (kl on 20NG term frequencies, k={k})")
+            phase_breakdown((X, start), k, ["lloyd"] + list(algs), repeat, clock)
+            return
         runs = {"lloyd": lambda: BregmanKMeans(k, algorithm="lloyd", **kw).fit(X),
                 "steps": lambda: _lloyd_steps_fit(BregmanKMeans(k, algorithm="lloyd", **kw), X)}
         for alg in algs:
@@ -319,6 +381,8 @@ def main():
     ap.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
     ap.add_argument("--auto-rule", nargs="?", const="both", choices=["both", "dense", "sparse"],
                     help="only part 4: measure the thresholds of algorithm='auto'")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="part 2: the time of each phase of the fits instead of the table")
     a = ap.parse_args()
     import numba
     from threadpoolctl import threadpool_limits
@@ -355,7 +419,7 @@ def main():
             dense_rows(a.n, k, a.iters, a.repeat, clock, use_faiss, a.threads, a.dense_algs)
     if not a.skip_20ng:
         print("\n## 2. kl on 20 Newsgroups term frequencies")
-        text_rows(a.text_k, a.repeat, clock, a.text_algs)
+        text_rows(a.text_k, a.repeat, clock, a.text_algs, a.breakdown)
     if not a.skip_dense:
         print("\n## 3. small k: algorithm='auto'")
         small_k_rows(a.n, 20, a.repeat, clock)

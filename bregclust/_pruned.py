@@ -174,8 +174,9 @@ class CachedPasses:
     ----------
     skipped : list of int
         Per pass, the products ``<x_i, t_j>`` read from the cache instead of computed.
-    centre_rows, prepared_rows : list of int
-        Per centre step and per preparation, the centres computed (``k`` for a whole one).
+    centre_rows, prepared_rows, summed : list of int
+        Per centre step, preparation and cached pass, the centres computed or the clusters
+        summed (``k`` for a whole one).
     total : int
         ``n k``, the products of a Lloyd pass.
     """
@@ -206,6 +207,7 @@ class CachedPasses:
         self.skipped = []
         self.centre_rows = []
         self.prepared_rows = []
+        self.summed = []
         self.total = 0
         self.T = PrunedPasses._threads(self)
 
@@ -214,7 +216,9 @@ class CachedPasses:
         """:func:`bregclust._centroid.update_centres` (the same centres bit for bit), dividing
         only the sums of the clusters whose members changed in the last pass when
         ``previous`` are the centres this step made from the pass before it: every other
-        centre is then the previous one (the same sums, so the same quotient)."""
+        centre is then the previous one (the same sums, so the same quotient). When more than
+        a third changed, all are divided (no copy of the previous centres), and the
+        preparation still recomputes only the changed ones."""
         from ._centroid import update_centres
 
         last = self.step
@@ -229,11 +233,15 @@ class CachedPasses:
             self.centre_rows.append(U.shape[0])
             return U
         rows = np.flatnonzero(self.changed)
-        U = previous.copy()
-        if rows.size:
-            U[rows] = update_centres(S[rows], W[rows], (), div, beta, z, run, previous[rows])
+        if 3 * rows.size > S.shape[0]:  # many: whole (a copy of the centres costs as much)
+            U = update_centres(S if beta > 0 else S.copy(), W, (), div, beta, z, run, previous)
+        else:
+            U = previous.copy()
+            if rows.size:
+                U[rows] = update_centres(S[rows], W[rows], (), div, beta, z, run,
+                                         previous[rows])
         self.step = (U, self.npass, rows, previous, True)
-        self.centre_rows.append(int(rows.size))
+        self.centre_rows.append(U.shape[0] if 3 * rows.size > S.shape[0] else int(rows.size))
         if self.debug:
             ref = update_centres(S.copy(), W.copy(), (), div, beta, z, run, previous)
             assert np.array_equal(ref.view(np.uint64), U.view(np.uint64)), (
@@ -348,9 +356,11 @@ class CachedPasses:
             S = St[0]
             for t in range(1, T):  # as fused_pass adds the threads' sums
                 S += St[t]
+            self.summed.append(k)
         else:  # the other clusters' sums are the last pass's, bit for bit
             S = self.S
             rows = np.flatnonzero(changed)
+            self.summed.append(int(rows.size))
             S[rows] = 0.0
             Sx = [S] + [np.zeros((k, d)) for _ in range(1, T)]
 

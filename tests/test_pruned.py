@@ -1149,4 +1149,4 @@ def test_cached_changed_sums_over_thread_blocks(monkeypatch):
     kw = dict(init=Z[:60] + 0.05, max_iter=30, tol=0.0, smoothing=0.5)
     a, b = _fit("lloyd", X, 60, "kl", **dict(kw)), _fit("cached", X, 60, "kl", **dict(kw))
     _same(a, b)
-    assert made[0].T == 2 and (np.array(made[0].centre_rows) < 60).any()
+    assert made[0].T == 2 and (np.array(made[0].summed) < 60).any()
