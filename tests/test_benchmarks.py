@@ -93,6 +93,8 @@ CASES = [
      "ratio to sklearn's faster (target <= 0.5)"),
     ("kmeans_pruned.py --skip-dense --text-k 16 --repeat 1 --text-algs cached", "20newsgroups",
      "cached / (lloyd with the centre step and preparation of changed clusters only)"),
+    ("kmeans_pruned.py --skip-dense --text-k 16 --repeat 1 --text-algs cached --breakdown",
+     "20newsgroups", "| centre step |"),
     ("mixture_text.py --seeds 1 --ref-seeds 1 --datasets tr23", "cluto_docs/tr23.mat",
      "K on text: every criterion"),
     ("lssttc_malsar.py --problems rec.vs.talk --representation tfidf", "mtc_newsgroups_malsar",
