@@ -180,7 +180,9 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
         :class:`bregclust._constrained.ConstrainedPasses`, whose ``candidates = False`` keeps
         the centre step from moving points into empty clusters. Its ``prepare`` method, when
         it has one, prepares the centres in place of
-        :func:`bregclust._execution.prepare_centres` (the same values).
+        :func:`bregclust._execution.prepare_centres` (the same values), and its
+        ``update_centres`` method, when it has one, makes the centres in place of
+        :func:`update_centres` (the same values).
     fitted : callable, optional
         ``fitted(centres) -> attributes`` of the estimator predicting with the centres of an
         iteration (:func:`centres_state`): handed to scikit-learn's callbacks that ask for a
@@ -193,6 +195,7 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
     """
     run_pass = src.lloyd if passes is None else passes
     prepare = getattr(passes, "prepare", E.prepare_centres)  # the cached passes: changed rows
+    update = getattr(passes, "update_centres", update_centres)  # the cached passes: same
     if hasattr(passes, "budget"):  # the adaptive passes weigh a switch against the passes left
         passes.budget(max_iter)
     pc = prepare(div, centres)
@@ -206,7 +209,7 @@ def lloyd(src, div, centres, beta, z, max_iter, tol, run, *, verbose=0, first=No
             # no candidates for an empty cluster
             candidates = (src.farthest(div, part, pc) if getattr(passes, "candidates", True)
                           else ())
-            centres = update_centres(part.S, part.W, candidates, div, beta, z, run, centres)
+            centres = update(part.S, part.W, candidates, div, beta, z, run, centres)
             pc = prepare(div, centres)
             new = run_pass(div, pc)
             history.append(smoothed_objective(new.objective, centres, div, beta, z, pc))

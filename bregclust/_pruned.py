@@ -39,14 +39,19 @@ __all__ = ["PrunedPasses", "CachedPasses", "AdaptivePasses", "make_passes", "ALG
 ALGORITHMS = ("auto", "lloyd", "hamerly", "yinyang", "cached")
 
 #: ``algorithm="auto"`` prunes dense rows from this many clusters on (below it a
-#: Lloyd pass is cheap and the bounds rarely pay for their bookkeeping, see
-#: benchmarks/kmeans_pruned.py).
+#: Lloyd pass is cheap and the bounds rarely pay for their bookkeeping). Kept by the rule of
+#: ``benchmarks/kmeans_pruned.py --auto-rule`` (session 21, one thread, 20 iterations): forced
+#: yinyang took 1.52, 1.22, 1.24, 0.88 and 0.70 of Lloyd's time at k = 16, 24, 32, 48, 64 on
+#: 200,000 x 50 blobs, and still 1.14 at k = 64 on 100,000 x 20.
 AUTO_MIN_CLUSTERS = 64
 
 #: ``algorithm="auto"`` keeps the score columns of sparse rows (``"cached"``) from this many
 #: clusters on, while its ``n x k`` float64 cache stays below :data:`CACHE_MAX_BYTES` (kl on
 #: 20 Newsgroups term frequencies, one thread: 1.27x Lloyd's time at k = 32, where nearly every
-#: centre moves every pass; 0.92x at k = 128, 0.59x at k = 256; benchmarks/RESULTS.md).
+#: centre moves every pass; 0.92x at k = 128, 0.59x at k = 256; benchmarks/RESULTS.md). Kept by
+#: the rule of ``benchmarks/kmeans_pruned.py --auto-rule`` after the changed-clusters-only steps
+#: (session 21): kl on term frequencies 0.89, 0.99, 1.01, 0.73, 0.69 of Lloyd's time at
+#: k = 32, 48, 64, 96, 128; squared Euclidean on tf-idf 0.73, 1.14, 0.91, 0.94, 0.96.
 AUTO_CACHED_MIN_CLUSTERS = 128
 
 #: The largest score cache ``algorithm="auto"`` allocates (``n k`` float64 values).
@@ -132,7 +137,7 @@ def _run_blocks(block, T):
 
 class CachedPasses:
     """Lloyd passes over sparse rows that keep the products ``<x_i, t_j>`` of every centre
-    whose gradient did not change.
+    whose gradient did not change, and recompute only the centres whose members changed.
 
     A centre whose members did not change in a pass is recomputed bit for bit (the same rows
     summed in the same order), so its gradient ``t_j`` and every product ``<x_i, t_j>`` are
@@ -140,9 +145,16 @@ class CachedPasses:
     ``G^T`` only (the same sum over the same stored entries in the same order as the Lloyd
     kernel, so the same values), reads the other columns from an ``n x k`` float64 cache, and
     runs Lloyd's argmin and sums on the result: labels, minima, sums and centres are Lloyd's
-    bit for bit. Which centres moved is decided by comparing the bits of ``G`` with those of
-    the previous pass, not by the labels, so nothing rests on an argument about the centre
-    step.
+    bit for bit. A row whose centre did not move compares its own score with the moved
+    centres' only (:func:`bregclust._kernels.pruned.cached_rows_csr`).
+
+    The same fact spares the rest of an iteration the clusters whose members stayed
+    (:meth:`update_centres`, :meth:`prepare`): the pass adds up only the sums of the clusters
+    that gained or lost a row (the others are the previous pass's sums, kept), the centre
+    step divides only those, and the preparation computes the gradients, ``phi`` and ``c``
+    of those centres only, written over the previous ones. Each of these falls back to the
+    whole computation when it cannot tell what changed (the first pass, an empty cluster, a
+    pass the cache did not serve, spherical centres, centres it did not make itself).
 
     Call it as ``passes(div, centres)`` where :func:`bregclust._centroid.lloyd` would call
     ``src.lloyd(div, centres)``. Passes the cache cannot serve (centres outside the fused GEMM
@@ -155,12 +167,16 @@ class CachedPasses:
     div : Divergence
     debug : bool, default=False
         Check after every pass that labels, minima and sums are those of the source's Lloyd
-        pass (tests only: a full pass more per iteration).
+        pass, and every preparation against a fresh one (tests only: a full pass more per
+        iteration).
 
     Attributes
     ----------
     skipped : list of int
         Per pass, the products ``<x_i, t_j>`` read from the cache instead of computed.
+    centre_rows, prepared_rows, summed : list of int
+        Per centre step, preparation and cached pass, the centres computed or the clusters
+        summed (``k`` for a whole one).
     total : int
         ``n k``, the products of a Lloyd pass.
     """
@@ -178,33 +194,95 @@ class CachedPasses:
         self.w = block.weights()
         self.n, self.d = self.Xg.shape
         self.k = None
-        self.G = None
         self.P = None
-        self.prepared = None  # (centres prepared by self.prepare, their moved rows, base G)
+        self.pc = None  # the centres self.prepare returned last
+        self.pending = None  # bool (k,): centres prepared since P was last written; None: all
+        self.labels = None  # labels of the last cached pass whose minima were all finite
+        self.S = None  # the sums of the last cached pass (every cluster), or None
+        self.changed = None  # bool (k,): clusters whose members that pass changed
+        self.npass = 0
+        # the last centre step: (its centres, the pass it read, the rows it recomputed or None
+        # for all, its previous centres, whether every centre is its cluster's quotient)
+        self.step = None
         self.skipped = []
+        self.centre_rows = []
+        self.prepared_rows = []
+        self.summed = []
         self.total = 0
         self.T = PrunedPasses._threads(self)
 
+    # ------------------------------------------------------------------ the centre step
+    def update_centres(self, S, W, candidates, div, beta, z, run, previous):
+        """:func:`bregclust._centroid.update_centres` (the same centres bit for bit), dividing
+        only the sums of the clusters whose members changed in the last pass when
+        ``previous`` are the centres this step made from the pass before it: every other
+        centre is then the previous one (the same sums, so the same quotient). When more than
+        a third changed, all are divided (no copy of the previous centres), and the
+        preparation still recomputes only the changed ones."""
+        from ._centroid import update_centres
+
+        last = self.step
+        # every centre a quotient of its own cluster's sums: no re-seeding, no normalisation
+        clean = not div.spherical and bool((W > 0).all())
+        incremental = (clean and self.changed is not None and S is self.S and last is not None
+                       and last[0] is previous and last[1] == self.npass - 1 and last[4])
+        if not incremental:
+            self.S = None  # update_centres may write into S (re-seeding, the division)
+            U = update_centres(S, W, candidates, div, beta, z, run, previous)
+            self.step = (U, self.npass, None, previous, clean)
+            self.centre_rows.append(U.shape[0])
+            return U
+        rows = np.flatnonzero(self.changed)
+        if 3 * rows.size > S.shape[0]:  # many: whole (a copy of the centres costs as much)
+            U = update_centres(S if beta > 0 else S.copy(), W, (), div, beta, z, run, previous)
+        else:
+            U = previous.copy()
+            if rows.size:
+                U[rows] = update_centres(S[rows], W[rows], (), div, beta, z, run,
+                                         previous[rows])
+        self.step = (U, self.npass, rows, previous, True)
+        self.centre_rows.append(U.shape[0] if 3 * rows.size > S.shape[0] else int(rows.size))
+        if self.debug:
+            ref = update_centres(S.copy(), W.copy(), (), div, beta, z, run, previous)
+            assert np.array_equal(ref.view(np.uint64), U.view(np.uint64)), (
+                "cached centre step differs from update_centres")
+        return U
+
+    # ------------------------------------------------------------------ the preparation
     def prepare(self, div, U):
         """:func:`bregclust._execution.prepare_centres` of ``U``, recomputing only the rows
-        that differ (in their bits) from the centres prepared last. For a separable generator
-        the gradients, ``phi`` and ``c`` are computed row by row (elementwise maps and row
-        sums), so the other rows are the previous values; other generators (Mahalanobis: a
-        matrix product) are prepared whole. The debug mode checks every preparation against
-        a fresh one."""
-        last = self.prepared[0] if self.prepared is not None else None
+        that changed since the centres prepared last: those :meth:`update_centres` recomputed
+        when it made ``U`` from them, else the rows that differ in their bits. For a separable
+        generator the gradients, ``phi`` and ``c`` are computed row by row (elementwise maps
+        and row sums), so the other rows are the previous values; other generators
+        (Mahalanobis: a matrix product) are prepared whole, and so are centres of which more
+        than half changed (the unchanged rows then have the same values, and the pass still
+        recomputes only the changed columns). The previous centres' ``G`` is written over
+        (the loop never reads a preparation after the next one). The debug mode checks every
+        preparation against a fresh one."""
+        last = self.pc
         U = np.ascontiguousarray(U)
-        if (last is None or last.phi is None or last.U.shape != U.shape
+        if (last is None or last.phi is None or last.U.shape != U.shape or not last.finite
                 or last.U.dtype != U.dtype or not (div.differentiable and div.separable)):
             pc = E.prepare_centres(div, U)
-            self.prepared = (pc, None, None)
+            self.pc, self.pending = pc, None
+            self.prepared_rows.append(U.shape[0])
             return pc
-        bits = f"u{U.itemsize}"
-        moved = np.flatnonzero(~(U.view(bits) == last.U.view(bits)).all(axis=1))
-        part = E.prepare_centres(div, U[moved])
-        G, c, phi = last.G.copy(), last.c.copy(), last.phi.copy()
-        G[moved], c[moved], phi[moved] = part.G, part.c, part.phi
-        pc = E.PreparedCentres(U, G, c, phi, fused=div.form.fused)
+        step = self.step
+        if step is not None and step[0] is U and step[2] is not None and step[3] is last.U:
+            moved = step[2]  # the rows the centre step recomputed; the others are last.U's
+        else:
+            bits = f"u{U.itemsize}"
+            moved = np.flatnonzero(~(U.view(bits) == last.U.view(bits)).all(axis=1))
+        if 2 * moved.size > U.shape[0]:  # most rows: whole (no gather, no scatter)
+            pc = E.prepare_centres(div, U)
+        else:
+            G, c, phi = last.G, last.c.copy(), last.phi.copy()
+            if moved.size:
+                part = E.prepare_centres(div, U[moved])
+                G[moved], c[moved], phi[moved] = part.G, part.c, part.phi
+            pc = E.PreparedCentres(U, G, c, phi, fused=div.form.fused)
+            last.G = None  # written over: the previous preparation is no longer valid
         if self.debug:
             ref = E.prepare_centres(div, U)
             for name in ("G", "c", "phi"):
@@ -212,53 +290,89 @@ class CachedPasses:
                 assert np.array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}")), (
                     f"cached preparation: {name} differs from prepare_centres")
             assert (ref.finite, ref.fused) == (pc.finite, pc.fused)
-        self.prepared = (pc, moved, last.G)
+        if self.pending is not None:
+            self.pending[moved] = True
+        self.pc = pc
+        self.prepared_rows.append(int(moved.size))
         return pc
 
+    # ------------------------------------------------------------------ the pass
     def __call__(self, div, pc, extra=None, sums=True):
         k = pc.U.shape[0]
         if self.k != k:
-            self.k, self.total, self.G, self.P = k, self.n * k, None, None
+            self.k, self.total, self.P = k, self.n * k, None
+            self.labels = self.S = self.changed = None
         if not pc.fused or extra is not None or not sums or self.n == 0:
             self.skipped.append(0)
+            self.labels = self.S = self.changed = None
+            self.npass += 1
             return self.src.lloyd(div, pc, extra, sums)
-        G = np.ascontiguousarray(pc.G)
-        if self.P is None:
-            self.P = np.empty((self.n, k))
+        G = pc.G
+        if self.P is None or pc is not self.pc or self.pending is None:
+            if self.P is None:
+                self.P = np.empty((self.n, k))
             moved = np.arange(k, dtype=np.int64)
-        elif (self.prepared is not None and self.prepared[0] is pc
-              and self.prepared[2] is self.G):
-            # prepared here from the centres of the cached pass: only their moved rows changed
-            moved = self.prepared[1].astype(np.int64)
         else:
-            bits = f"u{G.itemsize}"
-            same = (G.view(bits) == self.G.view(bits)).all(axis=1)
-            moved = np.flatnonzero(~same).astype(np.int64)
-        GTm = np.ascontiguousarray(G[moved].T)  # the rows of G that moved, as columns
+            moved = np.flatnonzero(self.pending).astype(np.int64)
+        GTm = pc.GT if moved.shape[0] == k else np.ascontiguousarray(G[moved].T)
+        stay = np.ones(k, dtype=np.uint8)
+        stay[moved] = 0
+        prev = self.labels if self.labels is not None else np.empty(0, dtype=np.int64)
+        full_sums = self.S is None or self.labels is None
         n, d, T = self.n, self.d, self.T
         labels = np.empty(n, dtype=np.int64)
         mins = np.empty(n)
-        S = np.zeros((T, k, d))
+        St = [np.zeros((k, d)) for _ in range(T)] if full_sums else None
         W = np.zeros((T, k))
         O = np.zeros(T)
         Xg = self.Xg
         per = (n + T - 1) // T
+        dummy = np.zeros((0, 0))
 
         def block(t):
             O[t] = KP.cached_rows_csr(Xg.data, Xg.indices, Xg.indptr, self.phi_x, GTm, moved,
-                                      pc.c, self.w, self.P, labels, mins, S[t], W[t], t * per,
-                                      min(n, (t + 1) * per), np.empty(moved.shape[0]))
+                                      pc.c, self.w, self.P, labels, mins,
+                                      St[t] if full_sums else dummy, W[t], t * per,
+                                      min(n, (t + 1) * per), np.empty(moved.shape[0]), prev,
+                                      stay, full_sums)
 
         _run_blocks(block, T)
-        self.G = G  # prepare_centres makes a new G every pass (never written to)
+        self.pending = np.zeros(k, dtype=bool)  # P now holds the products of pc
+        self.npass += 1
         self.skipped.append(n * (k - moved.shape[0]))
         obj = float(O[0])
-        for t in range(1, T):  # as fused_pass adds the threads' sums
-            S[0] += S[t]
+        for t in range(1, T):  # as fused_pass adds the threads' objectives
             obj += float(O[t])
         if not np.isfinite(obj):  # a minimum to evaluate by the definition: Lloyd's pass
+            self.labels = self.S = self.changed = None
             return self.src.lloyd(div, pc)
-        part = B.LloydPart(S=S[0], W=W.sum(axis=0), objective=obj, labels=labels, mins=mins)
+        changed = np.ones(k, dtype=bool)
+        if self.labels is not None:  # the clusters that gained or lost a row
+            diff = labels != self.labels
+            changed[:] = False
+            changed[labels[diff]] = True
+            changed[self.labels[diff]] = True
+        if full_sums:
+            S = St[0]
+            for t in range(1, T):  # as fused_pass adds the threads' sums
+                S += St[t]
+            self.summed.append(k)
+        else:  # the other clusters' sums are the last pass's, bit for bit
+            S = self.S
+            rows = np.flatnonzero(changed)
+            self.summed.append(int(rows.size))
+            S[rows] = 0.0
+            Sx = [S] + [np.zeros((k, d)) for _ in range(1, T)]
+
+            def sums_block(t):
+                KP.cluster_sums_csr(Xg.data, Xg.indices, Xg.indptr, self.w, labels, changed,
+                                    Sx[t], t * per, min(n, (t + 1) * per))
+
+            _run_blocks(sums_block, T)
+            for t in range(1, T):  # as fused_pass adds the threads' sums
+                S[rows] += Sx[t][rows]
+        self.labels, self.S, self.changed = labels, S, changed
+        part = B.LloydPart(S=S, W=W.sum(axis=0), objective=obj, labels=labels, mins=mins)
         if self.debug:
             ref = self.src.lloyd(div, pc)
             assert np.array_equal(ref.labels, part.labels), "cached labels differ from Lloyd's"
@@ -334,6 +448,25 @@ class PrunedPasses:
         self.T = self._threads()
         self._x32 = None  # the rows in float32 with a column of ones (built on first use)
         self.float64_rows = []  # per pass: failing rows the float32 filter left to float64
+
+    def centre_norms(self, pc):
+        """``(TN, CN)``: ``max_j ||g_j||_2`` rounded up and ``max_j |c_j|`` of prepared
+        centres (the scale of a score's rounding error)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + self.gam)
+            CN = float(np.abs(pc.c).max())
+        return TN, CN
+
+    def filter_applies(self, pc):
+        """Whether a pruned pass at the prepared centres ``pc`` scores its failing rows with
+        the float32 filter (:meth:`filter32` would not refuse), without making its float32
+        copy of the rows."""
+        if (not FILTER32 or self.sparse or self.Xg.dtype != np.float64 or self.n == 0
+                or not pc.fused):
+            return False
+        TN, CN = self.centre_norms(pc)
+        return bool(TN < FILTER32_MAX and CN < FILTER32_MAX
+                    and float(self.xn.max()) < FILTER32_MAX)
 
     def filter32(self, TN, CN):
         """``(X32, kap, eta)`` of the float32 filter for this pass
@@ -560,9 +693,7 @@ class PrunedPasses:
         definition)."""
         shift_m, shift_2, shift_inf, U0, use_ref = shifts
         n, d, k, T = self.n, self.d, self.k, self.T
-        with np.errstate(over="ignore", invalid="ignore"):
-            TN = float(np.sqrt(np.einsum("ij,ij->i", pc.G, pc.G)).max()) * (1 + self.gam)
-            CN = float(np.abs(pc.c).max())
+        TN, CN = self.centre_norms(pc)
         G = np.ascontiguousarray(pc.G)
         c = pc.c
         mins = np.empty(n)
@@ -706,6 +837,11 @@ class AdaptivePasses:
         Per pass, ``"lloyd"``, ``"start"`` or ``"pruned"``.
     predicted : list of float
         Per pass, ``s_f`` measured on the sample (NaN before the second pass).
+    row_costs : list of float
+        Per pass, the cost of a recomputed row the choice used: :data:`PRUNED_ROW` when a
+        pruned pass at the pass's centres would run the float32 filter, else
+        :data:`PRUNED_ROW_FLOAT64` (float32 rows, the filter off, or rows or centres beyond
+        :data:`FILTER32_MAX`, where the filter refuses).
     """
 
     #: tests: a callable ``pass number -> "lloyd" | "start" | "pruned"`` in place of the
@@ -718,7 +854,11 @@ class AdaptivePasses:
         self.pruned = PrunedPasses(src, div, algorithm, debug=debug)
         n = self.pruned.n
         float64 = self.pruned.Xg.dtype == np.float64
+        # the cost of a recomputed row, set again before every choice from what a pruned
+        # pass at the pass's centres would run (the filter refuses rows or centres beyond
+        # FILTER32_MAX)
         self.row_cost = PRUNED_ROW if FILTER32 and float64 else PRUNED_ROW_FLOAT64
+        self.row_costs = []
         m = min(n, SAMPLE_ROWS, max(n // 16, 64))  # 1/16 of the rows, at least 64
         self.rows = (np.arange(m, dtype=np.int64) * n) // max(m, 1)
         self.Xs = np.ascontiguousarray(self.pruned.Xg[self.rows], dtype=np.float64)
@@ -809,6 +949,8 @@ class AdaptivePasses:
         self.total = P.n * k
         if pc.fused and (P.grp is None or P.grp.shape[0] != k):
             P._group(pc.U)
+        self.row_cost = PRUNED_ROW if P.filter_applies(pc) else PRUNED_ROW_FLOAT64
+        self.row_costs.append(self.row_cost)
         if self.schedule is not None:
             mode = self.schedule(len(self.skipped))
         else:

@@ -464,6 +464,11 @@ KERNEL_ORACLES = {
             "the measured rule with the float32 filter switched off and on (flag patched)",
         "test_cached_debug_mode_catches_a_stale_cache":
             "the cached passes' debug check against a stale cache made on purpose",
+        "_cached_passes": "records the cached passes of a fit, to read their per-step counts",
+        "test_cached_clusters_emptied_and_refilled":
+            "the cached centre step around re-seeding (its weights and counts read)",
+        "test_cached_pass_with_previous_labels_is_the_full_scan":
+            "the cached pass kernel's shortcut against its full scan, ties and non-finite scores",
         "test_smoothing_term_from_prepared_centres_is_pairwise":
             "the Lloyd loop's smoothing term against pairwise, bit for bit",
         "test_auto_equals_lloyd_across_switches":

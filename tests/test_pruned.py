@@ -399,16 +399,23 @@ def test_float32_stop_rule_gap_is_known():
         float32=True, n_init=1, modes=["pruned"])
 
 
-@pytest.mark.parametrize("filter32", [False, True])
+@pytest.mark.parametrize("filter32", [False, True, "refused"])
 def test_auto_switches_by_measurement_and_equals_lloyd(monkeypatch, filter32):
     """The measured rule on data where pruning pays late (many clusters, the centres settle):
     without the float32 filter the first passes are Lloyd's (nothing skipped); with it a pruned
     pass skipping nothing already beats Lloyd's, so the bounds start on the first pass and the
     second pass skips scores; later passes skip most scores, and the fit is Lloyd's. With a
-    budget of two iterations no pass can repay the starting pass: Lloyd's passes only."""
+    budget of two iterations no pass can repay the starting pass: Lloyd's passes only.
+    ``"refused"``: the filter on, but every row beyond its limit (FILTER32_MAX patched): the
+    rule prices rows as without the filter, pass by pass."""
     import bregclust._pruned as P
 
-    monkeypatch.setattr(P, "FILTER32", filter32)
+    made = _cached_passes(monkeypatch)
+    refused = filter32 == "refused"
+    if refused:
+        monkeypatch.setattr(P, "FILTER32_MAX", 1e-3)
+    filter32 = bool(filter32) and not refused
+    monkeypatch.setattr(P, "FILTER32", filter32 or refused)
     rng = np.random.default_rng(11)
     centres = rng.normal(scale=6.0, size=(80, 4))
     X = centres[rng.integers(0, 80, 4000)] + rng.normal(size=(4000, 4))
@@ -419,6 +426,9 @@ def test_auto_switches_by_measurement_and_equals_lloyd(monkeypatch, filter32):
     frac = b.n_skipped_ / (4000 * 64)
     assert frac[0] == 0 and (frac[1] > 0) == filter32
     assert frac.max() > 0.5
+    costs = np.array(made[-1].row_costs)
+    assert costs.shape == (b.n_iter_ + 1,)
+    assert (costs == (P.PRUNED_ROW if filter32 else P.PRUNED_ROW_FLOAT64)).all()
     short = _fit("auto", X, 64, "sqeuclidean", init=X[:64], max_iter=2, tol=0.0)
     assert short.algorithm_ == "yinyang" and not short.n_skipped_.any()
     assert np.array_equal(short.labels_, _fit("lloyd", X, 64, "sqeuclidean", init=X[:64],
@@ -985,3 +995,158 @@ def test_an_infinite_score_sends_the_row_to_lloyds_pass(groups):
     c[1] = 5.0  # every score finite: the minimum is kept
     KP._finish_row(p, c, grp, perm, gstart, 0.0, 0, labels, mins, lb, 0.0, 2.0 ** -53, m1)
     assert labels[0] == 0 and mins[0] == 1.0
+
+
+# ------------------------------------------------------------------ cached: changed clusters only
+def _cached_passes(monkeypatch):
+    """The CachedPasses objects the next fits make (appended to the returned list)."""
+    import bregclust._pruned as P
+
+    made = []
+    real = P.make_passes
+
+    def spy(*args, **kwargs):
+        passes = real(*args, **kwargs)
+        if passes is not None:  # algorithm="lloyd" has none
+            made.append(passes)
+        return passes
+
+    monkeypatch.setattr(P, "make_passes", spy)
+    return made
+
+
+@pytest.mark.parametrize("div, smoothing", [("kl", 0.5), ("sqeuclidean", 0.0)])
+@pytest.mark.parametrize("weights", ["none", "zeros"])
+@pytest.mark.parametrize("dup", [False, True])
+def test_cached_recomputes_only_the_clusters_that_changed(monkeypatch, div, smoothing, weights,
+                                                          dup):
+    """Once some clusters keep their members, the centre step divides and the preparation
+    prepares only the others (the debug mode checks each step against update_centres and each
+    preparation against prepare_centres, bit for bit), and the fit is Lloyd's (zero weights:
+    rows that change cluster without changing its sums; ``dup``: two equal initial centres,
+    a cluster emptied and re-seeded by the first step)."""
+    made = _cached_passes(monkeypatch)
+    rng = np.random.default_rng(9)
+    Z = rng.gamma(1.0, 1.0, size=(1500, 40)) * (rng.random((1500, 40)) < 0.25)
+    Z[:, 0] += 0.1
+    sw = rng.integers(0, 3, 1500).astype(float) if weights == "zeros" else None
+    idx = rng.choice(1500, 50, replace=False)
+    if dup:
+        idx[-1] = idx[0]
+    kw = dict(init=Z[idx] + 0.05, max_iter=40, tol=0.0, smoothing=smoothing, sw=sw)
+    X = sp.csr_matrix(Z)
+    a, b = _fit("lloyd", X, 50, div, **dict(kw)), _fit("cached", X, 50, div, **dict(kw))
+    _same(a, b)
+    np.testing.assert_array_equal(a.objective_history_, b.objective_history_)
+    (passes,) = made
+    steps, preps = np.array(passes.centre_rows), np.array(passes.prepared_rows)
+    assert steps.shape == (b.n_iter_,) and preps.shape == (b.n_iter_ + 1,)
+    assert steps[0] == 50 and preps[0] == 50  # the first step and preparation are whole
+    assert ((steps > 0) & (steps < 50)).any() and ((preps > 0) & (preps < 50)).any()
+
+
+def test_cached_clusters_emptied_and_refilled(monkeypatch):
+    """Clusters emptied and re-seeded over several centre steps (whole steps: re-seeding moves
+    rows between sums), then steps of the changed clusters only: Lloyd's fit."""
+    import bregclust._pruned as P
+
+    made = _cached_passes(monkeypatch)
+    empties = []
+    real = P.CachedPasses.update_centres
+
+    def spy(self, S, W, *args):
+        empties.append(int((W <= 0).sum()))
+        return real(self, S, W, *args)
+
+    monkeypatch.setattr(P.CachedPasses, "update_centres", spy)
+    rng = np.random.default_rng(1)
+    Z = rng.integers(0, 3, size=(80, 3)).astype(float)
+    kw = dict(init=Z[rng.choice(80, 20, replace=False)], max_iter=60, tol=0.0)
+    X = sp.csr_matrix(Z)
+    a = _fit("lloyd", X, 20, "sqeuclidean", **dict(kw))
+    b = _fit("cached", X, 20, "sqeuclidean", **dict(kw))
+    _same(a, b)
+    steps = np.array(made[0].centre_rows)
+    assert sum(e > 0 for e in empties[1:]) >= 2  # emptied again after the first step
+    last_empty = max(i for i, e in enumerate(empties) if e > 0)
+    # a step after re-seeding is whole: the re-seeded centres are not their sums' quotients
+    assert steps[last_empty] == 20 and steps[last_empty + 1] == 20
+
+
+def test_cached_pass_with_previous_labels_is_the_full_scan():
+    """The kernel's shortcut (a row whose centre stayed compares its score with the moved
+    centres' only) gives the labels, minima, weights and objective of the full scan: exact
+    ties between duplicate centres on either side of the row's own, moved centres with NaN,
+    -inf and +inf constants, +inf constants among the centres that stayed."""
+    import bregclust._kernels.pruned as KP
+
+    rng = np.random.default_rng(3)
+    n, d, k = 400, 6, 24
+    Z = rng.integers(0, 3, size=(n, d)).astype(float)
+    X = sp.csr_matrix(Z)
+    G0 = rng.integers(-2, 3, size=(k, d)).astype(float)
+    G0[1::4] = G0[0::4]  # duplicate centres: exact ties
+    c0 = rng.integers(-3, 4, size=k).astype(float)
+    c0[1::4] = c0[0::4]
+    c0[5] = np.inf  # a centre no row takes, and that stays
+    phi = np.zeros(n)
+    w = rng.uniform(0.0, 2.0, n)
+    allc = np.arange(k, dtype=np.int64)
+
+    def run(G, c, moved, P, prev, stay):
+        labels, mins = np.empty(n, np.int64), np.empty(n)
+        St, Wt = np.zeros((k, d)), np.zeros(k)
+        GTm = np.ascontiguousarray(G[moved].T)
+        obj = KP.cached_rows_csr(X.data, X.indices, X.indptr, phi, GTm, moved, c, w, P, labels,
+                                 mins, St, Wt, 0, n, np.empty(moved.shape[0]), prev, stay, True)
+        return labels, mins, St, Wt, obj
+
+    P0 = np.empty((n, k))
+    prev = run(G0, c0, allc, P0, np.empty(0, np.int64), np.zeros(k, np.uint8))[0]
+    shortcut = whole = 0
+    for trial in range(20):
+        moved = np.sort(rng.choice(k, rng.integers(2, k // 2), replace=False)).astype(np.int64)
+        moved = moved[moved != 5]
+        G, c = G0.copy(), c0.copy()
+        G[moved] = rng.integers(-2, 3, size=(moved.shape[0], d))
+        c[moved] = rng.integers(-3, 4, size=moved.shape[0])
+        if trial % 4 == 1:
+            c[moved[0]] = np.nan
+        elif trial % 4 == 2:
+            c[moved[-1]] = -np.inf
+        elif trial % 4 == 3:
+            c[moved[0]] = np.inf
+        if trial % 2:  # ties with the centre of the row's own copy
+            G[moved[moved % 4 == 1]] = G[moved[moved % 4 == 1] - 1]
+            c[moved[moved % 4 == 1]] = c[moved[moved % 4 == 1] - 1]
+        stay = np.ones(k, np.uint8)
+        stay[moved] = 0
+        fast = run(G, c, moved, P0.copy(), prev, stay)
+        full = run(G, c, allc, np.empty((n, k)), np.empty(0, np.int64), np.zeros(k, np.uint8))
+        np.testing.assert_array_equal(fast[0], full[0])
+        np.testing.assert_array_equal(fast[1], full[1])  # NaN where the full scan has NaN
+        np.testing.assert_array_equal(fast[2], full[2])
+        np.testing.assert_array_equal(fast[3], full[3])
+        assert fast[4] == full[4] or (np.isnan(fast[4]) and np.isnan(full[4]))
+        shortcut += int((stay[prev] == 1).sum())
+        whole += int((stay[prev] == 0).sum())
+    assert shortcut > 1000 and whole > 1000  # both branches ran
+
+
+def test_cached_changed_sums_over_thread_blocks(monkeypatch):
+    """Two blocks of rows (two threads): the sums of the changed clusters are added block by
+    block as Lloyd's pass adds its threads' sums, so the fit is still Lloyd's bit for bit."""
+    import numba
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs two numba threads")
+    monkeypatch.setenv("BREGCLUST_NUM_THREADS", "2")
+    made = _cached_passes(monkeypatch)
+    rng = np.random.default_rng(9)
+    Z = rng.gamma(1.0, 1.0, size=(8000, 40)) * (rng.random((8000, 40)) < 0.25)
+    Z[:, 0] += 0.1
+    X = sp.csr_matrix(Z)
+    kw = dict(init=Z[:60] + 0.05, max_iter=30, tol=0.0, smoothing=0.5)
+    a, b = _fit("lloyd", X, 60, "kl", **dict(kw)), _fit("cached", X, 60, "kl", **dict(kw))
+    _same(a, b)
+    assert made[0].T == 2 and (np.array(made[0].summed) < 60).any()

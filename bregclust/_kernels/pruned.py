@@ -426,36 +426,90 @@ def pruned_rows_csr(data, indices, indptr, phi_x, GT, G, c, grp, perm, gstart, w
 # --------------------------------------------------------------------------- cached score columns
 @njit(**JIT)
 def cached_rows_csr(data, indices, indptr, phi_x, GTm, moved, c, w, P, labels, mins, St, Wt, r0,
-                    r1, acc):
+                    r1, acc, prev, stay, sums):
     """One Lloyd pass over the CSR rows ``r0..r1-1`` that recomputes only the product columns
     of the centres that moved: in/out ``P`` (n x k, the products ``<x_i, g_j>`` of the previous
-    pass), ``GTm`` (p x m) the columns ``moved`` of ``G^T``, ``acc`` (m,) scratch; OUT
-    ``labels``, ``mins`` and the block's sums ``St``/``Wt``, as
+    pass), ``GTm`` (p x m) the columns ``moved`` (increasing) of ``G^T``, ``acc`` (m,) scratch;
+    OUT ``labels``, ``mins``, ``Wt`` and (``sums``) the block's sums ``St``, as
     :func:`bregclust._kernels.lloyd.lloyd_step_csr` with the same blocks of rows, the same
-    argmin and the same sums: its results bit for bit. Returns ``sum_r w_r mins_r``."""
+    argmin and the same sums: its results bit for bit. Returns ``sum_r w_r mins_r``.
+
+    ``prev`` (n,): the labels of the previous pass, every one of whose minima was finite (an
+    empty array: none). A row whose previous centre ``a`` did not move (``stay[a]``) compares
+    ``D_a`` with the moved centres' scores only: the unmoved scores are those of the previous
+    pass, where ``a`` was the first index of the smallest, and none of them was NaN or
+    ``-inf``, so the first index of the smallest score is the smaller of ``a`` and the moved
+    winner at equal scores, and the minimum is NaN exactly when Lloyd's full scan makes it
+    NaN (a NaN or ``-inf`` among the moved scores, or a non-finite minimum). Every other row
+    scans its ``k`` scores as Lloyd's kernel does. With ``m = k`` (every centre), the
+    products go straight into ``P``'s row."""
     m = moved.shape[0]
+    k = c.shape[0]
+    use_prev = prev.shape[0] > 0
     obj = 0.0
     for r in range(r0, r1):
+        Pr = P[r]
         # the product of lloyd._product_csr for the moved columns only: each column is the
         # same sum over the same stored entries in the same order, so the same value. Written
         # out rather than called: calling _product_csr here measured slower on 20 Newsgroups
         # (kl, k = 256, best cached fit 2.11-2.42 s against 1.80-1.85 s inline, one thread)
-        acc[:] = 0.0
-        for p in range(indptr[r], indptr[r + 1]):
-            v = data[p]
-            g = GTm[indices[p]]
+        if m == k:
+            for q in range(k):
+                Pr[q] = 0.0
+            for p in range(indptr[r], indptr[r + 1]):
+                v = data[p]
+                g = GTm[indices[p]]
+                for q in range(k):
+                    Pr[q] += v * g[q]
+        else:
             for q in range(m):
-                acc[q] += v * g[q]
-        Pr = P[r]
-        for q in range(m):
-            Pr[moved[q]] = acc[q]
-        bj = _nearest(Pr, c, phi_x[r], r, labels, mins)
+                acc[q] = 0.0
+            for p in range(indptr[r], indptr[r + 1]):
+                v = data[p]
+                g = GTm[indices[p]]
+                for q in range(m):
+                    acc[q] += v * g[q]
+            for q in range(m):
+                Pr[moved[q]] = acc[q]
+        if use_prev and stay[prev[r]]:
+            bj = prev[r]
+            best = c[bj] - Pr[bj]
+            tot = 0.0
+            for q in range(m):
+                j = moved[q]
+                v = c[j] - acc[q]
+                tot += v
+                if v < best or (v == best and j < bj):
+                    best = v
+                    bj = j
+            labels[r] = bj
+            v = phi_x[r] + best
+            if tot != tot or not (abs(v) < np.inf):
+                mins[r] = np.nan
+            else:
+                mins[r] = v if v > 0.0 else 0.0
+        else:
+            bj = _nearest(Pr, c, phi_x[r], r, labels, mins)
         wi = w[r]
         Wt[bj] += wi
         obj += wi * mins[r]
-        for p in range(indptr[r], indptr[r + 1]):
-            St[bj, indices[p]] += wi * data[p]
+        if sums:
+            for p in range(indptr[r], indptr[r + 1]):
+                St[bj, indices[p]] += wi * data[p]
     return obj
+
+
+@njit(**JIT)
+def cluster_sums_csr(data, indices, indptr, w, labels, changed, St, r0, r1):
+    """IN/OUT ``St[j] += sum_r w_r x_r`` over the CSR rows ``r0..r1-1`` with ``changed[labels_r]``,
+    in row order and with the arithmetic of :func:`bregclust._kernels.lloyd.lloyd_step_csr`'s
+    sums: on rows ``St[j]`` that start at zero, Lloyd's sums of those clusters bit for bit."""
+    for r in range(r0, r1):
+        bj = labels[r]
+        if changed[bj]:
+            wi = w[r]
+            for p in range(indptr[r], indptr[r + 1]):
+                St[bj, indices[p]] += wi * data[p]
 
 
 # --------------------------------------------------------------------------- float32 filter
