@@ -664,5 +664,7 @@ def l1_pairwise_rows(X, U, out, r0, r1):
                 x = X[i, l]
                 u = U[j, l]
                 if not ((x > 0.0 and u > 0.0) or (x < 0.0 and u < 0.0)):
-                    s += 2.0 * abs(x)
+                    # float(): float64 terms for float32 rows also when interpreted
+                    # (NUMBA_DISABLE_JIT: numpy keeps 2.0 * float32 in float32)
+                    s += 2.0 * abs(float(x))
             out[i, j] = s
