@@ -158,7 +158,11 @@ class CachedPasses:
 
     Call it as ``passes(div, centres)`` where :func:`bregclust._centroid.lloyd` would call
     ``src.lloyd(div, centres)``. Passes the cache cannot serve (centres outside the fused GEMM
-    form, extra statistics, a labels-only pass, an overflow) run the source's own pass.
+    form, extra statistics, a labels-only pass, an overflow) run the source's own pass. The
+    sums ``S`` a pass returns are this object's buffer, updated in place by the next pass:
+    read them before it. They are re-used (only the changed clusters re-added) only after
+    :meth:`update_centres` made the next centres from them; a loop with its own centre step
+    gets whole sums every pass.
 
     Parameters
     ----------
@@ -200,6 +204,7 @@ class CachedPasses:
         self.labels = None  # labels of the last cached pass whose minima were all finite
         self.S = None  # the sums of the last cached pass (every cluster), or None
         self.changed = None  # bool (k,): clusters whose members that pass changed
+        self.kept = -1  # the pass whose sums self.update_centres left intact (read in place)
         self.npass = 0
         # the last centre step: (its centres, the pass it read, the rows it recomputed or None
         # for all, its previous centres, whether every centre is its cluster's quotient)
@@ -241,6 +246,7 @@ class CachedPasses:
                 U[rows] = update_centres(S[rows], W[rows], (), div, beta, z, run,
                                          previous[rows])
         self.step = (U, self.npass, rows, previous, True)
+        self.kept = self.npass  # S untouched: the next pass may re-add only changed clusters
         self.centre_rows.append(U.shape[0] if 3 * rows.size > S.shape[0] else int(rows.size))
         if self.debug:
             ref = update_centres(S.copy(), W.copy(), (), div, beta, z, run, previous)
@@ -274,7 +280,8 @@ class CachedPasses:
         else:
             bits = f"u{U.itemsize}"
             moved = np.flatnonzero(~(U.view(bits) == last.U.view(bits)).all(axis=1))
-        if 2 * moved.size > U.shape[0]:  # most rows: whole (no gather, no scatter)
+        whole = 2 * moved.size > U.shape[0]
+        if whole:  # most rows: whole (no gather, no scatter)
             pc = E.prepare_centres(div, U)
         else:
             G, c, phi = last.G, last.c.copy(), last.phi.copy()
@@ -293,7 +300,7 @@ class CachedPasses:
         if self.pending is not None:
             self.pending[moved] = True
         self.pc = pc
-        self.prepared_rows.append(int(moved.size))
+        self.prepared_rows.append(U.shape[0] if whole else int(moved.size))
         return pc
 
     # ------------------------------------------------------------------ the pass
@@ -318,7 +325,9 @@ class CachedPasses:
         stay = np.ones(k, dtype=np.uint8)
         stay[moved] = 0
         prev = self.labels if self.labels is not None else np.empty(0, dtype=np.int64)
-        full_sums = self.S is None or self.labels is None
+        # the last pass's sums are re-used only when this object's own centre step left them
+        # intact since (a caller's update_centres may divide S in place)
+        full_sums = self.S is None or self.labels is None or self.kept != self.npass
         n, d, T = self.n, self.d, self.T
         labels = np.empty(n, dtype=np.int64)
         mins = np.empty(n)
@@ -345,6 +354,7 @@ class CachedPasses:
             obj += float(O[t])
         if not np.isfinite(obj):  # a minimum to evaluate by the definition: Lloyd's pass
             self.labels = self.S = self.changed = None
+            self.skipped[-1] = 0  # the cached products were thrown away: Lloyd's pass counts
             return self.src.lloyd(div, pc)
         changed = np.ones(k, dtype=bool)
         if self.labels is not None:  # the clusters that gained or lost a row

@@ -469,6 +469,10 @@ KERNEL_ORACLES = {
             "the cached centre step around re-seeding (its weights and counts read)",
         "test_cached_pass_with_previous_labels_is_the_full_scan":
             "the cached pass kernel's shortcut against its full scan, ties and non-finite scores",
+        "test_cached_debug_mode_catches_a_stale_centre_step":
+            "the cached centre step's debug check against a step that forgets a changed cluster",
+        "test_cached_passes_under_a_loop_with_its_own_centre_step":
+            "the cached passes driven by the Lloyd loop without their centre step, vs Lloyd's",
         "test_smoothing_term_from_prepared_centres_is_pairwise":
             "the Lloyd loop's smoothing term against pairwise, bit for bit",
         "test_auto_equals_lloyd_across_switches":

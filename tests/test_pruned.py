@@ -282,7 +282,7 @@ def test_cached_debug_mode_catches_a_stale_cache(monkeypatch):
     real = P.KP.cached_rows_csr
 
     def stale(data, indices, indptr, phi_x, GTm, moved, *rest):
-        if moved.shape[0] < GTm.shape[1] or not stale.first:
+        if not stale.first:
             moved, GTm = moved[:0], GTm[:, :0]
         stale.first = False
         return real(data, indices, indptr, phi_x, GTm, moved, *rest)
@@ -1150,3 +1150,62 @@ def test_cached_changed_sums_over_thread_blocks(monkeypatch):
     a, b = _fit("lloyd", X, 60, "kl", **dict(kw)), _fit("cached", X, 60, "kl", **dict(kw))
     _same(a, b)
     assert made[0].T == 2 and (np.array(made[0].summed) < 60).any()
+
+
+def test_cached_debug_mode_catches_a_stale_centre_step(monkeypatch):
+    """The debug check of the centre step can fail: a step that forgets one changed cluster
+    (its old centre kept) is caught."""
+    import bregclust._pruned as P
+
+    real = P.CachedPasses.update_centres
+
+    def stale(self, S, W, *args):
+        if self.changed is not None and 1 < self.changed.sum() < S.shape[0] // 3:
+            self.changed = self.changed.copy()
+            self.changed[np.flatnonzero(self.changed)[0]] = False
+        return real(self, S, W, *args)
+
+    monkeypatch.setattr(P.CachedPasses, "update_centres", stale)
+    rng = np.random.default_rng(9)
+    Z = rng.gamma(1.0, 1.0, size=(1500, 40)) * (rng.random((1500, 40)) < 0.25)
+    Z[:, 0] += 0.1
+    with pytest.raises(AssertionError, match="cached centre step differs"):
+        _fit("cached", sp.csr_matrix(Z), 50, "kl", init=Z[:50] + 0.05, max_iter=40, tol=0.0)
+
+
+def test_cached_passes_under_a_loop_with_its_own_centre_step():
+    """The sums a cached pass returns are re-used only after its own centre step: a loop that
+    makes the centres with the module's update_centres (which divides the sums in place) gets
+    whole sums every pass, and Lloyd's fit."""
+    import bregclust._pruned as P
+    from bregclust import get_divergence
+    from bregclust._centroid import lloyd
+    from bregclust._sources import as_source
+
+    class Wrapper:  # forwards the pass and the preparation, not the centre step
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __call__(self, *a, **kw):
+            return self.inner(*a, **kw)
+
+        def prepare(self, *a):
+            return self.inner.prepare(*a)
+
+    div = get_divergence("sqeuclidean")
+    rng = np.random.default_rng(9)
+    Z = rng.gamma(1.0, 1.0, size=(1500, 40)) * (rng.random((1500, 40)) < 0.25)
+    X = sp.csr_matrix(Z)
+    C0 = Z[rng.choice(1500, 50, replace=False)] + 0.05
+    res = []
+    for wrap in (False, True):
+        src = as_source(X, None, div)
+        passes = Wrapper(P.CachedPasses(src, div, debug=True)) if wrap else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res.append(lloyd(src, div, C0.copy(), 0.0, None, 40, 0.0, 0, passes=passes))
+    a, b = res
+    assert a.n_iter == b.n_iter > 3
+    np.testing.assert_array_equal(a.part.labels, b.part.labels)
+    np.testing.assert_array_equal(a.centres, b.centres)
+    np.testing.assert_array_equal(a.history, b.history)
