@@ -473,6 +473,8 @@ KERNEL_ORACLES = {
             "the cached centre step's debug check against a step that forgets a changed cluster",
         "test_cached_passes_under_a_loop_with_its_own_centre_step":
             "the cached passes driven by the Lloyd loop without their centre step, vs Lloyd's",
+        "test_cached_pass_redone_by_lloyd_counts_nothing_skipped":
+            "the cached passes' count of skipped products when Lloyd's pass redoes them",
         "test_smoothing_term_from_prepared_centres_is_pairwise":
             "the Lloyd loop's smoothing term against pairwise, bit for bit",
         "test_auto_equals_lloyd_across_switches":

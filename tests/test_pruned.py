@@ -1209,3 +1209,36 @@ def test_cached_passes_under_a_loop_with_its_own_centre_step():
     np.testing.assert_array_equal(a.part.labels, b.part.labels)
     np.testing.assert_array_equal(a.centres, b.centres)
     np.testing.assert_array_equal(a.history, b.history)
+
+
+def test_cached_pass_redone_by_lloyd_counts_nothing_skipped():
+    """A cached pass whose objective is not finite (rows of zero weight whose products
+    overflow) is redone by Lloyd's pass: it skipped nothing, and the fit is Lloyd's."""
+    import bregclust._pruned as P
+    from bregclust import get_divergence
+    from bregclust._centroid import lloyd
+    from bregclust._sources import as_source
+
+    div = get_divergence("sqeuclidean")
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(300, 6)) * (rng.random((300, 6)) < 0.6)
+    Z[:3] *= 1e306  # their products with some centres overflow
+    Z[3] = 0.0
+    w = rng.uniform(0.5, 2.0, 300)
+    w[:3] = 0.0  # so the centres stay finite
+    X = sp.csr_matrix(Z)
+    res, made = [], []
+    for alg in ("lloyd", "cached"):
+        src = as_source(X, w, div)
+        passes = P.make_passes(src, div, alg, debug=True)
+        made.append(passes)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res.append(lloyd(src, div, Z[3:15] + 0.01, 0.0, None, 30, 0.0, 0, passes=passes))
+    a, b = res
+    np.testing.assert_array_equal(a.part.labels, b.part.labels)
+    np.testing.assert_array_equal(a.centres, b.centres)
+    np.testing.assert_array_equal(a.history, b.history)
+    cached = made[1]
+    assert len(cached.skipped) == a.n_iter + 1 and cached.summed == []  # every pass Lloyd's
+    assert cached.skipped == [0] * len(cached.skipped)
